@@ -1,0 +1,88 @@
+"""Settings read from the environment, in one place.
+
+Two things are configured separately (tests combine the sandbox catalog with
+an S3 backend):
+
+- **state**: local files under ``.iac/state/`` (default), or S3 when
+  ``IAC_STATE_BUCKET`` is set (with ``IAC_STATE_REGION`` and, for an
+  S3-compatible server, ``IAC_STATE_ENDPOINT``); root.hcl reads the same
+  variables;
+- **module sources**: ``IAC_MODULE_SOURCES=sandbox`` (default) redirects the
+  module repositories the units pin to the sandbox catalog; ``remote`` uses the
+  URLs as written, optionally rewritten with ``IAC_MODULE_REWRITE``
+  (``FROM=TO[,FROM=TO...]``, applied by git's ``url.<TO>.insteadOf``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tooling.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Settings:
+    module_sources: str  # sandbox | remote
+    module_rewrites: tuple[tuple[str, str], ...]
+    state_bucket: str | None
+    state_region: str
+    state_endpoint: str | None
+    cache_dir: Path
+
+    @property
+    def state_backend(self) -> str:
+        return "s3" if self.state_bucket else "local"
+
+    def describe(self) -> str:
+        """The one line every task prints first: what it runs against."""
+        modules = "sandbox module catalog" if self.module_sources == "sandbox" else "remote module repositories"
+        if self.state_bucket:
+            where = f" at {self.state_endpoint}" if self.state_endpoint else ""
+            state = f"S3 state in s3://{self.state_bucket}{where}"
+        else:
+            state = "local state under .iac/state/"
+        default = " (embedded default)" if self.module_sources == "sandbox" and not self.state_bucket else ""
+        return f"using {modules}, {state}{default}"
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("IAC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "iac-tooling"
+
+
+def parse_rewrites(text: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        src, sep, dst = item.partition("=")
+        if not sep or not src or not dst:
+            raise UsageError(f"IAC_MODULE_REWRITE: {item!r} is not FROM=TO")
+        out.append((src, dst))
+    return tuple(out)
+
+
+def load() -> Settings:
+    sources = os.environ.get("IAC_MODULE_SOURCES", "sandbox")
+    if sources not in ("sandbox", "remote"):
+        raise UsageError(f"IAC_MODULE_SOURCES={sources!r}: use 'sandbox' or 'remote'")
+    return Settings(
+        module_sources=sources,
+        module_rewrites=parse_rewrites(os.environ.get("IAC_MODULE_REWRITE", "")),
+        state_bucket=os.environ.get("IAC_STATE_BUCKET") or None,
+        state_region=os.environ.get("IAC_STATE_REGION", "us-east-1"),
+        state_endpoint=os.environ.get("IAC_STATE_ENDPOINT") or None,
+        cache_dir=cache_root(),
+    )
+
+
+def git_rewrite_env(rewrites: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Environment that makes every git child rewrite URLs (``url.TO.insteadOf FROM``)."""
+    env = {"GIT_CONFIG_COUNT": str(len(rewrites))}
+    for i, (src, dst) in enumerate(rewrites):
+        env[f"GIT_CONFIG_KEY_{i}"] = f"url.{dst}.insteadOf"
+        env[f"GIT_CONFIG_VALUE_{i}"] = src
+    return env

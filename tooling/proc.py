@@ -1,0 +1,100 @@
+"""The one subprocess runner.
+
+Every external program (git, terragrunt, tofu) is started through :func:`run`.
+It never uses a shell, always captures output as text, and on failure raises
+:class:`CalledProcessError` carrying the command, exit code, stdout and stderr
+(after pre-commit's ``cmd_output_b``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tooling.errors import ToolingError
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class CalledProcessError(ToolingError):
+    """A program exited with a code the caller did not accept."""
+
+    def __init__(self, result: Result, cwd: Path | None) -> None:
+        self.result = result
+        where = f" (in {cwd})" if cwd else ""
+        parts = [f"command failed with exit code {result.returncode}{where}: {shlex.join(result.args)}"]
+        if result.stdout.strip():
+            parts.append("stdout:\n" + _tail(result.stdout))
+        if result.stderr.strip():
+            parts.append("stderr:\n" + _tail(result.stderr))
+        super().__init__("\n".join(parts))
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    kept = text.rstrip().splitlines()
+    if len(kept) > lines:
+        kept = [f"... ({len(kept) - lines} earlier lines omitted)", *kept[-lines:]]
+    return "\n".join("    " + line for line in kept)
+
+
+def _echo_enabled() -> bool:
+    return os.environ.get("IAC_ECHO_COMMANDS", "") not in ("", "0", "false")
+
+
+def run(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    ok_codes: Sequence[int] = (0,),
+    input_text: str | None = None,
+    timeout: float | None = None,
+) -> Result:
+    """Run ``args`` and return its result; raise if the exit code is not in ``ok_codes``.
+
+    ``env`` is *added* to the current environment (``None`` values are not
+    supported: build the full mapping with :func:`child_env` to remove keys).
+    """
+    argv = tuple(str(a) for a in args)
+    if _echo_enabled():
+        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=child_env(env),
+            input=input_text,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ToolingError(
+            f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ToolingError(f"{shlex.join(argv)} timed out after {timeout} s") from exc
+    result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
+    if proc.returncode not in ok_codes:
+        raise CalledProcessError(result, cwd)
+    return result
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process: ours plus ``extra``."""
+    env = dict(os.environ)
+    if extra:
+        env.update(extra)
+    return env
