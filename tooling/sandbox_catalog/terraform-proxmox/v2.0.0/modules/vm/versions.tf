@@ -1,0 +1,7 @@
+# Sandbox stand-in for platform-modules/terraform-proxmox//modules/vm at v2.0.0.
+# Mimics the real module's inputs, outputs and resource addresses with the
+# built-in terraform_data resource only (no providers), so plans run offline.
+
+terraform {
+  required_version = ">= 1.6"
+}
