@@ -1,0 +1,200 @@
+"""Changed paths -> affected units, with reasons. Pure: no git, no files.
+
+The rules (each has its own test):
+
+- a changed file that units read selects exactly those units (``modified``),
+  wherever it sits: a file beside one unit but read by others selects all its
+  readers; a file nothing reads (a README) selects nothing;
+- a new ``terragrunt.hcl`` -> ``added``; a removed one -> ``deleted`` (to be
+  destroyed from the base revision); a renamed one -> ``moved`` with
+  ``moved_from``: its state key changes, so it must be migrated, never
+  destroyed and recreated;
+- dependents of changed units are listed apart, with the upstream they are
+  reached ``via``: they are re-planned after the upstream applies;
+- order: head DAG order (dependencies first); deletions last, in reverse
+  dependency order of the base revision.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooling.git import Change
+from tooling.repo import UNIT_FILE, Model, Unit
+
+
+@dataclass(frozen=True)
+class AffectedUnit:
+    path: str
+    change: str  # added | modified | deleted | moved
+    reasons: tuple[str, ...]
+    tier: str
+    executor: str
+    moved_from: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "change": self.change,
+            "moved_from": self.moved_from,
+            "reasons": list(self.reasons),
+            "tier": self.tier,
+            "executor": self.executor,
+        }
+
+
+@dataclass(frozen=True)
+class Dependent:
+    path: str
+    via: str
+    tier: str
+    executor: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "via": self.via, "tier": self.tier, "executor": self.executor}
+
+
+@dataclass(frozen=True)
+class Affected:
+    base: str
+    head: str
+    units: tuple[AffectedUnit, ...]
+    dependents: tuple[Dependent, ...] = field(default_factory=tuple)
+    uncommitted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "head": self.head,
+            "uncommitted": self.uncommitted,
+            "units": [u.to_json() for u in self.units],
+            "dependents": [d.to_json() for d in self.dependents],
+        }
+
+
+def _unit_dir(path: str) -> str | None:
+    if posixpath.basename(path) == UNIT_FILE:
+        return posixpath.dirname(path)
+    return None
+
+
+def _readers_of(path: str, exact: dict[str, list[str]], dirs: Sequence[tuple[str, list[str]]]) -> list[str]:
+    found = list(exact.get(path, ()))
+    for prefix, readers in dirs:
+        if path.startswith(prefix):
+            found.extend(readers)
+    return found
+
+
+def affected(
+    changes: Iterable[Change],
+    head: Model,
+    base_units: Iterable[str],
+    load_base: Callable[[], Model],
+    *,
+    base_sha: str,
+    head_sha: str,
+    uncommitted: bool = False,
+) -> Affected:
+    """Map ``changes`` (paths between the merge base and head) to units.
+
+    ``base_units`` lists the unit paths of the base revision (cheap: from the
+    file listing); ``load_base`` builds the full base model and is called only
+    when a unit was deleted.
+    """
+    base_set = set(base_units)
+    index = head.readers()
+    exact = {k: v for k, v in index.items() if not k.endswith("/")}
+    dirs = [(k, v) for k, v in index.items() if k.endswith("/")]
+
+    kind: dict[str, str] = {}
+    reasons: dict[str, dict[str, None]] = {}
+    moved_from: dict[str, str] = {}
+    deleted: dict[str, list[str]] = {}
+
+    rank = {"modified": 0, "added": 1, "moved": 2}
+
+    def select(unit: str, how: str, why: str) -> None:
+        # the strongest kind wins: a moved unit whose files also changed is still `moved`
+        if rank[how] >= rank[kind.get(unit, "modified")]:
+            kind[unit] = how
+        reasons.setdefault(unit, {})[why] = None
+
+    for change in changes:
+        new_dir = _unit_dir(change.path)
+        old_dir = _unit_dir(change.old) if change.old else None
+        if (
+            change.status == "R"
+            and old_dir is not None
+            and new_dir is not None
+            and new_dir != old_dir
+            and new_dir in head.units
+            and old_dir not in head.units
+        ):
+            moved_from[new_dir] = old_dir
+            select(new_dir, "moved", change.path)
+            continue
+        if change.status == "D" and new_dir is not None and new_dir not in head.units:
+            deleted.setdefault(new_dir, []).append(change.path)
+            continue
+        if change.status == "R" and old_dir is not None and old_dir not in head.units and old_dir in base_set:
+            deleted.setdefault(old_dir, []).append(change.old or change.path)
+        if new_dir is not None and new_dir in head.units and new_dir not in base_set:
+            select(new_dir, "added", change.path)
+            continue
+        for path in {change.path, change.old} - {None}:
+            assert path is not None
+            for unit in _readers_of(path, exact, dirs):
+                select(unit, "modified", path)
+
+    # A unit moved to a folder that existed before is still a move, not an add.
+    for unit, old in moved_from.items():
+        kind[unit] = "moved"
+        deleted.pop(old, None)
+
+    chosen = [p for p in head.order if p in kind]
+    units = [
+        AffectedUnit(
+            path=p,
+            change=kind[p],
+            reasons=tuple(reasons[p]),
+            tier=head.units[p].tier,
+            executor=head.units[p].executor,
+            moved_from=moved_from.get(p),
+        )
+        for p in chosen
+    ]
+
+    dependents = _dependents(head, chosen)
+
+    if deleted:
+        base = load_base()
+        for path in reversed(base.order):
+            if path in deleted:
+                gone: Unit = base.units[path]
+                units.append(
+                    AffectedUnit(path, "deleted", tuple(sorted(set(deleted[path]))), gone.tier, gone.executor)
+                )
+    return Affected(base_sha, head_sha, tuple(units), tuple(dependents), uncommitted)
+
+
+def _dependents(model: Model, changed: Sequence[str]) -> list[Dependent]:
+    """Transitive dependents of ``changed`` not themselves changed, in DAG order."""
+    children = model.dependents()
+    via: dict[str, str] = {}
+    frontier = list(changed)
+    changed_set = set(changed)
+    while frontier:
+        nxt: list[str] = []
+        for parent in frontier:
+            for child in children.get(parent, ()):
+                if child not in changed_set and child not in via:
+                    via[child] = parent
+                    nxt.append(child)
+        frontier = nxt
+    return [
+        Dependent(p, via[p], model.units[p].tier, model.units[p].executor) for p in model.order if p in via
+    ]

@@ -1,0 +1,171 @@
+"""Thin wrapper around git, with the pure parsers beside it (after pre-commit's git.py).
+
+Change detection works on the lists these functions return; it never calls git
+itself.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tooling import proc
+from tooling.errors import ToolingError
+from tooling.repo import GitTree
+
+
+def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Our environment without the GIT_* variables a hook or worktree may have set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    env.update(extra or {})
+    return env
+
+
+def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> proc.Result:
+    return proc.run(["git", *args], cwd=repo, ok_codes=ok_codes)
+
+
+def zsplit(text: str) -> list[str]:
+    """Split NUL-separated git output; tolerate a trailing NUL."""
+    parts = text.split("\0")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed path between two revisions: status A/M/D/R (renames carry ``old``)."""
+
+    status: str
+    path: str
+    old: str | None = None
+
+
+def parse_name_status(text: str) -> list[Change]:
+    """Parse ``git diff --name-status -z -M`` output."""
+    fields = zsplit(text)
+    out: list[Change] = []
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        code = status[:1]
+        if code in ("R", "C"):
+            old, new = fields[i + 1], fields[i + 2]
+            out.append(Change("R" if code == "R" else "A", new, old))
+            i += 3
+        else:
+            out.append(Change(code if code in "AMD" else "M", fields[i + 1]))
+            i += 2
+    return out
+
+
+def parse_ls_tree(text: str) -> dict[str, str]:
+    """``git ls-tree -r -z --full-tree REV`` -> {path: blob sha} (blobs only)."""
+    out: dict[str, str] = {}
+    for record in zsplit(text):
+        meta, _, path = record.partition("\t")
+        parts = meta.split()
+        if len(parts) >= 3 and parts[1] == "blob":
+            out[path] = parts[2]
+    return out
+
+
+def parse_porcelain_paths(text: str) -> list[Change]:
+    """``git status --porcelain=v1 -z --untracked-files=all`` -> changes."""
+    fields = zsplit(text)
+    out: list[Change] = []
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        xy, path = record[:2], record[3:]
+        if "R" in xy or "C" in xy:
+            out.append(Change("R", path, fields[i + 1]))
+            i += 2
+            continue
+        status = "D" if "D" in xy else "A" if xy in ("??", "A ", "AM") else "M"
+        out.append(Change(status, path))
+        i += 1
+    return out
+
+
+def toplevel(path: Path) -> Path:
+    try:
+        out = git(path, "rev-parse", "--show-toplevel").stdout.strip()
+    except ToolingError as exc:
+        raise ToolingError(f"{path} is not inside a git repository: {exc}") from None
+    return Path(out)
+
+
+def rev_parse(repo: Path, rev: str) -> str:
+    result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1))
+    sha = result.stdout.strip()
+    if result.returncode != 0 or not sha:
+        raise ToolingError(f"unknown revision {rev!r}: fetch it (git fetch origin {rev}) or name another with --base/--head")
+    return sha
+
+
+def merge_base(repo: Path, base: str, head: str) -> str:
+    result = git(repo, "merge-base", base, head, ok_codes=(0, 1))
+    sha = result.stdout.strip()
+    if result.returncode != 0 or not sha:
+        raise ToolingError(
+            f"{base} and {head} have no common ancestor: a shallow clone? Fetch more history (fetch-depth: 0)."
+        )
+    return sha
+
+
+def changed(repo: Path, base: str, head: str) -> list[Change]:
+    out = git(repo, "diff", "--name-status", "-z", "-M", base, head).stdout
+    return parse_name_status(out)
+
+
+def uncommitted(repo: Path) -> list[Change]:
+    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames").stdout
+    return parse_porcelain_paths(out)
+
+
+def default_branch(repo: Path) -> str:
+    """origin's HEAD branch when known, else main/master, whichever exists."""
+    result = git(repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", ok_codes=(0, 1, 128))
+    if result.returncode == 0 and result.stdout.strip():
+        return result.stdout.strip()
+    for candidate in ("origin/main", "main", "origin/master", "master"):
+        if git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1)).returncode == 0:
+            return candidate
+    raise ToolingError("cannot find the default branch: pass --base REF")
+
+
+def tree_at(repo: Path, rev: str) -> GitTree:
+    """A :class:`GitTree` for ``rev``: one ``ls-tree``, blobs read lazily in batches."""
+    tree_sha = git(repo, "rev-parse", f"{rev}^{{tree}}").stdout.strip()
+    entries = parse_ls_tree(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout)
+    return GitTree(repo, entries, tree_sha, lambda shas: cat_blobs(repo, shas))
+
+
+def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
+    """Read many blobs with one ``git cat-file --batch``."""
+    completed = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        input=("\n".join(shas) + "\n").encode(),
+        capture_output=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise ToolingError(f"git cat-file failed: {completed.stderr.decode(errors='replace').strip()}")
+    data = completed.stdout
+    out: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        header = data[pos:end].decode().split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == "missing":
+            continue
+        size = int(header[2])
+        out[header[0]] = data[pos : pos + size]
+        pos += size + 1
+    return out

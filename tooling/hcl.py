@@ -1,0 +1,268 @@
+"""HCL files as plain data: parse with tree-sitter, keep positions, cache by blob SHA.
+
+A file is turned into a small, JSON-able tree (:data:`Body`) that the
+Terragrunt evaluator in :mod:`tooling.repo` walks. Expressions become tuples:
+
+======================  =========================================
+``("lit", value)``      a literal (string, number, bool, null)
+``("tmpl", [expr...])`` a string template; parts are concatenated
+``("var", root, [k])``  a traversal: ``local.a.b[0]`` -> ("var", "local", ["a", "b", 0])
+``("call", f, [arg])``  a function call
+``("obj", [[k, v]])``   an object constructor (keys are expressions)
+``("tup", [expr...])``  a tuple constructor
+``("cond", c, a, b)``   ``c ? a : b``
+``("bin", op, l, r)``   a binary operation
+``("post", e, [k])``    a traversal applied to any expression
+``("unknown", line)``   anything the evaluator does not model (for expressions ...)
+======================  =========================================
+
+Parsing is the expensive step (tree-sitter plus this conversion), so results are
+cached by the git blob SHA of the file's bytes; a warm run reads the cache with
+``marshal`` and never builds a syntax tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+from pathlib import Path
+from typing import Any
+
+from tooling.errors import ToolingError
+
+# A body: {"a": {name: [expr, line]}, "b": [[type, [labels], body, line]]}
+Body = dict[str, Any]
+Expr = tuple[Any, ...]
+
+_PARSER: Any = None
+CACHE_VERSION = 3
+
+
+class HclSyntaxError(ToolingError):
+    """An HCL file that does not parse; the message names file:line."""
+
+
+def blob_sha(data: bytes) -> str:
+    """The git blob SHA-1 of ``data`` (what ``git ls-tree`` prints for the same bytes)."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _parser() -> Any:
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter
+        import tree_sitter_hcl
+
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_hcl.language()))
+    return _PARSER
+
+
+def parse(data: bytes, filename: str) -> Body:
+    """Parse HCL bytes into a :data:`Body`; raise :class:`HclSyntaxError` with file:line."""
+    tree = _parser().parse(data)
+    root = tree.root_node
+    if root.has_error:
+        line, col, what = _first_error(root)
+        snippet = data.splitlines()[line - 1].decode(errors="replace").strip() if data else ""
+        raise HclSyntaxError(
+            f"{filename}:{line}:{col}: HCL syntax error ({what}): {snippet!r}. "
+            "Fix the file (`terragrunt hcl fmt` shows the same error) and run again."
+        )
+    body = next((c for c in root.children if c.type == "body"), None)
+    return _Converter(data).body(body) if body is not None else {"a": {}, "b": []}
+
+
+def _first_error(node: Any) -> tuple[int, int, str]:
+    stack = [node]
+    while stack:
+        current = stack.pop(0)
+        if current.type == "ERROR" or current.is_missing:
+            what = f"missing {current.type}" if current.is_missing else "unexpected input"
+            return current.start_point[0] + 1, current.start_point[1] + 1, what
+        stack[0:0] = [c for c in current.children if c.has_error or c.is_missing or c.type == "ERROR"]
+    return node.start_point[0] + 1, node.start_point[1] + 1, "unexpected input"
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPES:
+            out.append(_ESCAPES[text[i + 1]])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class _Converter:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def text(self, node: Any) -> str:
+        return self.data[node.start_byte : node.end_byte].decode(errors="replace")
+
+    def body(self, node: Any) -> Body:
+        attrs: dict[str, list[Any]] = {}
+        blocks: list[list[Any]] = []
+        for child in node.named_children:
+            if child.type == "attribute":
+                name = self.text(child.named_children[0])
+                expr = next(c for c in child.named_children[1:] if c.type == "expression")
+                attrs[name] = [self.expr(expr), child.start_point[0] + 1]
+            elif child.type in ("block", "one_line_block"):
+                kids = child.named_children
+                btype = self.text(kids[0])
+                labels: list[str] = []
+                inner: Body = {"a": {}, "b": []}
+                for kid in kids[1:]:
+                    if kid.type == "string_lit":
+                        labels.append("".join(self.text(t) for t in kid.named_children if t.type == "template_literal"))
+                    elif kid.type == "identifier":
+                        labels.append(self.text(kid))
+                    elif kid.type == "body":
+                        inner = self.body(kid)
+                    elif kid.type == "attribute":  # one-line block without a body node
+                        inner["a"][self.text(kid.named_children[0])] = [
+                            self.expr(kid.named_children[1]),
+                            kid.start_point[0] + 1,
+                        ]
+                blocks.append([btype, labels, inner, child.start_point[0] + 1])
+        return {"a": attrs, "b": blocks}
+
+    def expr(self, node: Any) -> Expr:
+        kids = node.named_children
+        if node.type != "expression":
+            return self.term(node)
+        if not kids:
+            return ("unknown", node.start_point[0] + 1)
+        base = self.term(kids[0])
+        keys: list[Any] = []
+        for post in kids[1:]:
+            if post.type == "get_attr":
+                keys.append(self.text(post.named_children[0]))
+            elif post.type == "index":
+                idx = post.named_children[0]
+                inner = idx.named_children[0] if idx.named_children else idx
+                if idx.type == "legacy_index":
+                    keys.append(int(self.text(idx).lstrip(".")))
+                else:
+                    keys.append(self.expr(inner))
+            else:  # splats and anything else: not modelled
+                return ("unknown", node.start_point[0] + 1)
+        if not keys:
+            return base
+        if base[0] == "var" and all(isinstance(k, str) for k in keys):
+            return ("var", base[1], [*base[2], *keys])
+        return ("post", base, keys)
+
+    def term(self, node: Any) -> Expr:
+        t = node.type
+        kids = node.named_children
+        if t == "expression":
+            return self.expr(node)
+        if t == "literal_value":
+            lit = kids[0]
+            if lit.type == "string_lit":
+                return ("lit", _unescape("".join(self.text(c) for c in lit.named_children if c.type == "template_literal")))
+            if lit.type == "numeric_lit":
+                raw = self.text(lit)
+                return ("lit", float(raw) if any(c in raw for c in ".eE") else int(raw))
+            if lit.type == "bool_lit":
+                return ("lit", self.text(lit) == "true")
+            return ("lit", None)
+        if t == "template_expr":
+            return self.template(kids[0])
+        if t == "variable_expr":
+            return ("var", self.text(kids[0]), [])
+        if t == "function_call":
+            name = self.text(kids[0])
+            args: list[Expr] = []
+            for kid in kids[1:]:
+                if kid.type == "function_arguments":
+                    args = [self.expr(a) for a in kid.named_children if a.type == "expression"]
+            return ("call", name, args)
+        if t == "collection_value":
+            coll = kids[0]
+            if coll.type == "tuple":
+                return ("tup", [self.expr(e) for e in coll.named_children if e.type == "expression"])
+            elems = []
+            for elem in coll.named_children:
+                if elem.type == "object_elem":
+                    k, v = (e for e in elem.named_children if e.type == "expression")
+                    key = self.expr(k)
+                    if key[0] == "var" and not key[2]:  # bare identifier key
+                        key = ("lit", key[1])
+                    elems.append([key, self.expr(v)])
+            return ("obj", elems)
+        if t == "conditional":
+            c, a, b = (e for e in kids if e.type == "expression")
+            return ("cond", self.expr(c), self.expr(a), self.expr(b))
+        if t == "operation" and kids and kids[0].type == "binary_operation":
+            op_node = kids[0]
+            left, right = op_node.named_children[0], op_node.named_children[-1]
+            op = self.text(op_node)[left.end_byte - op_node.start_byte : right.start_byte - op_node.start_byte].strip()
+            return ("bin", op, self.term(left), self.term(right))
+        return ("unknown", node.start_point[0] + 1)
+
+    def template(self, node: Any) -> Expr:
+        parts: list[Expr] = []
+        heredoc = node.type == "heredoc_template"
+        for kid in node.named_children:
+            if kid.type == "template_literal":
+                text = self.text(kid)
+                parts.append(("lit", text if heredoc else _unescape(text)))
+            elif kid.type == "template_interpolation":
+                inner = [e for e in kid.named_children if e.type == "expression"]
+                if inner:
+                    parts.append(self.expr(inner[0]))
+            elif kid.type == "template_directive":
+                parts.append(("unknown", kid.start_point[0] + 1))
+        if len(parts) == 1 and parts[0][0] == "lit" and not heredoc:
+            return parts[0]
+        return ("tmpl", parts)
+
+
+class ParseCache:
+    """Parsed bodies keyed by blob SHA, persisted with ``marshal`` in one file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, Body] = {}
+        self.dirty = False
+        if path is not None and path.exists():
+            try:
+                with path.open("rb") as fh:
+                    loaded = marshal.load(fh)
+                if isinstance(loaded, dict) and loaded.get("v") == CACHE_VERSION:
+                    self.entries = loaded["e"]
+            except (EOFError, ValueError, TypeError, OSError):
+                self.entries = {}  # a corrupt cache is only a slow run, never an error
+
+    def get(self, sha: str, data_loader: Any, filename: str) -> Body:
+        body = self.entries.get(sha)
+        if body is None:
+            body = parse(data_loader(), filename)
+            self.entries[sha] = body
+            self.dirty = True
+        return body
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            marshal.dump({"v": CACHE_VERSION, "e": self.entries}, fh)
+        os.replace(tmp, self.path)  # atomic: a crash never leaves a half-written cache
+        self.dirty = False
