@@ -1,0 +1,78 @@
+"""Shared pytest fixtures: real parts only.
+
+- ``moto_server``: moto's S3/IAM/STS server on 127.0.0.1 and a random free port
+  (never 0.0.0.0), one per test session.
+- ``aws_env``: environment variables that point boto3/OpenTofu at it with
+  throwaway credentials.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+pytest_plugins = ["infra_fixtures"]
+
+
+@dataclass(frozen=True)
+class MotoServer:
+    host: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield MotoServer("127.0.0.1", port)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": moto_server.endpoint,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return env
+
+
+# -- GitHub API test server (tests/ghserver.py) ---------------------------------
+
+from ghserver import GitHubAPI  # noqa: E402  (appended section)
+
+
+@pytest.fixture
+def github_api() -> Iterator[GitHubAPI]:
+    """A local GitHub REST API for one repository (example-org/infrastructure).
+
+    Yields an object with ``.url``, ``.requests`` (every request recorded),
+    ``.state`` (in-memory issues, pull requests, comments; seed helpers) and
+    ``.env(repo=..., pr=None)``: the variables that point the client at it.
+    """
+    with GitHubAPI() as api:
+        yield api

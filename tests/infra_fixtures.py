@@ -1,0 +1,124 @@
+"""Fixtures with real parts: the pinned binaries, real git repositories, the sandbox.
+
+- ``tools``: the pinned tofu/terragrunt on PATH (``invoke setup`` put them in
+  the virtual environment's bin directory), checked against .tool-versions;
+- ``iac_cache``: a per-session cache folder, so the sandbox catalog is built
+  fresh for the test session and the user's cache is left alone;
+- ``example_repo``: a throwaway git clone of the example tree (root.hcl, live/,
+  policy.toml, .tool-versions, tasks.py) with a bare ``origin`` to push to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_FILES = ("root.hcl", "policy.toml", ".tool-versions", "tasks.py", ".gitignore")
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    full = {**os.environ, **GIT_ENV, **(env or {})}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=full, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@dataclass
+class Invoked:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def invoke(repo: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 600) -> Invoked:
+    """Run ``invoke ARGS`` in ``repo`` as a user would (a separate process)."""
+    full = {**os.environ, **GIT_ENV, **(env or {})}
+    full.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "invoke", *args],
+        cwd=repo, env=full, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+    return Invoked(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def tools() -> None:
+    from tooling import toolchain
+
+    toolchain.ensure_bin_dir_on_path()
+    toolchain.check_versions(REPO)
+
+
+@pytest.fixture(scope="session")
+def iac_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("iac-cache")
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("IAC_CACHE_DIR", str(iac_cache))
+    for key in ("IAC_STATE_BUCKET", "IAC_STATE_ENDPOINT", "IAC_MODULE_SOURCES", "IAC_MODULE_REWRITE",
+                "GITHUB_ACTIONS", "GITHUB_EVENT_NAME", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "CI",
+                "GITHUB_TOKEN", "GH_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def make_example_repo(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in EXAMPLE_FILES:
+        shutil.copy2(REPO / name, dest / name)
+    shutil.copytree(REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache"))
+    git(dest, "init", "--quiet", "--initial-branch=main")
+    commit_all(dest, "example foundation")
+    origin = dest.parent / f"{dest.name}-origin.git"
+    git(dest.parent, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    git(dest, "remote", "add", "origin", str(origin))
+    git(dest, "push", "--quiet", "origin", "main")
+    git(dest, "remote", "set-head", "origin", "main")
+    return dest
+
+
+@pytest.fixture
+def example_repo(tmp_path: Path, tools: None) -> Iterator[Path]:
+    yield make_example_repo(tmp_path / "infra")
+
+
+def read_summary(out: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((out / "summary.json").read_text())
+    return data
+
+
+def units_by_path(summary: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    units = summary["units"]
+    assert isinstance(units, list)
+    return {u["path"]: u for u in units}

@@ -1,0 +1,291 @@
+"""The tasks' logic, one function per command; ``tasks.py`` only parses options.
+
+Each function takes a :class:`~tooling.workspace.Workspace` and plain
+arguments, prints human output to stderr (stdout is reserved for ``--json``
+documents), and returns an exit code or raises :class:`ToolingError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tooling import git
+from tooling.changes import Affected, affected
+from tooling.errors import UsageError
+from tooling.plans import Progress, Result, Target, run_all
+from tooling.repo import Model, WorkTree
+from tooling.workspace import Workspace
+
+SUMMARY_VERSION = 1
+
+
+def say(message: str = "") -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- affected
+
+
+@dataclass(frozen=True)
+class Revisions:
+    base: str  # the merge base
+    head: str
+    uncommitted: bool
+
+
+def default_base(root: Path) -> str:
+    """The PR's base branch in GitHub Actions, else the default branch."""
+    pr_base = os.environ.get("GITHUB_BASE_REF")
+    if pr_base:
+        return f"origin/{pr_base}"
+    return git.default_branch(root)
+
+
+def compute_affected(
+    ws: Workspace, base: str | None = None, head: str | None = None, *, uncommitted: bool = False
+) -> tuple[Affected, Model]:
+    """The units a change affects, and the head model they were read from."""
+    root = ws.root
+    base_ref = base or default_base(root)
+    head_ref = head or "HEAD"
+    head_sha = git.rev_parse(root, head_ref)
+    base_sha = git.merge_base(root, git.rev_parse(root, base_ref), head_sha)
+    changes = git.changed(root, base_sha, head_sha)
+    if uncommitted:
+        if head is not None and head_sha != git.rev_parse(root, "HEAD"):
+            raise UsageError("--uncommitted compares the working tree: do not combine it with --head")
+        changes = [*changes, *git.uncommitted(root)]
+        head_model = ws.model(WorkTree(root))
+    else:
+        head_model = ws.model(git.tree_at(root, head_sha))
+    base_tree = git.tree_at(root, base_sha)
+    base_units = [p.rsplit("/", 1)[0] for p in base_tree.unit_files()]
+    result = affected(
+        changes,
+        head_model,
+        base_units,
+        lambda: ws.model(base_tree),
+        base_sha=base_sha,
+        head_sha=head_sha,
+        uncommitted=uncommitted,
+    )
+    return result, head_model
+
+
+def print_affected(result: Affected) -> None:
+    say(f"base {result.base[:12]} (merge base) -> head {result.head[:12]}{' + uncommitted changes' if result.uncommitted else ''}")
+    if not result.units:
+        say("no unit is affected")
+    for unit in result.units:
+        extra = f" (from {unit.moved_from}: state key changes, migrate state)" if unit.moved_from else ""
+        say(f"  {unit.change:<9} {unit.path}{extra}")
+        for reason in unit.reasons:
+            say(f"              because {reason} changed")
+    if result.dependents:
+        say("dependents (re-planned after their upstream applies):")
+        for dep in result.dependents:
+            say(f"  {dep.path}  via {dep.via}")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _pr_context() -> bool:
+    return os.environ.get("GITHUB_EVENT_NAME", "") in ("pull_request", "pull_request_review")
+
+
+def select_targets(
+    model: Model,
+    *,
+    root: Path,
+    all_units: bool,
+    units: Sequence[str],
+    change: Affected | None,
+    executor: str | None,
+    on_pr: bool,
+    base_root: Path | None = None,
+    base_model: Model | None = None,
+) -> list[Target]:
+    """What to plan, as data: pure over the models and the affected set."""
+    targets: list[Target] = []
+    wanted: dict[str, str] = {}
+    if all_units:
+        wanted = dict.fromkeys(model.order, "all")
+    elif units:
+        for raw in units:
+            path = raw.rstrip("/")
+            if path not in model.units:
+                raise UsageError(f"--unit {raw}: no unit at {path} (see `invoke units`)")
+            wanted[path] = "named"
+    elif change is not None:
+        wanted = {u.path: u.change for u in change.units if u.change != "deleted"}
+    for path in model.order:
+        if path not in wanted:
+            continue
+        unit = model.units[path]
+        if executor and unit.executor != executor:
+            continue
+        preset = reason = None
+        if wanted[path] == "moved":
+            moved_from = next(u.moved_from for u in change.units if u.path == path) if change else None
+            preset = "blocked"
+            reason = (
+                f"moved from {moved_from}: its state key changes. Migrate the state first "
+                f"(`invoke move-unit {moved_from} {path}` does both), or this plan would destroy and recreate everything."
+            )
+        elif on_pr and not unit.plan_on_pr:
+            preset = "withheld"
+            reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
+        targets.append(
+            Target(
+                path, unit.tier, unit.executor, wanted[path], root / path,
+                dependencies=unit.dependencies, preset=preset, preset_reason=reason, source=unit.source,
+                gate_class=unit.gate,
+            )
+        )
+    if change is not None and not all_units and not units:
+        for item in change.units:
+            if item.change != "deleted" or (executor and item.executor != executor):
+                continue
+            base_unit = base_model.units.get(item.path) if base_model else None
+            targets.insert(
+                0,
+                Target(
+                    item.path, item.tier, item.executor, "deleted",
+                    (base_root or root) / item.path, destroy=True,
+                    source=base_unit.source if base_unit else None,
+                    gate_class="manual",
+                ),
+            )
+    return targets
+
+
+def write_summary(out_dir: Path, data: dict[str, Any]) -> Path:
+    path = out_dir / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def plan(
+    ws: Workspace,
+    *,
+    base: str | None = None,
+    all_units: bool = False,
+    units: Sequence[str] = (),
+    executor: str | None = None,
+    jobs: int | None = None,
+    out: Path | None = None,
+    comment: bool = False,
+) -> int:
+    from tooling import report
+
+    say(ws.settings.describe())
+    ws.check_tools()
+    root = ws.root
+    out_dir = (out or root / ".iac" / "plans").resolve()
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    head_sha = git.rev_parse(root, "HEAD")
+    model = ws.model()
+    change: Affected | None = None
+    base_root: Path | None = None
+    base_model: Model | None = None
+    worktree: Path | None = None
+    if not all_units and not units:
+        change, _ = compute_affected(ws, base, uncommitted=True)
+        print_affected(change)
+        if any(u.change == "deleted" for u in change.units):
+            worktree = root / ".iac" / "worktrees" / change.base[:12]
+            if worktree.exists():
+                git.git(root, "worktree", "remove", "--force", str(worktree), ok_codes=(0, 128))
+                shutil.rmtree(worktree, ignore_errors=True)
+            worktree.parent.mkdir(parents=True, exist_ok=True)
+            git.git(root, "worktree", "add", "--detach", "--quiet", str(worktree), change.base)
+            base_root = worktree
+            base_model = ws.model(git.tree_at(root, change.base))
+    try:
+        targets = select_targets(
+            model, root=root, all_units=all_units, units=units, change=change,
+            executor=executor, on_pr=_pr_context(), base_root=base_root, base_model=base_model,
+        )
+        if not targets:
+            say("nothing to plan")
+        env = ws.tool_env if targets else {}
+        results = run_all(targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)))
+    finally:
+        if worktree is not None:
+            git.git(root, "worktree", "remove", "--force", str(worktree), ok_codes=(0, 128))
+    summary = summary_document(
+        results, base=change.base if change else None, head=head_sha, executor=executor, root=root
+    )
+    write_summary(out_dir, summary)
+    rendered = report.render(summary, results, out_dir)
+    (out_dir / "comment.md").write_text(rendered)
+    say(report.table(results))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a") as fh:
+            fh.write(rendered + "\n")
+    if comment:
+        from tooling import forge
+
+        forge.post_sticky_comment(rendered)
+    say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
+    failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
+    return 1 if failed else 0
+
+
+def summary_document(
+    results: Sequence[Result], *, base: str | None, head: str, executor: str | None, root: Path
+) -> dict[str, Any]:
+    from tooling import gates, toolchain
+
+    policy = gates.load_policy(root)
+    units = []
+    for r in results:
+        entry = r.to_json()
+        entry["gate"] = gates.decide(
+            status=r.status, declared=r.gate_class, summary=r.summary, destroy=r.destroy, policy=policy
+        ).to_json()
+        units.append(entry)
+    return {
+        "version": SUMMARY_VERSION,
+        "base": base,
+        "head": head,
+        "executor": executor,
+        "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
+        "units": units,
+    }
+
+
+def require_clean_name(value: str, what: str) -> str:
+    if not value or value.startswith("-"):
+        raise UsageError(f"{what}: {value!r} is not valid")
+    return value
+
+
+
+
+
+def units(ws: Workspace, *, as_json: bool) -> None:
+    from tooling.repo import units_json
+
+    model = ws.model()
+    if as_json:
+        print(units_json(model))
+        return
+    for path in model.order:
+        u = model.units[path]
+        deps = ", ".join(u.dependencies) or "-"
+        say(f"{u.path:<28} {u.tier}/{u.executor:<8} gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}")
+        say(f"{'':<28} state: {u.state_key}   source: {u.source}")

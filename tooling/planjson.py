@@ -1,0 +1,137 @@
+"""``tofu show -json`` plans as typed, read-only objects. Pure.
+
+Only what the pipeline needs is kept, and never a value: addresses, actions,
+reasons and counts. Attribute values (which may be sensitive) are read only to
+list *which* attributes change, and only when neither side marks them
+sensitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+COUNT_KEYS = ("create", "update", "delete", "replace", "import", "move")
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    address: str
+    type: str
+    action: str  # create | update | delete | replace | read | no-op
+    reason: str | None = None  # action_reason from the plan, e.g. replace_because_cannot_update
+    importing: bool = False
+    moved_from: str | None = None
+    changed_attributes: tuple[str, ...] = ()
+    replace_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    counts: dict[str, int]
+    changes: tuple[ResourceChange, ...] = ()
+    drift: tuple[ResourceChange, ...] = ()
+    output_changes: tuple[str, ...] = ()
+    errored: bool = False
+
+    @property
+    def has_changes(self) -> bool:
+        return any(self.counts[k] for k in COUNT_KEYS) or bool(self.output_changes)
+
+    @property
+    def destructive(self) -> tuple[ResourceChange, ...]:
+        return tuple(c for c in self.changes if c.action in ("delete", "replace"))
+
+
+def action_of(actions: Sequence[str]) -> str:
+    """Collapse a plan's ``actions`` list to one word."""
+    acts = list(actions)
+    if acts in (["delete", "create"], ["create", "delete"]):
+        return "replace"
+    if len(acts) == 1 and acts[0] in ("create", "update", "delete", "read", "no-op"):
+        return acts[0]
+    if not acts:
+        return "no-op"
+    return "+".join(acts)
+
+
+_REASONS = {
+    "replace_because_cannot_update": "an attribute that cannot be updated in place changed",
+    "replace_because_tainted": "the resource is tainted",
+    "replace_by_request": "replacement was requested (-replace)",
+    "replace_by_triggers": "replace_triggered_by / triggers_replace changed",
+    "delete_because_no_resource_config": "the resource was removed from the configuration",
+    "delete_because_no_module": "its module was removed from the configuration",
+    "delete_because_wrong_repetition": "count/for_each changed shape",
+    "delete_because_count_index": "its count index is gone",
+    "delete_because_each_key": "its for_each key is gone",
+    "delete_because_no_move_target": "the moved target does not exist",
+}
+
+
+def reason_text(code: str | None) -> str | None:
+    if not code:
+        return None
+    return _REASONS.get(code, code.replace("_", " "))
+
+
+def _path_str(path: Sequence[Any]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def _changed_attributes(change: Mapping[str, Any]) -> tuple[str, ...]:
+    before = change.get("before") or {}
+    after = change.get("after") or {}
+    unknown = change.get("after_unknown") or {}
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ()
+    names = sorted(set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set()))
+    return tuple(n for n in names if before.get(n) != after.get(n) or (isinstance(unknown, dict) and unknown.get(n) is True))
+
+
+def _resource(raw: Mapping[str, Any]) -> ResourceChange:
+    change = raw.get("change") or {}
+    return ResourceChange(
+        address=str(raw.get("address", "?")),
+        type=str(raw.get("type", "")),
+        action=action_of(change.get("actions") or []),
+        reason=raw.get("action_reason"),
+        importing=bool(change.get("importing")),
+        moved_from=raw.get("previous_address"),
+        changed_attributes=_changed_attributes(change),
+        replace_paths=tuple(_path_str(p) for p in change.get("replace_paths") or ()),
+    )
+
+
+def summarize(plan: Mapping[str, Any]) -> PlanSummary:
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    changes: list[ResourceChange] = []
+    for raw in plan.get("resource_changes") or ():
+        if raw.get("mode") == "data":
+            continue
+        res = _resource(raw)
+        if res.action in ("create", "update", "delete", "replace"):
+            counts[res.action] += 1
+        if res.importing:
+            counts["import"] += 1
+        if res.moved_from and res.moved_from != res.address:
+            counts["move"] += 1
+        if res.action != "no-op" or res.importing or res.moved_from:
+            changes.append(res)
+    drift = tuple(
+        _resource(raw)
+        for raw in plan.get("resource_drift") or ()
+        if raw.get("mode") != "data" and action_of((raw.get("change") or {}).get("actions") or []) != "no-op"
+    )
+    outputs = tuple(
+        sorted(
+            name
+            for name, change in (plan.get("output_changes") or {}).items()
+            if action_of(change.get("actions") or []) != "no-op"
+        )
+    )
+    return PlanSummary(counts, tuple(changes), drift, outputs, errored=bool(plan.get("errored")))

@@ -1,0 +1,286 @@
+"""Run plans in DAG waves with a worker pool, and keep what reviewers and apply need.
+
+Per unit: ``terragrunt plan -out=<abs path>`` (its stdout is the human plan
+text, already redacted by OpenTofu), then ``tofu show -json`` on the saved plan
+in Terragrunt's working directory (cheaper than a second ``terragrunt show``,
+which would resolve every dependency again). The raw JSON is never written to
+disk: it holds sensitive values in clear. Only the summary (addresses, actions,
+counts) and the redacted text are kept.
+
+A failing unit never stops independent units; its dependents are
+``not-planned``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from tooling import terragrunt
+from tooling.errors import ToolingError
+from tooling.planjson import COUNT_KEYS, PlanSummary, summarize
+
+PLAN_NAME = "plan.tfplan"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One unit to plan (or to report without planning)."""
+
+    path: str
+    tier: str
+    executor: str
+    change: str  # added | modified | deleted | moved | all
+    run_dir: Path  # where terragrunt runs (a base worktree for deleted units)
+    dependencies: tuple[str, ...] = ()
+    destroy: bool = False
+    preset: str | None = None  # withheld | blocked: reported, not planned
+    preset_reason: str | None = None
+    source: str | None = None
+    gate_class: str = "auto"
+
+
+@dataclass(frozen=True)
+class Result:
+    path: str
+    tier: str
+    executor: str
+    change: str
+    status: str  # changes | no-changes | error | withheld | blocked | not-planned
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    plan_file: str | None = None
+    plan_sha256: str | None = None
+    error: str | None = None
+    summary: PlanSummary | None = None
+    text_file: str | None = None
+    log_file: str | None = None
+    seconds: float = 0.0
+    destroy: bool = False
+    source: str | None = None
+    gate_class: str = "auto"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "executor": self.executor,
+            "change": self.change,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "plan_file": self.plan_file,
+            "plan_sha256": self.plan_sha256,
+            "text_file": self.text_file,
+            "log_file": self.log_file,
+            "destroy": self.destroy,
+            "source": self.source,
+            "error": self.error,
+        }
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def unit_out_dir(out_dir: Path, path: str) -> Path:
+    return out_dir / "units" / path
+
+
+def find_work_dir(run_dir: Path) -> Path:
+    """Terragrunt's working directory for a unit: where ``.terraform/`` was just initialised."""
+    cache = run_dir / ".terragrunt-cache"
+    candidates = list(cache.glob("*/*/.terraform")) + list(cache.glob("*/*/**/.terraform"))
+    if not candidates:
+        raise ToolingError(f"{run_dir}: no initialised working directory under .terragrunt-cache/")
+    newest = max(candidates, key=lambda p: p.stat().st_mtime_ns)
+    return newest.parent
+
+
+def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
+    """Plan one unit; every failure becomes an ``error`` result, never an exception."""
+    started = time.monotonic()
+    udir = unit_out_dir(out_dir, target.path)
+    udir.mkdir(parents=True, exist_ok=True)
+    plan_path = (udir / PLAN_NAME).resolve()
+    log = udir / "plan.log"
+    log.write_text("")
+
+    def rel(p: Path) -> str:
+        return p.relative_to(out_dir.resolve()).as_posix()
+
+    base = Result(
+        target.path,
+        target.tier,
+        target.executor,
+        target.change,
+        "error",
+        log_file=rel(log.resolve()),
+        destroy=target.destroy,
+        source=target.source,
+        gate_class=target.gate_class,
+    )
+    try:
+        if not target.run_dir.is_dir():
+            raise ToolingError(f"{target.path}: folder not found at the revision being planned")
+        ran = terragrunt.run(terragrunt.plan_args(plan_path, destroy=target.destroy), target.run_dir, env, log)
+        if ran.returncode != 0 or not plan_path.exists():
+            raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
+        text_path = udir / "plan.txt"
+        text_path.write_text(_plan_text(ran.stdout))
+        work = find_work_dir(target.run_dir)
+        shown = terragrunt.run(["tofu", "show", "-json", str(plan_path)], work, env)
+        if shown.returncode != 0:
+            raise ToolingError(f"`tofu show -json` failed: {terragrunt.error_summary(shown.stderr)}")
+        summary = summarize(json.loads(shown.stdout))
+        return replace(
+            base,
+            status="changes" if summary.has_changes else "no-changes",
+            counts=summary.counts,
+            plan_file=rel(plan_path),
+            plan_sha256=sha256_file(plan_path),
+            summary=summary,
+            text_file=rel(text_path.resolve()),
+            seconds=time.monotonic() - started,
+        )
+    except ToolingError as exc:
+        return replace(base, error=str(exc), seconds=time.monotonic() - started)
+    except ValueError as exc:
+        return replace(base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started)
+
+
+def _plan_text(stdout: str) -> str:
+    """The human plan, from the first resource line or the 'No changes' sentence on."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(("OpenTofu used the selected providers", "No changes.", "OpenTofu will perform", "Changes to Outputs")):
+            return "\n".join(lines[i:]).rstrip() + "\n"
+    return stdout
+
+
+class Progress:
+    """Queued / planning / done, per unit: a live status line on a terminal, plain lines in CI."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.done = 0
+        self.running: set[str] = set()
+        self.live = self.stream.isatty() and not os.environ.get("CI")
+        self.lock = threading.Lock()
+
+    def _status(self) -> None:
+        if self.live:
+            queued = self.total - self.done - len(self.running)
+            self.stream.write(f"\r\033[K  queued {queued} · planning {len(self.running)} · done {self.done}/{self.total}")
+            self.stream.flush()
+
+    def start(self, path: str) -> None:
+        with self.lock:
+            self.running.add(path)
+            if not self.live:
+                self.stream.write(f"  planning {path}\n")
+            self._status()
+
+    def finish(self, result: Result) -> None:
+        with self.lock:
+            self.running.discard(result.path)
+            self.done += 1
+            if self.live:
+                self.stream.write("\r\033[K")
+            c = result.counts
+            detail = (
+                f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
+                if result.status in ("changes", "no-changes")
+                else (result.error or "").splitlines()[0][:120] if result.error else ""
+            )
+            self.stream.write(f"  [{self.done}/{self.total}] {result.path}: {result.status} {detail}".rstrip() + "\n")
+            self._status()
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def run_all(
+    targets: Sequence[Target],
+    out_dir: Path,
+    env: Mapping[str, str],
+    *,
+    jobs: int,
+    progress: Progress | None = None,
+    planner: Callable[[Target, Path, Mapping[str, str]], Result] = plan_unit,
+) -> list[Result]:
+    """Plan ``targets`` in DAG waves, ``jobs`` at a time; results in the targets' order."""
+    by_path = {t.path: t for t in targets}
+    results: dict[str, Result] = {}
+    pending = {t.path for t in targets}
+    for t in targets:
+        if t.preset:
+            results[t.path] = Result(
+                t.path, t.tier, t.executor, t.change, t.preset,
+                error=t.preset_reason, source=t.source, gate_class=t.gate_class,
+            )
+            pending.discard(t.path)
+            if progress:
+                progress.finish(results[t.path])
+
+    def blocked_by(t: Target) -> str | None:
+        for dep in t.dependencies:
+            r = results.get(dep)
+            if r is not None and r.status in ("error", "not-planned"):
+                return dep
+        return None
+
+    def ready(t: Target) -> bool:
+        return all(dep not in pending for dep in t.dependencies if dep in by_path)
+
+    running: dict[Future[Result], str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        while pending or running:
+            for path in sorted(pending):
+                if len(running) >= max(1, jobs):
+                    break
+                t = by_path[path]
+                if not ready(t):
+                    continue
+                pending.discard(path)
+                failed = blocked_by(t)
+                if failed is not None:
+                    results[path] = Result(
+                        t.path, t.tier, t.executor, t.change, "not-planned",
+                        error=f"not planned: its dependency {failed} failed", source=t.source,
+                        gate_class=t.gate_class,
+                    )
+                    if progress:
+                        progress.finish(results[path])
+                    continue
+                if progress:
+                    progress.start(path)
+                running[pool.submit(planner, t, out_dir, env)] = path
+            if not running:
+                if pending:  # only units whose dependencies are not in the set remain
+                    continue
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                path = running.pop(fut)
+                results[path] = fut.result()
+                if progress:
+                    progress.finish(results[path])
+    if progress:
+        progress.close()
+    return [results[t.path] for t in targets]

@@ -1,0 +1,205 @@
+"""The reviewer report (``comment.md``) and the terminal table. Pure.
+
+The report is the product's face on a pull request:
+
+- a one-line verdict first;
+- a warnings block: every delete and replace by address (deleted units'
+  destroy plans first) and every resource changed outside OpenTofu;
+- one table row per unit in DAG order, with its gate;
+- per unit a collapsed ``<details>`` with resources by action and the plan text;
+- a hidden marker so the comment is updated in place;
+- a size budget (GitHub refuses comments over 65,536 characters): plan text is
+  shed first, then per-resource lists of units without destroys; counts and
+  warnings always stay; nothing is cut inside a code fence.
+
+Nothing here ever reads a value from a plan: only addresses, actions and the
+plan text OpenTofu already redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tooling.planjson import ResourceChange, reason_text
+from tooling.plans import Result
+
+MARKER = "<!-- iac-tooling:plan-report -->"
+BUDGET = 65_536
+_SAFETY = 1_000  # room for the "left out" note
+_ICON = {"changes": "changes", "no-changes": "no changes", "error": "**error**", "withheld": "withheld",
+         "blocked": "**blocked**", "not-planned": "not planned"}
+
+
+def _counts_cell(c: Mapping[str, int]) -> tuple[str, str, str, str]:
+    return (str(c.get("create", 0)), str(c.get("update", 0)), str(c.get("delete", 0)), str(c.get("replace", 0)))
+
+
+def verdict(results: Sequence[Result]) -> str:
+    planned = [r for r in results if r.status in ("changes", "no-changes", "error")]
+    changed = sum(1 for r in results if r.status == "changes")
+    errors = sum(1 for r in results if r.status == "error")
+    others = {s: sum(1 for r in results if r.status == s) for s in ("blocked", "withheld", "not-planned")}
+    extra = "".join(f", {n} {s}" for s, n in others.items() if n)
+    mark = "❌" if errors or others["blocked"] or others["not-planned"] else ("⚠️" if changed else "✅")
+    return f"{mark} **Plan:** {len(planned)} unit(s) planned, {changed} with changes, {errors} error(s){extra}"
+
+
+def warnings(results: Sequence[Result]) -> list[str]:
+    lines: list[str] = []
+    ordered = sorted(results, key=lambda r: not r.destroy)  # destroy plans of deleted units first
+    for r in ordered:
+        if r.summary is None:
+            continue
+        for c in r.summary.destructive:
+            why = reason_text(c.reason)
+            prefix = "🗑️ destroy (unit deleted)" if r.destroy else f"{'♻️ replace' if c.action == 'replace' else '🗑️ delete'}"
+            lines.append(f"- {prefix} `{c.address}` in `{r.path}`" + (f": {why}" if why else ""))
+        for d in r.summary.drift:
+            lines.append(f"- 🔀 changed outside OpenTofu: `{d.address}` in `{r.path}` ({d.action})")
+    return lines
+
+
+def _gate(r: Result, gates: Mapping[str, Any]) -> str:
+    g = gates.get(r.path)
+    return str(g["decision"]) if g else "none"
+
+
+def table_md(results: Sequence[Result], gates: Mapping[str, Any]) -> str:
+    rows = ["| unit | tier / executor | + | ~ | - | ± | status | gate |", "|---|---|--:|--:|--:|--:|---|---|"]
+    for r in results:
+        a, u, d, x = _counts_cell(r.counts)
+        change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
+        rows.append(f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_gate(r, gates)} |")
+    return "\n".join(rows)
+
+
+def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
+    out: list[str] = []
+    for action in ("delete", "replace", "create", "update"):
+        items = [c for c in changes if c.action == action]
+        if items:
+            out.append(f"**{action}** ({len(items)}):")
+            out.extend(f"- `{c.address}`" + (f" ({', '.join(c.changed_attributes)})" if action == "update" and c.changed_attributes else "") for c in items)
+    imports = [c for c in changes if c.importing]
+    moves = [c for c in changes if c.moved_from and c.moved_from != c.address]
+    if imports:
+        out.append(f"**import** ({len(imports)}):")
+        out.extend(f"- `{c.address}`" for c in imports)
+    if moves:
+        out.append(f"**move** ({len(moves)}):")
+        out.extend(f"- `{c.moved_from}` -> `{c.address}`" for c in moves)
+    return out
+
+
+def _fence(text: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}hcl\n{text.rstrip()}\n{fence}"
+
+
+def _details(r: Result, gates: Mapping[str, Any], plan_text: str | None, with_resources: bool) -> str:
+    title = f"<summary><code>{r.path}</code>: {_ICON.get(r.status, r.status)}</summary>"
+    body: list[str] = []
+    g = gates.get(r.path)
+    if g and g["decision"] != "none":
+        body.append(f"Gate: **{g['decision']}**: " + "; ".join(g["reasons"]))
+    if r.source:
+        body.append(f"Module: `{r.source}`")
+    if r.error:
+        body.append("```text\n" + r.error.replace("```", "'''") + "\n```")
+    if r.summary is not None and with_resources and r.summary.changes:
+        body.append("\n".join(_by_action(r.summary.changes)))
+        if r.summary.output_changes:
+            body.append("**outputs changed:** " + ", ".join(f"`{o}`" for o in r.summary.output_changes))
+    if plan_text:
+        body.append(_fence(plan_text))
+    return "<details>\n" + title + "\n\n" + "\n\n".join(body) + "\n\n</details>"
+
+
+def render(
+    summary: Mapping[str, Any],
+    results: Sequence[Result],
+    out_dir: Path | None,
+    *,
+    budget: int = BUDGET,
+    artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
+) -> str:
+    """The whole comment, within ``budget`` characters."""
+    gates = {u["path"]: u.get("gate") for u in summary.get("units", []) if u.get("gate")}
+    texts: dict[str, str] = {}
+    if out_dir is not None:
+        for r in results:
+            if r.text_file and (out_dir / r.text_file).exists():
+                texts[r.path] = (out_dir / r.text_file).read_text()
+    head = [MARKER, verdict(results), ""]
+    commit = summary.get("head")
+    if commit:
+        base = summary.get("base")
+        head.append(f"Planned at `{str(commit)[:12]}`" + (f" against merge base `{str(base)[:12]}`" if base else "") + ".")
+        head.append("")
+    warn = warnings(results)
+    if warn:
+        head += ["> [!WARNING]", "> **Destroys, replacements and drift:**", *(f"> {w}" for w in warn), ""]
+    manual = [r for r in results if (gates.get(r.path) or {}).get("decision") == "manual"]
+    if manual:
+        head.append("**Waiting for a human after merge (manual gate):** " + ", ".join(f"`{r.path}`" for r in manual))
+        head.append("")
+    head += [table_md(results, gates), ""]
+    # manual units first in the details, then DAG order
+    ordered = sorted(results, key=lambda r: (gates.get(r.path) or {}).get("decision") != "manual")
+
+    def assemble(text_for: set[str], resources_for: set[str]) -> str:
+        parts = [*head]
+        for r in ordered:
+            parts.append(_details(r, gates, texts.get(r.path) if r.path in text_for else None, r.path in resources_for))
+        return "\n".join(parts).rstrip() + "\n"
+
+    all_paths = {r.path for r in results}
+    with_text = set(texts)
+    with_res = set(all_paths)
+    doc = assemble(with_text, with_res)
+    left_out: list[str] = []
+    # 1. shed plan text, largest first
+    for path in sorted(with_text, key=lambda p: -len(texts[p])):
+        if len(doc) <= budget - _SAFETY:
+            break
+        with_text.discard(path)
+        left_out.append(f"plan text of `{path}`")
+        doc = assemble(with_text, with_res)
+    # 2. shed per-resource lists of units without destroys
+    for r in results:
+        if len(doc) <= budget - _SAFETY:
+            break
+        if r.summary is not None and not r.summary.destructive and r.path in with_res:
+            with_res.discard(r.path)
+            left_out.append(f"resource list of `{r.path}`")
+            doc = assemble(with_text, with_res)
+    if left_out:
+        note = (
+            f"\n_Left out to stay under GitHub's {budget:,}-character limit: "
+            + ", ".join(left_out[:20])
+            + (f" and {len(left_out) - 20} more" if len(left_out) > 20 else "")
+            + f". The full text is in {artifact_hint}._\n"
+        )
+        doc += note
+    if len(doc) > budget:  # last resort: drop whole detail blocks, keep verdict, warnings, table
+        doc = "\n".join(head).rstrip() + f"\n\n_Per-unit details left out (too large); see {artifact_hint}._\n"
+        if len(doc) > budget:
+            cut = doc[: budget - 200]
+            doc = cut[: cut.rfind("\n")] + "\n\n_Report truncated at a line boundary; see the artifact._\n"
+    return doc
+
+
+def table(results: Sequence[Result]) -> str:
+    """The per-unit table printed on the terminal."""
+    width = max([len(r.path) for r in results] + [4])
+    lines = [f"{'unit':<{width}}  {'tier/executor':<16} {'+':>3} {'~':>3} {'-':>3} {'±':>3}  status"]
+    for r in results:
+        a, u, d, x = _counts_cell(r.counts)
+        lines.append(f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>3} {u:>3} {d:>3} {x:>3}  {r.status}")
+        if r.error and r.status in ("error", "blocked", "not-planned"):
+            lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")
+    return "\n".join(lines)

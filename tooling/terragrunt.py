@@ -1,0 +1,119 @@
+"""Thin wrapper around the terragrunt CLI (which drives tofu).
+
+Argument lists are built by pure functions (tested as tables, after
+terraform-python-testing-helper's ``parse_args``); the only process start is
+through :func:`tooling.proc.run`. We do not use python-terraform: it has been
+unmaintained since 2019 and knows nothing of Terragrunt; this module is all
+the wrapper the pipeline needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tooling import proc
+from tooling.errors import ToolingError
+
+_COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
+
+
+def plan_args(out_file: Path, *, destroy: bool = False, lock_timeout: str = "0s") -> list[str]:
+    args = ["terragrunt", *_COMMON, "plan", "-input=false", f"-lock-timeout={lock_timeout}", f"-out={out_file}"]
+    if destroy:
+        args.append("-destroy")
+    return args
+
+
+def show_args(plan_file: Path) -> list[str]:
+    return ["terragrunt", *_COMMON, "show", "-json", str(plan_file)]
+
+
+def show_text_args(plan_file: Path) -> list[str]:
+    return ["terragrunt", *_COMMON, "show", "-no-color", str(plan_file)]
+
+
+def apply_args(plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
+    return [
+        "terragrunt",
+        *_COMMON,
+        "apply",
+        "-input=false",
+        "-auto-approve",
+        f"-lock-timeout={lock_timeout}",
+        str(plan_file),
+    ]
+
+
+def output_args() -> list[str]:
+    return ["terragrunt", *_COMMON, "output", "-json"]
+
+
+def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for terragrunt/tofu children: non-interactive, reproducible."""
+    env = {
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+        "TG_NON_INTERACTIVE": "true",
+        "TG_NO_TIPS": "true",
+        "CHECKPOINT_DISABLE": "1",
+    }
+    tofu = shutil.which("tofu")
+    if tofu:
+        env["TG_TF_PATH"] = tofu
+    # A CLI config variable pointing at a missing file makes tofu print a
+    # warning on every run; an empty config is what the user meant.
+    cli_config = os.environ.get("TF_CLI_CONFIG_FILE")
+    if cli_config and not Path(cli_config).exists():
+        env["TF_CLI_CONFIG_FILE"] = os.devnull
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(args: list[str], unit_dir: Path, env: Mapping[str, str], log: Path | None = None) -> Run:
+    """Run a terragrunt command in ``unit_dir``; keep its output in ``log`` when given."""
+    result = proc.run(args, cwd=unit_dir, env=env, ok_codes=range(0, 256))
+    if log is not None:
+        with log.open("a") as fh:
+            fh.write(f"$ {' '.join(args)}\n{result.stdout}{result.stderr}\n[exit {result.returncode}]\n")
+    return Run(result.returncode, result.stdout, result.stderr)
+
+
+def show_json(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path | None = None) -> dict[str, Any]:
+    result = run(show_args(plan_file), unit_dir, env)
+    if result.returncode != 0:
+        raise ToolingError(f"{unit_dir}: `show -json` failed: {error_summary(result.stderr or result.stdout)}")
+    text = result.stdout
+    start = text.find("{")
+    try:
+        data: dict[str, Any] = json.loads(text[start:])
+    except ValueError as exc:
+        raise ToolingError(f"{unit_dir}: `show -json` printed no JSON plan: {exc}") from None
+    return data
+
+
+def error_summary(text: str, limit: int = 1200) -> str:
+    """The useful part of a terragrunt/tofu failure: the `Error:` blocks, else the tail."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    picked: list[str] = []
+    capture = False
+    for line in lines:
+        stripped = line.strip("│╷╵ ").strip()
+        if stripped.startswith("Error:") or "ERROR" in line[:40]:
+            capture = True
+        if capture and stripped:
+            picked.append(stripped)
+    summary = "\n".join(picked) if picked else "\n".join(line for line in lines[-15:] if line.strip())
+    return summary[:limit] + (" ..." if len(summary) > limit else "")
