@@ -146,10 +146,29 @@ def plan(
     )
 
 
+@task(
+    help={
+        "format": "mermaid (default; renders on GitHub) or dot (Graphviz)",
+        "affected": "highlight the units affected by the current change",
+        "base": "with --affected: compare with the merge base of this ref",
+    }
+)
+def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str = "") -> None:
+    """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
+    from tooling import pipeline
+
+    def go() -> None:
+        ws = _workspace()
+        ws.check_tools()
+        print(pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end="")
+
+    _run(go)
+
+
 @task(help={"args": "extra pytest arguments, e.g. '-k plan -x'"})
 def test(c: Context, args: str = "") -> None:
     """Run the whole test suite (pytest, in parallel on the CPUs this machine has)."""
     c.run(f"{sys.executable} -m pytest -n auto --dist loadgroup {args}", pty=False)
 
 
-ns = Collection(setup, units, affected, plan, test)
+ns = Collection(setup, units, affected, graph, plan, test)

@@ -92,7 +92,6 @@ def _readers_of(path: str, exact: dict[str, list[str]], dirs: Sequence[tuple[str
 def affected(
     changes: Iterable[Change],
     head: Model,
-    base_units: Iterable[str],
     load_base: Callable[[], Model],
     *,
     base_sha: str,
@@ -101,11 +100,10 @@ def affected(
 ) -> Affected:
     """Map ``changes`` (paths between the merge base and head) to units.
 
-    ``base_units`` lists the unit paths of the base revision (cheap: from the
-    file listing); ``load_base`` builds the full base model and is called only
-    when a unit was deleted.
+    ``load_base`` builds the base revision's model; it is called only when a
+    unit was deleted or renamed away (git's own status says which unit files
+    were added, so the base is not needed for that).
     """
-    base_set = set(base_units)
     index = head.readers()
     exact = {k: v for k, v in index.items() if not k.endswith("/")}
     dirs = [(k, v) for k, v in index.items() if k.endswith("/")]
@@ -140,9 +138,9 @@ def affected(
         if change.status == "D" and new_dir is not None and new_dir not in head.units:
             deleted.setdefault(new_dir, []).append(change.path)
             continue
-        if change.status == "R" and old_dir is not None and old_dir not in head.units and old_dir in base_set:
+        if change.status == "R" and old_dir is not None and old_dir not in head.units:
             deleted.setdefault(old_dir, []).append(change.old or change.path)
-        if new_dir is not None and new_dir in head.units and new_dir not in base_set:
+        if new_dir is not None and new_dir in head.units and change.status in ("A", "R"):
             select(new_dir, "added", change.path)
             continue
         for path in {change.path, change.old} - {None}:
@@ -173,7 +171,7 @@ def affected(
     if deleted:
         base = load_base()
         for path in reversed(base.order):
-            if path in deleted:
+            if path in deleted:  # a unit added and removed again on the branch is not in base
                 gone: Unit = base.units[path]
                 units.append(
                     AffectedUnit(path, "deleted", tuple(sorted(set(deleted[path]))), gone.tier, gone.executor)

@@ -138,11 +138,30 @@ def default_branch(repo: Path) -> str:
     raise ToolingError("cannot find the default branch: pass --base REF")
 
 
-def tree_at(repo: Path, rev: str) -> GitTree:
-    """A :class:`GitTree` for ``rev``: one ``ls-tree``, blobs read lazily in batches."""
-    tree_sha = git(repo, "rev-parse", f"{rev}^{{tree}}").stdout.strip()
-    entries = parse_ls_tree(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout)
-    return GitTree(repo, entries, tree_sha, lambda shas: cat_blobs(repo, shas))
+def tree_at(repo: Path, rev: str, tree_sha: str | None = None) -> GitTree:
+    """A :class:`GitTree` for ``rev``; files are listed (one ``ls-tree``) only when needed."""
+    if tree_sha is None:
+        tree_sha = git(repo, "rev-parse", f"{rev}^{{tree}}").stdout.strip()
+    return GitTree(
+        repo,
+        tree_sha,
+        lambda: parse_ls_tree(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout),
+        lambda shas: cat_blobs(repo, shas),
+    )
+
+
+def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
+    """(base commit, head commit, head tree) with one ``rev-parse``."""
+    for rev in (base, head):
+        if rev.startswith("-"):
+            raise ToolingError(f"{rev!r} is not a revision", code=2)
+    result = git(repo, "rev-parse", f"{base}^{{commit}}", f"{head}^{{commit}}", f"{head}^{{tree}}", ok_codes=(0, 128))
+    shas = result.stdout.split()
+    if result.returncode == 0 and len(shas) == 3 and all(len(s) == 40 for s in shas):
+        return shas[0], shas[1], shas[2]
+    rev_parse(repo, base)  # names the revision that is unknown
+    rev_parse(repo, head)
+    raise ToolingError(f"cannot resolve {base} and {head}: {result.stderr.strip()}")
 
 
 def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:

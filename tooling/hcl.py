@@ -14,6 +14,8 @@ Terragrunt evaluator in :mod:`tooling.repo` walks. Expressions become tuples:
 ``("bin", op, l, r)``   a binary operation
 ``("post", e, [k])``    a traversal applied to any expression
 ``("unknown", line)``   anything the evaluator does not model (for expressions ...)
+``("opaque", line, c)`` a large value the model never needs (``inputs``,
+                        ``mock_outputs``): only its function calls ``c`` are kept
 ======================  =========================================
 
 Parsing is the expensive step (tree-sitter plus this conversion), so results are
@@ -36,7 +38,11 @@ Body = dict[str, Any]
 Expr = tuple[Any, ...]
 
 _PARSER: Any = None
-CACHE_VERSION = 3
+_CALLS: Any = None
+CACHE_VERSION = 4
+#: attributes whose values the model never evaluates; only the calls in them
+#: (file(), read_tfvars_file()...) matter, so converting them whole is waste
+OPAQUE_ATTRIBUTES = frozenset({"inputs", "mock_outputs"})
 
 
 class HclSyntaxError(ToolingError):
@@ -58,6 +64,18 @@ def _parser() -> Any:
 
         _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_hcl.language()))
     return _PARSER
+
+
+def _calls_query() -> Any:
+    global _CALLS
+    if _CALLS is None:
+        import tree_sitter
+        import tree_sitter_hcl
+
+        _CALLS = tree_sitter.QueryCursor(
+            tree_sitter.Query(tree_sitter.Language(tree_sitter_hcl.language()), "(function_call) @call")
+        )
+    return _CALLS
 
 
 def parse(data: bytes, filename: str) -> Body:
@@ -119,7 +137,11 @@ class _Converter:
             if child.type == "attribute":
                 name = self.text(child.named_children[0])
                 expr = next(c for c in child.named_children[1:] if c.type == "expression")
-                attrs[name] = [self.expr(expr), child.start_point[0] + 1]
+                line = child.start_point[0] + 1
+                if name in OPAQUE_ATTRIBUTES:
+                    attrs[name] = [("opaque", line, self.outer_calls(expr)), line]
+                else:
+                    attrs[name] = [self.expr(expr), line]
             elif child.type in ("block", "one_line_block"):
                 kids = child.named_children
                 btype = self.text(kids[0])
@@ -139,6 +161,17 @@ class _Converter:
                         ]
                 blocks.append([btype, labels, inner, child.start_point[0] + 1])
         return {"a": attrs, "b": blocks}
+
+    def outer_calls(self, node: Any) -> list[Expr]:
+        """The function calls in ``node`` that are not inside another call."""
+        found = _calls_query().captures(node).get("call", [])
+        out: list[Expr] = []
+        end = -1
+        for call in sorted(found, key=lambda n: (n.start_byte, -n.end_byte)):
+            if call.start_byte >= end:
+                out.append(self.term(call))
+                end = call.end_byte
+        return out
 
     def expr(self, node: Any) -> Expr:
         kids = node.named_children

@@ -51,28 +51,27 @@ def default_base(root: Path) -> str:
 def compute_affected(
     ws: Workspace, base: str | None = None, head: str | None = None, *, uncommitted: bool = False
 ) -> tuple[Affected, Model]:
-    """The units a change affects, and the head model they were read from."""
+    """The units a change affects, and the head model they were read from.
+
+    The warm path is three git processes (rev-parse, merge-base, diff) and a
+    cached model found by the head's tree SHA: no file is listed or parsed.
+    """
     root = ws.root
-    base_ref = base or default_base(root)
-    head_ref = head or "HEAD"
-    head_sha = git.rev_parse(root, head_ref)
-    base_sha = git.merge_base(root, git.rev_parse(root, base_ref), head_sha)
-    changes = git.changed(root, base_sha, head_sha)
+    base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
+    merge_base = git.merge_base(root, base_sha, head_sha)
+    changes = git.changed(root, merge_base, head_sha)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
             raise UsageError("--uncommitted compares the working tree: do not combine it with --head")
         changes = [*changes, *git.uncommitted(root)]
         head_model = ws.model(WorkTree(root))
     else:
-        head_model = ws.model(git.tree_at(root, head_sha))
-    base_tree = git.tree_at(root, base_sha)
-    base_units = [p.rsplit("/", 1)[0] for p in base_tree.unit_files()]
+        head_model = ws.model(git.tree_at(root, head_sha, head_tree))
     result = affected(
         changes,
         head_model,
-        base_units,
-        lambda: ws.model(base_tree),
-        base_sha=base_sha,
+        lambda: ws.model(git.tree_at(root, merge_base)),
+        base_sha=merge_base,
         head_sha=head_sha,
         uncommitted=uncommitted,
     )
@@ -289,3 +288,16 @@ def units(ws: Workspace, *, as_json: bool) -> None:
         deps = ", ".join(u.dependencies) or "-"
         say(f"{u.path:<28} {u.tier}/{u.executor:<8} gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}")
         say(f"{'':<28} state: {u.state_key}   source: {u.source}")
+
+
+def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
+    from tooling import graph as graphs
+
+    if fmt not in ("mermaid", "dot"):
+        raise UsageError(f"--format {fmt}: use mermaid or dot")
+    model = ws.model()
+    marked: set[str] = set()
+    if highlight:
+        change, model = compute_affected(ws, affected_base, uncommitted=True)
+        marked = {u.path for u in change.units}
+    return graphs.mermaid(model, marked) if fmt == "mermaid" else graphs.dot(model, marked)

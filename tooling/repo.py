@@ -27,7 +27,10 @@ from tooling.hcl import Body, Expr, ParseCache, blob_sha
 
 UNIT_FILE = "terragrunt.hcl"
 LIVE_DIR = "live"
-MODEL_CACHE_VERSION = 4
+MODEL_CACHE_VERSION = 5
+
+#: the unit facts read from locals (unit first, then included files, last include first)
+META_KEYS = ("tier", "executor", "gate", "plan_on_pr")
 
 #: functions whose first argument is a file the unit reads
 READ_FUNCTIONS = frozenset(
@@ -151,14 +154,31 @@ class WorkTree:
 
 
 class GitTree:
-    """The files of one git revision, listed with ``ls-tree`` and read in one batch."""
+    """The files of one git revision: listed with ``ls-tree`` (only when needed), read in batches.
 
-    def __init__(self, root: Path, entries: Mapping[str, str], tree_sha: str, reader: Callable[[list[str]], dict[str, bytes]]) -> None:
+    The tree SHA is the fingerprint, so a cached model is found without listing
+    a single file.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        tree_sha: str,
+        lister: Callable[[], Mapping[str, str]],
+        reader: Callable[[list[str]], dict[str, bytes]],
+    ) -> None:
         self.root = root.resolve()
-        self._entries = dict(entries)  # path -> blob sha
         self._tree_sha = tree_sha
+        self._lister = lister
+        self._listed: dict[str, str] | None = None
         self._reader = reader
         self._blobs: dict[str, bytes] = {}
+
+    @property
+    def _entries(self) -> dict[str, str]:
+        if self._listed is None:
+            self._listed = dict(self._lister())  # path -> blob sha
+        return self._listed
 
     def exists(self, path: str) -> bool:
         return path in self._entries
@@ -223,12 +243,15 @@ class _UnitEvaluator:
 
     # -- paths
     def abs(self, rel: str) -> str:
-        return _norm(posixpath.join(self.loader.root_posix, rel)) if rel not in ("", ".") else self.loader.root_posix
+        return f"{self.loader.root_posix}/{rel}" if rel not in ("", ".") else self.loader.root_posix
 
     def rel(self, path: str) -> str:
         """Repo-relative form of an absolute or unit-relative path."""
-        if not posixpath.isabs(path):
-            path = posixpath.join(self.abs(self.unit_dir), path)
+        if not path.startswith("/"):
+            return _norm(f"{self.unit_dir}/{path}")
+        prefix = self.loader.root_prefix
+        if path.startswith(prefix):
+            return _norm(path[len(prefix) :])
         return _norm(posixpath.relpath(_norm(path), self.loader.root_posix))
 
     def read(self, rel: str) -> None:
@@ -254,15 +277,10 @@ class _UnitEvaluator:
         name = args[0] if args else "root.hcl"
         if not isinstance(name, str):
             return UNKNOWN
-        directory = posixpath.dirname(self.unit_dir)
-        while True:
-            candidate = _norm(posixpath.join(directory, name)) if directory else _norm(name)
-            if self.loader.tree.exists(candidate):
-                self.read(candidate)
-                return self.abs(candidate)
-            if directory in ("", "."):
-                break
-            directory = posixpath.dirname(directory)
+        found = self.loader.find_up(posixpath.dirname(self.unit_dir), name)
+        if found is not None:
+            self.read(found)
+            return self.abs(found)
         if len(args) > 1:
             return args[1]
         raise ToolingError(
@@ -410,14 +428,14 @@ class _UnitEvaluator:
         return self.eval(entry[0], file) if entry else None
 
     def scan_reads(self, file: _File) -> None:
-        """Evaluate the first argument of every read function anywhere in ``file``."""
-        for expr in _walk_body(file.body):
-            if expr[0] == "call" and expr[1] in READ_FUNCTIONS and expr[2] and expr[1] != "read_terragrunt_config":
+        """Evaluate every read function (and find_in_parent_folders) anywhere in ``file``."""
+        for expr in self.loader.read_calls(file):
+            if expr[1] == "read_terragrunt_config" or expr[1] == "find_in_parent_folders":
+                self.eval(expr, file)
+            elif expr[2]:
                 arg = self.eval(expr[2][0], file)
                 if isinstance(arg, str):
                     self.read(self.rel(arg))
-            elif (expr[0] == "call" and expr[1] == "read_terragrunt_config") or (expr[0] == "call" and expr[1] == "find_in_parent_folders"):
-                self.eval(expr, file)
 
 
 def _to_str(value: Any) -> str:
@@ -480,37 +498,39 @@ def _locals_exprs(body: Body) -> dict[str, list[Any]]:
     return out
 
 
-def _walk_body(body: Body) -> Iterable[Expr]:
-    for expr, _line in body["a"].values():
-        yield from _walk_expr(expr)
-    for _btype, _labels, inner, _line in body["b"]:
-        yield from _walk_body(inner)
+_SCANNED = READ_FUNCTIONS | {"find_in_parent_folders"}
 
 
-def _walk_expr(expr: Expr) -> Iterable[Expr]:
-    yield expr
-    kind = expr[0]
-    if kind == "tmpl" or kind == "tup":
-        for part in expr[1]:
-            yield from _walk_expr(part)
-    elif kind == "call":
-        for arg in expr[2]:
-            yield from _walk_expr(arg)
-    elif kind == "obj":
-        for key, value in expr[1]:
-            yield from _walk_expr(key)
-            yield from _walk_expr(value)
-    elif kind == "cond":
-        for part in expr[1:]:
-            yield from _walk_expr(part)
-    elif kind == "bin":
-        yield from _walk_expr(expr[2])
-        yield from _walk_expr(expr[3])
-    elif kind == "post":
-        yield from _walk_expr(expr[1])
-        for key in expr[2]:
-            if isinstance(key, tuple):
-                yield from _walk_expr(key)
+def _outer_calls(body: Body) -> Iterable[Expr]:
+    """Calls of read functions, not descending into them (their arguments are evaluated with them)."""
+    stack: list[Expr] = [e for e, _line in body["a"].values()]
+    blocks = list(body["b"])
+    while blocks:
+        _btype, _labels, inner, _line = blocks.pop()
+        stack.extend(e for e, _l in inner["a"].values())
+        blocks.extend(inner["b"])
+    while stack:
+        expr = stack.pop()
+        if expr[0] == "call" and expr[1] in _SCANNED:
+            yield expr
+            continue
+        kind = expr[0]
+        if kind in ("tmpl", "tup"):
+            stack.extend(expr[1])
+        elif kind == "call":
+            stack.extend(expr[2])
+        elif kind == "obj":
+            for key, value in expr[1]:
+                stack.extend((key, value))
+        elif kind == "cond":
+            stack.extend(expr[1:])
+        elif kind == "bin":
+            stack.extend(expr[2:])
+        elif kind == "post":
+            stack.append(expr[1])
+            stack.extend(k for k in expr[2] if isinstance(k, tuple))
+        elif kind == "opaque":
+            stack.extend(expr[2])
 
 
 def _blocks(body: Body, btype: str) -> list[list[Any]]:
@@ -525,7 +545,30 @@ class _Loader:
         self.tree = tree
         self.cache = cache
         self.root_posix = tree.root.as_posix()
+        self.root_prefix = self.root_posix.rstrip("/") + "/"
         self._bodies: dict[str, Body] = {}
+        self._read_calls: dict[str, list[Expr]] = {}
+        self._found: dict[tuple[str, str], str | None] = {}
+
+    def find_up(self, directory: str, name: str) -> str | None:
+        """``name`` in ``directory`` or the nearest folder above it (memoised: units share parents)."""
+        key = (directory, name)
+        if key not in self._found:
+            candidate = _norm(f"{directory}/{name}") if directory not in ("", ".") else _norm(name)
+            if self.tree.exists(candidate):
+                self._found[key] = candidate
+            elif directory in ("", "."):
+                self._found[key] = None
+            else:
+                self._found[key] = self.find_up(posixpath.dirname(directory), name)
+        return self._found[key]
+
+    def read_calls(self, file: _File) -> list[Expr]:
+        """The outermost read-function calls of a file (static, computed once per file)."""
+        calls = self._read_calls.get(file.path)
+        if calls is None:
+            calls = self._read_calls[file.path] = list(_outer_calls(file.body))
+        return calls
 
     def file(self, rel: str) -> _File:
         body = self._bodies.get(rel)
@@ -594,13 +637,18 @@ def _unit(loader: _Loader, unit_file: str) -> Unit:
                 deps[ev.rel(v)] = None
 
     meta: dict[str, Any] = {}
-    for inc in reversed(list(ev.includes.values())):
-        for key, value in ev.all_locals(inc).items():
-            meta.setdefault(key, value)
-    meta.update({k: v for k, v in ev.all_locals(unit).items() if v is not UNKNOWN})
-    for key in ("tier", "executor", "gate", "plan_on_pr"):
-        if key in _locals_exprs(unit.body):
-            lines[key] = _locals_exprs(unit.body)[key][1]
+    unit_locals = _locals_exprs(unit.body)
+    for key in META_KEYS:
+        if key in unit_locals:
+            value = ev.local(unit, key)
+            lines[key] = unit_locals[key][1]
+            if value is not UNKNOWN:
+                meta[key] = value
+                continue
+        for inc in reversed(list(ev.includes.values())):
+            if key in _locals_exprs(inc.body):
+                meta[key] = ev.local(inc, key)
+                break
 
     state_key, state_bucket = _state(ev, files)
     parts = unit_dir.split("/")

@@ -1,0 +1,134 @@
+"""Benchmark `invoke affected` against `terragrunt find --filter '[BASE...HEAD]'`.
+
+For each tree size: generate a tree (benchmarks/gentree.py), commit it on
+`main`, then for each scenario make a branch with one commit and time, as
+whole commands in fresh processes on the same tree in the same run:
+
+- `invoke affected --base main --json`, cold (no .iac/cache) and warm;
+- `terragrunt find --filter '[main...HEAD]' --json`.
+
+Scenarios: a one-unit change (a module ref bump) and a shared-file change (a
+group.hcl read by the ten units of its group with read_terragrunt_config).
+
+Usage (from the repository root, with the environment set up by ./dev setup):
+
+    .venv/bin/python benchmarks/bench_affected.py --sizes 1000 5000 --repeat 5
+
+Prints a markdown table (for docs/benchmarks.md) and, with --json FILE, the raw
+timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gentree import generate
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
+
+
+def sh(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env={**os.environ, **GIT_ENV, **(env or {})},
+                          capture_output=True, text=True, check=False)
+
+
+def timed(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    result = sh(cwd, *args)
+    return time.perf_counter() - start, result
+
+
+def scenario(tree: Path, name: str) -> None:
+    sh(tree, "git", "checkout", "--quiet", "main")
+    sh(tree, "git", "branch", "--quiet", "-D", "bench", )
+    sh(tree, "git", "checkout", "--quiet", "-b", "bench")
+    if name == "one-unit":
+        unit = tree / "live/t0/g3/u4/terragrunt.hcl"
+        unit.write_text(re.sub(r"ref=v1\.\d+\.0", "ref=v1.9.0", unit.read_text()))
+    else:
+        group = tree / "live/t0/g3/group.hcl"
+        group.write_text(group.read_text().replace('prefix = "', 'prefix = "x-'))
+    sh(tree, "git", "commit", "--quiet", "-am", f"bench: {name}")
+
+
+def run(sizes: list[int], repeat: int) -> list[dict[str, object]]:
+    invoke = [sys.executable, "-m", "invoke", "affected", "--base", "main", "--json"]
+    tg = ["terragrunt", "find", "--filter", "[main...HEAD]", "--json", "--no-color"]
+    rows: list[dict[str, object]] = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"bench-{size}-") as tmp:
+            tree = Path(tmp) / "repo"
+            generate(tree, size)
+            sh(tree, "git", "init", "--quiet", "--initial-branch=main")
+            sh(tree, "git", "add", "--all")
+            sh(tree, "git", "commit", "--quiet", "-m", "generated tree")
+            for name in ("one-unit", "shared-file"):
+                scenario(tree, name)
+                cold, warm, tgs = [], [], []
+                selected = None
+                for _ in range(repeat):
+                    shutil.rmtree(tree / ".iac", ignore_errors=True)
+                    seconds, result = timed(tree, *invoke)
+                    assert result.returncode == 0, result.stderr
+                    cold.append(seconds)
+                    selected = len(json.loads(result.stdout)["units"])
+                    seconds, result = timed(tree, *invoke)
+                    warm.append(seconds)
+                    seconds, result = timed(tree, *tg)
+                    assert result.returncode == 0, result.stderr
+                    tgs.append(seconds)
+                    tg_selected = len(json.loads(result.stdout))
+                row = {
+                    "units": size, "scenario": name, "selected": selected, "terragrunt_selected": tg_selected,
+                    "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
+                    "terragrunt_s": statistics.median(tgs),
+                }
+                row["tg_over_cold"] = row["terragrunt_s"] / row["cold_s"]  # type: ignore[operator]
+                row["tg_over_warm"] = row["terragrunt_s"] / row["warm_s"]  # type: ignore[operator]
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    out = [
+        "| units | change | selected (ours / terragrunt) | ours cold | ours warm | terragrunt find | terragrunt ÷ cold | terragrunt ÷ warm |",
+        "|--:|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['units']} | {r['scenario']} | {r['selected']} / {r['terragrunt_selected']} | "
+            f"{r['cold_s']:.2f} s | {r['warm_s']:.2f} s | {r['terragrunt_s']:.2f} s | "
+            f"{r['tg_over_cold']:.1f}x | {r['tg_over_warm']:.1f}x |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    rows = run(args.sizes, args.repeat)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Change detection on real git repositories: one test per rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from infra_fixtures import commit_all, git, invoke
+
+from tooling.changes import Affected
+from tooling.pipeline import compute_affected
+from tooling.workspace import Workspace
+
+
+def _affected(repo: Path, base: str = "main", *, uncommitted: bool = False) -> Affected:
+    result, _ = compute_affected(Workspace(repo), base, uncommitted=uncommitted)
+    return result
+
+
+def _paths(result: Affected) -> list[tuple[str, str]]:
+    return [(u.path, u.change) for u in result.units]
+
+
+def _branch(repo: Path, name: str = "feature") -> None:
+    git(repo, "checkout", "--quiet", "-b", name)
+
+
+def _edit(repo: Path, rel: str, old: str, new: str) -> None:
+    path = repo / rel
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    path.write_text(text.replace(old, new))
+
+
+def test_a_unit_added_on_main_after_the_branch_point_is_not_reported(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    commit_all(example_repo, "dns ttl")
+    git(example_repo, "checkout", "--quiet", "main")
+    shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/mail")
+    commit_all(example_repo, "add mail on main")
+    git(example_repo, "checkout", "--quiet", "feature")
+    result = _affected(example_repo, "main")
+    assert _paths(result) == [("live/cloud/dns", "modified")]
+    assert result.units[0].reasons == ("live/cloud/dns/terragrunt.hcl",)
+    assert result.base == git(example_repo, "merge-base", "main", "feature").strip()
+
+
+def test_a_shared_file_beside_a_unit_selects_every_unit_that_reads_it(example_repo: Path) -> None:
+    # network's folder holds vlans.yaml; network and vms both read it
+    (example_repo / "live/cluster/network/vlans.yaml").write_text("servers: 40\n")
+    _edit(example_repo, "live/cluster/network/terragrunt.hcl", "vlan_id   = 40",
+          'vlan_id   = yamldecode(file("vlans.yaml")).servers')
+    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "inputs = {",
+          'locals {\n  vlans = yamldecode(file("${get_terragrunt_dir()}/../network/vlans.yaml"))\n}\n\ninputs = {')
+    commit_all(example_repo, "shared vlans file")
+    _branch(example_repo)
+    (example_repo / "live/cluster/network/vlans.yaml").write_text("servers: 41\n")
+    commit_all(example_repo, "change vlan")
+    result = _affected(example_repo)
+    assert _paths(result) == [("live/cluster/network", "modified"), ("live/cluster/vms", "modified")]
+    assert all(u.reasons == ("live/cluster/network/vlans.yaml",) for u in result.units)
+
+
+def test_a_readme_in_a_unit_folder_selects_nothing(example_repo: Path) -> None:
+    _branch(example_repo)
+    (example_repo / "live/cluster/vms/README.md").write_text("# the VMs\n")
+    commit_all(example_repo, "docs")
+    result = _affected(example_repo)
+    assert result.units == () and result.dependents == ()
+
+
+@pytest.mark.parametrize(
+    ("changed", "expected", "dependents"),
+    [
+        ("root.hcl", {"live/cloud/dns", "live/cloud/iam", "live/cloud/registry", "live/cluster/network",
+                      "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"}, []),
+        # gitops reads cloud/dns across tiers: a dependent, not a selected unit
+        ("live/cloud/tier.hcl", {"live/cloud/dns", "live/cloud/iam", "live/cloud/registry"},
+         [("live/cluster/gitops", "live/cloud/dns")]),
+        ("live/cluster/tier.hcl", {"live/cluster/network", "live/cluster/vms", "live/cluster/os",
+                                   "live/cluster/gitops"}, []),
+    ],
+)
+def test_root_or_tier_file_selects_exactly_the_units_below_it(
+    example_repo: Path, changed: str, expected: set[str], dependents: list[tuple[str, str]]
+) -> None:
+    _branch(example_repo)
+    path = example_repo / changed
+    path.write_text(path.read_text() + "\n# reviewed\n")
+    commit_all(example_repo, f"touch {changed}")
+    result = _affected(example_repo)
+    assert {u.path for u in result.units} == expected
+    assert all(u.change == "modified" and u.reasons == (changed,) for u in result.units)
+    assert [(d.path, d.via) for d in result.dependents] == dependents
+
+
+def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    commit_all(example_repo, "bump vm module")
+    result = _affected(example_repo)
+    assert _paths(result) == [("live/cluster/vms", "modified")]
+    assert [(d.path, d.via) for d in result.dependents] == [
+        ("live/cluster/os", "live/cluster/vms"),
+        ("live/cluster/gitops", "live/cluster/os"),
+    ]
+
+
+def test_a_deleted_unit_is_reported_after_the_others_in_reverse_dependency_order(example_repo: Path) -> None:
+    _branch(example_repo)
+    git(example_repo, "rm", "-r", "--quiet", "live/cluster/os", "live/cluster/gitops")
+    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    commit_all(example_repo, "retire the cluster's OS and GitOps")
+    result = _affected(example_repo)
+    assert _paths(result) == [
+        ("live/cloud/dns", "modified"),
+        ("live/cluster/gitops", "deleted"),
+        ("live/cluster/os", "deleted"),
+    ]
+    gitops = result.units[1]
+    assert gitops.tier == "cluster" and gitops.executor == "lan"
+    assert gitops.reasons == ("live/cluster/gitops/terragrunt.hcl",)
+
+
+def test_a_renamed_unit_is_moved_with_moved_from(example_repo: Path) -> None:
+    _branch(example_repo)
+    git(example_repo, "mv", "live/cloud/registry", "live/cloud/containers")
+    commit_all(example_repo, "rename registry")
+    result = _affected(example_repo)
+    assert _paths(result) == [("live/cloud/containers", "moved")]
+    assert result.units[0].moved_from == "live/cloud/registry"
+
+
+def test_uncommitted_adds_staged_unstaged_and_untracked_changes(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")  # unstaged
+    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", '"example-org"', '"example-org-2"')
+    git(example_repo, "add", "live/cloud/iam/terragrunt.hcl")  # staged
+    shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/mail")  # untracked
+    assert _affected(example_repo).units == ()
+    result = _affected(example_repo, uncommitted=True)
+    assert _paths(result) == [
+        ("live/cloud/dns", "modified"),
+        ("live/cloud/iam", "modified"),
+        ("live/cloud/mail", "added"),
+    ]
+    assert result.uncommitted is True
+
+
+def test_unparseable_hcl_is_an_error_naming_file_and_line(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
+    commit_all(example_repo, "broken")
+    ran = invoke(example_repo, "affected", "--base", "main")
+    assert ran.returncode == 1
+    assert "live/cloud/iam/terragrunt.hcl:" in ran.stderr
+    line = next(i for i, text in enumerate((example_repo / "live/cloud/iam/terragrunt.hcl").read_text().splitlines(), 1) if 'github_org "' in text)
+    assert f"live/cloud/iam/terragrunt.hcl:{line}" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_affected_json_is_the_only_thing_on_stdout(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
+    commit_all(example_repo, "bump iam")
+    ran = invoke(example_repo, "affected", "--base", "main", "--json")
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    head = git(example_repo, "rev-parse", "HEAD").strip()
+    assert doc["head"] == head and len(doc["base"]) == 40
+    assert doc["units"] == [
+        {
+            "path": "live/cloud/iam",
+            "change": "modified",
+            "moved_from": None,
+            "reasons": ["live/cloud/iam/terragrunt.hcl"],
+            "tier": "cloud",
+            "executor": "hosted",
+        }
+    ]
+    assert doc["dependents"] == [
+        {"path": "live/cloud/registry", "via": "live/cloud/iam", "tier": "cloud", "executor": "hosted"}
+    ]
+
+
+def test_units_json_lists_every_unit_with_its_facts(example_repo: Path) -> None:
+    ran = invoke(example_repo, "units", "--json")
+    assert ran.returncode == 0, ran.stderr
+    units = {u["path"]: u for u in json.loads(ran.stdout)["units"]}
+    assert len(units) == 7
+    vms = units["live/cluster/vms"]
+    assert vms["tier"] == "cluster" and vms["executor"] == "lan" and vms["gate"] == "auto"
+    assert vms["dependencies"] == ["live/cluster/network"]
+    assert vms["ref"] == "v1.1.0"
+    assert vms["source"].endswith("terraform-proxmox.git//modules/vm?ref=v1.1.0")
+    assert vms["state_key"] == "live/cluster/vms/terraform.tfstate"
+    assert set(vms["reads"]) == {"live/cluster/vms/terragrunt.hcl", "live/cluster/tier.hcl", "root.hcl"}
+    assert units["live/cluster/gitops"]["dependencies"] == ["live/cloud/dns", "live/cluster/os"]
+
+
+def test_graph_groups_units_by_tier_and_highlights_the_affected_ones(example_repo: Path) -> None:
+    _branch(example_repo)
+    _edit(example_repo, "live/cluster/os/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
+    commit_all(example_repo, "bump os")
+    ran = invoke(example_repo, "graph", "--affected", "--base", "main")
+    assert ran.returncode == 0, ran.stderr
+    assert 'subgraph tier_cluster["cluster · lan"]' in ran.stdout
+    assert "u_live_cluster_vms --> u_live_cluster_os" in ran.stdout
+    assert "class u_live_cluster_os affected" in ran.stdout
+    dot = invoke(example_repo, "graph", "--format", "dot")
+    assert dot.stdout.startswith("digraph units {") and "u_live_cloud_iam -> u_live_cloud_registry;" in dot.stdout
