@@ -122,3 +122,29 @@ def units_by_path(summary: Mapping[str, object]) -> dict[str, dict[str, object]]
     units = summary["units"]
     assert isinstance(units, list)
     return {u["path"]: u for u in units}
+
+
+def plan_one(root: Path, unit: str, out: Path) -> object:
+    """Plan one unit of ``root`` with the real binaries; return the plans.Result."""
+    from tooling.plans import Target, plan_unit
+    from tooling.workspace import Workspace
+
+    ws = Workspace(root)
+    u = ws.model().units[unit]
+    result = plan_unit(Target(unit, u.tier, u.executor, "named", root / unit, u.dependencies), out, ws.tool_env)
+    assert result.status in ("changes", "no-changes"), result.error
+    return result
+
+
+def apply_unit(root: Path, unit: str, out: Path) -> dict[str, int]:
+    """Plan and apply one unit (the way a test sets up state); return the plan's counts."""
+    from tooling import terragrunt
+    from tooling.workspace import Workspace
+
+    result = plan_one(root, unit, out)
+    plan_file = result.plan_file  # type: ignore[attr-defined]
+    assert plan_file is not None
+    applied = terragrunt.run(terragrunt.apply_args(out / plan_file), root / unit, Workspace(root).tool_env)
+    assert applied.returncode == 0, applied.stderr
+    counts: dict[str, int] = result.counts  # type: ignore[attr-defined]
+    return counts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from infra_fixtures import commit_all, invoke, read_summary, units_by_path
+from infra_fixtures import apply_unit, commit_all, invoke, plan_one, read_summary, units_by_path
 
 from tooling import terragrunt
 from tooling.plans import Target, plan_unit
@@ -24,23 +24,12 @@ EXAMPLE_UNITS = {
 
 
 def _plan_and_apply(ws: Workspace, unit: str, out: Path) -> dict[str, int]:
-    model = ws.model()
-    u = model.units[unit]
-    result = plan_unit(
-        Target(unit, u.tier, u.executor, "named", ws.root / unit, u.dependencies), out, ws.tool_env
-    )
-    assert result.status in ("changes", "no-changes"), result.error
-    assert result.plan_file is not None
-    applied = terragrunt.run(terragrunt.apply_args(out / result.plan_file), ws.root / unit, ws.tool_env)
-    assert applied.returncode == 0, applied.stderr
-    return result.counts
+    return apply_unit(ws.root, unit, out)
 
 
 def _plan(ws: Workspace, unit: str, out: Path) -> dict[str, int]:
-    u = ws.model().units[unit]
-    result = plan_unit(Target(unit, u.tier, u.executor, "named", ws.root / unit, u.dependencies), out, ws.tool_env)
-    assert result.status in ("changes", "no-changes"), result.error
-    return result.counts
+    counts: dict[str, int] = plan_one(ws.root, unit, out).counts  # type: ignore[attr-defined]
+    return counts
 
 
 def test_plan_all_on_the_embedded_default_plans_every_unit(example_repo: Path, tmp_path: Path) -> None:

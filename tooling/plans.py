@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
+import re
 import sys
 import threading
 import time
@@ -67,6 +69,7 @@ class Result:
     destroy: bool = False
     source: str | None = None
     gate_class: str = "auto"
+    mocked_dependencies: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +86,13 @@ class Result:
             "destroy": self.destroy,
             "source": self.source,
             "error": self.error,
+            "mocked_dependencies": list(self.mocked_dependencies),
+            "output_changes": list(self.summary.output_changes) if self.summary else [],
+            "changes": (
+                [{"address": c.address, "action": c.action} for c in self.summary.changes]
+                if self.summary
+                else []
+            ),
         }
 
 
@@ -146,6 +156,7 @@ def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
         summary = summarize(json.loads(shown.stdout))
         return replace(
             base,
+            mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
             status="changes" if summary.has_changes else "no-changes",
             counts=summary.counts,
             plan_file=rel(plan_path),
@@ -158,6 +169,21 @@ def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
         return replace(base, error=str(exc), seconds=time.monotonic() - started)
     except ValueError as exc:
         return replace(base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started)
+
+
+_MOCKED = re.compile(r"Config (\S+) is a dependency of (\S+) that has no outputs, but mock outputs provided")
+
+
+def mocked_dependencies(log: str, run_dir: Path, unit_path: str) -> tuple[str, ...]:
+    """Repository paths of the dependencies whose mock outputs Terragrunt used for
+    *this* unit (read from its warnings; warnings about deeper links are ignored)."""
+    own = (run_dir / "terragrunt.hcl").resolve()
+    found: set[str] = set()
+    for dep, dependent in _MOCKED.findall(log):
+        if Path(dependent).resolve() == own:
+            rel = os.path.relpath(Path(dep).resolve().parent, run_dir.resolve())
+            found.add(posixpath.normpath(f"{unit_path}/{rel}"))
+    return tuple(sorted(found))
 
 
 def _plan_text(stdout: str) -> str:

@@ -46,18 +46,30 @@ def verdict(results: Sequence[Result]) -> str:
     return f"{mark} **Plan:** {len(planned)} unit(s) planned, {changed} with changes, {errors} error(s){extra}"
 
 
-def warnings(results: Sequence[Result]) -> list[str]:
+def warnings(results: Sequence[Result], per_group: int | None = None) -> list[str]:
+    """Every delete, replace and drift by address, one line per unit, action and reason.
+
+    Deleted units' destroy plans come first. ``per_group`` caps the addresses
+    listed per line (the rest is counted, never hidden silently); the report
+    uses it only when the full list would not fit.
+    """
     lines: list[str] = []
     ordered = sorted(results, key=lambda r: not r.destroy)  # destroy plans of deleted units first
     for r in ordered:
         if r.summary is None:
             continue
+        groups: dict[tuple[str, str | None], list[str]] = {}
         for c in r.summary.destructive:
-            why = reason_text(c.reason)
-            prefix = "🗑️ destroy (unit deleted)" if r.destroy else f"{'♻️ replace' if c.action == 'replace' else '🗑️ delete'}"
-            lines.append(f"- {prefix} `{c.address}` in `{r.path}`" + (f": {why}" if why else ""))
+            label = "🗑️ **destroy** (unit deleted)" if r.destroy else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
+            groups.setdefault((label, reason_text(c.reason) if not r.destroy else None), []).append(c.address)
         for d in r.summary.drift:
-            lines.append(f"- 🔀 changed outside OpenTofu: `{d.address}` in `{r.path}` ({d.action})")
+            groups.setdefault(("🔀 **changed outside OpenTofu**", d.action), []).append(d.address)
+        for (label, why), addresses in groups.items():
+            shown = addresses if per_group is None else addresses[:per_group]
+            listed = ", ".join(f"`{a}`" for a in shown)
+            if len(shown) < len(addresses):
+                listed += f" … and {len(addresses) - len(shown)} more (all in the unit's plan text)"
+            lines.append(f"- {label} in `{r.path}` ({len(addresses)}): {listed}" + (f". Why: {why}" if why else ""))
     return lines
 
 
@@ -141,6 +153,8 @@ def render(
         head.append(f"Planned at `{str(commit)[:12]}`" + (f" against merge base `{str(base)[:12]}`" if base else "") + ".")
         head.append("")
     warn = warnings(results)
+    if sum(len(w) + 3 for w in warn) > budget // 2:  # a warnings block must leave room for the table
+        warn = warnings(results, per_group=max(5, (budget // 2) // (60 * max(1, len(warn)))))
     if warn:
         head += ["> [!WARNING]", "> **Destroys, replacements and drift:**", *(f"> {w}" for w in warn), ""]
     manual = [r for r in results if (gates.get(r.path) or {}).get("decision") == "manual"]

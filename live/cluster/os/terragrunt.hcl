@@ -15,8 +15,14 @@ terraform {
 dependency "vms" {
   config_path = "../vms"
 
+  # Mocks keep the real output's shape (one entry per node), so a plan made
+  # before the VMs exist lists the same resources as the one made after.
   mock_outputs = {
-    node_ips = { node-1 = "10.0.0.11" }
+    node_ips = {
+      node-1 = "10.0.0.11"
+      node-2 = "10.0.0.12"
+      node-3 = "10.0.0.13"
+    }
   }
   mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
 }
