@@ -165,10 +165,30 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     _run(go)
 
 
+@task(
+    help={
+        "plans": "the folder `invoke plan --out` wrote (summary.json and the binary plans)",
+        "approve_manual": "also apply the manual-gate units (the protected-environment job passes this)",
+    }
+)
+def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
+    """Apply exactly the reviewed plans in PLANS, by gate, in DAG order; write PLANS/apply.json.
+
+    Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
+    versions); a mismatch refuses the unit. Manual units wait unless
+    --approve-manual. Exit code 1 if anything failed or was refused.
+    """
+    from tooling import apply as applying
+
+    if not plans:
+        raise Exit("error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2)
+    _run(lambda: applying.apply(_workspace(), Path(plans), approve_manual=approve_manual))
+
+
 @task(help={"args": "extra pytest arguments, e.g. '-k plan -x'"})
 def test(c: Context, args: str = "") -> None:
     """Run the whole test suite (pytest, in parallel on the CPUs this machine has)."""
     c.run(f"{sys.executable} -m pytest -n auto --dist loadgroup {args}", pty=False)
 
 
-ns = Collection(setup, units, affected, graph, plan, test)
+ns = Collection(setup, units, affected, graph, plan, apply, test)

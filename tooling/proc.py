@@ -98,3 +98,54 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def run_forwarding_signals(
+    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int, str, bool]:
+    """Run a long, state-changing command; forward the first SIGINT/SIGTERM to it, once.
+
+    The child runs in its own session, so a Ctrl-C on the terminal reaches only
+    us; we pass one SIGINT on to the child (Terragrunt forwards it to OpenTofu,
+    which stops gracefully, persists state and releases its lock) and wait for
+    it to exit. Further signals are ignored while waiting: a second interrupt
+    would make OpenTofu exit without saving state. Returns (exit code, combined
+    output, whether we were interrupted).
+    """
+    import signal
+    import threading
+
+    argv = tuple(str(a) for a in args)
+    if _echo_enabled():
+        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+    try:
+        child = subprocess.Popen(
+            argv, cwd=cwd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolingError(f"{argv[0]}: program not found. Run `invoke setup` and try again.") from exc
+    interrupted = False
+
+    def forward(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            print(
+                f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
+                "(waiting for OpenTofu to save state and release the lock)...",
+                file=sys.stderr, flush=True,
+            )
+            child.send_signal(signal.SIGINT)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {}
+    if in_main:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        output, _ = child.communicate()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return child.returncode, output, interrupted
