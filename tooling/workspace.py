@@ -25,6 +25,10 @@ class Workspace:
     root: Path
     settings: config.Settings = field(default_factory=config.load)
 
+    def __post_init__(self) -> None:
+        # Absolute, always: the state path and the plans' locations derive from it.
+        self.root = self.root.resolve()
+
     @classmethod
     def here(cls, start: Path | None = None) -> Workspace:
         return cls(find_root(start))
