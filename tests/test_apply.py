@@ -245,3 +245,30 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
                    "--unit", "live/cloud/zz-last")
     status = {u["path"]: u["status"] for u in replan["units"]}
     assert status == {"live/cloud/dns": "no-changes", "live/cloud/slow": "changes", "live/cloud/zz-last": "changes"}
+
+
+def test_a_deleted_unit_is_destroyed_only_with_approval_from_its_base_revision(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from infra_fixtures import git
+
+    shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/legacy")
+    commit_all(example_repo, "a legacy unit")
+    apply_unit(example_repo, "live/cloud/legacy", tmp_path / "a1")
+    git(example_repo, "checkout", "--quiet", "-b", "retire")
+    git(example_repo, "rm", "-r", "--quiet", "live/cloud/legacy")
+    commit_all(example_repo, "retire legacy")
+    out = tmp_path / "plans"
+    summary = _plan(example_repo, out, "--base", "main")
+    legacy = units_by_path(summary)["live/cloud/legacy"]
+    assert legacy["destroy"] is True and legacy["gate"]["decision"] == "manual"
+    code, results, _ = _apply(example_repo, out)
+    assert code == 0 and results["live/cloud/legacy"]["result"] == "waiting-approval"
+    state = example_repo / ".iac/state/live/cloud/legacy/terraform.tfstate"
+    assert '"terraform_data"' in state.read_text()
+    code, results, output = _apply(example_repo, out, "--approve-manual")
+    assert code == 0, output
+    assert results["live/cloud/legacy"]["result"] == "applied"
+    assert '"terraform_data"' not in state.read_text()  # every resource destroyed

@@ -1,0 +1,66 @@
+"""The pure parts of apply: binding verification and failure classification."""
+
+from __future__ import annotations
+
+import pytest
+
+from tooling.apply import binding_problems, change_set, explain_failure
+
+UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
+TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
+
+
+@pytest.mark.parametrize(
+    ("sha", "head", "tools_now", "expected"),
+    [
+        ("a" * 64, "c1", TOOLS, []),
+        ("b" * 64, "c1", TOOLS, ["does not match the reviewed plan"]),
+        (None, "c1", TOOLS, ["is missing"]),
+        ("a" * 64, "c2", TOOLS, ["the plans were made for commit c1"]),
+        ("a" * 64, "c1", {**TOOLS, "terragrunt": "1.1.2"}, ["terragrunt 1.1.2 now, the plan was made with 1.1.3"]),
+        ("b" * 64, "c2", TOOLS, ["does not match", "made for commit"]),
+    ],
+    ids=["bound", "changed-file", "missing-file", "other-commit", "other-tools", "two-problems"],
+)
+def test_binding_problems(sha: str | None, head: str, tools_now: dict[str, str], expected: list[str]) -> None:
+    problems = binding_problems(UNIT, plan_sha256=sha, head=head, summary_head="c1", tools_now=tools_now,
+                                tools_then=TOOLS)
+    assert len(problems) == len(expected)
+    for problem, fragment in zip(problems, expected, strict=True):
+        assert fragment in problem
+
+
+LOCKED = """
+Error: Error acquiring the state lock
+
+Error message: operation error S3: PutObject, https response error StatusCode: 412
+Lock Info:
+  ID:        5c4e7a5e-7d83-2f4b-7f55-0d1b2ea1f2b0
+  Path:      state/live/cloud/slow/terraform.tfstate
+  Operation: OperationTypeApply
+  Who:       runner@lan-1
+  Version:   1.12.6
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "result", "fragment"),
+    [
+        ("Error: Saved plan is stale\n\nThe given plan file can no longer be applied", "refused",
+         "state changed since this plan was made"),
+        (LOCKED, "failed", "lock ID 5c4e7a5e-7d83-2f4b-7f55-0d1b2ea1f2b0, held by runner@lan-1"),
+        ("Error: local-exec provisioner error\n\nexit status 3", "failed", "local-exec provisioner error"),
+    ],
+    ids=["stale", "locked", "other"],
+)
+def test_explain_failure(output: str, result: str, fragment: str) -> None:
+    got_result, reason = explain_failure(output)
+    assert got_result == result
+    assert fragment in reason
+
+
+def test_change_set_compares_addresses_and_actions_not_values() -> None:
+    reviewed = [{"address": 'a.b["x"]', "action": "create"}, {"address": "a.c", "action": "update"}]
+    again = [{"address": "a.c", "action": "update"}, {"address": 'a.b["x"]', "action": "create"}]
+    assert change_set(reviewed) == change_set(again)
+    assert change_set(reviewed) != change_set([*again, {"address": "a.d", "action": "create"}])
