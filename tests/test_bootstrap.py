@@ -146,7 +146,8 @@ def write_config(path: Path, suffix: str, **overrides: str) -> dict[str, str]:
         "apply_role": f"apply-{suffix}",
         "lan_role": f"lan-{suffix}",
     }
-    environment = overrides.get("environment", "production")
+    apply_environments = overrides.get("apply_environments", '["infra-auto", "infra-manual"]')
+    plan_environments = overrides.get("plan_environments", '["infra-drift"]')
     path.write_text(
         f"""
 org = "example-org"
@@ -159,10 +160,11 @@ app = "{names["app"]}"
 
 [roles.plan]
 name = "{names["plan_role"]}"
+environments = {plan_environments}
 
 [roles.apply]
 name = "{names["apply_role"]}"
-environment = "{environment}"
+environments = {apply_environments}
 
 [roles.lan]
 name = "{names["lan_role"]}"
@@ -274,7 +276,9 @@ def test_apply_creates_the_github_oidc_provider(boot: Bootstrap) -> None:
     assert provider["Url"].removeprefix("https://") == "token.actions.githubusercontent.com"
 
 
-def test_plan_role_trusts_pull_requests_only_and_reads_state(boot: Bootstrap) -> None:
+def test_plan_role_trusts_pull_requests_and_the_drift_environment_and_reads_state(
+    boot: Bootstrap,
+) -> None:
     assert boot.run("apply").returncode == 0
     statement = only_statement(trust(boot, boot.plan_role))
     assert statement["Effect"] == "Allow"
@@ -283,7 +287,10 @@ def test_plan_role_trusts_pull_requests_only_and_reads_state(boot: Bootstrap) ->
     assert statement["Condition"] == {
         "StringEquals": {
             AUD: "sts.amazonaws.com",
-            SUB: "repo:example-org/infrastructure:pull_request",
+            SUB: [
+                "repo:example-org/infrastructure:pull_request",
+                "repo:example-org/infrastructure:environment:infra-drift",
+            ],
         }
     }
     iam = boot.client("iam")
@@ -309,29 +316,61 @@ def test_plan_role_trusts_pull_requests_only_and_reads_state(boot: Bootstrap) ->
     }
 
 
-def test_apply_role_trusts_the_production_environment_only(boot: Bootstrap) -> None:
+def test_apply_role_trusts_the_apply_environments_only(boot: Bootstrap) -> None:
     assert boot.run("apply").returncode == 0
     statement = only_statement(trust(boot, boot.apply_role))
     assert statement["Principal"] == {"Federated": OIDC_ARN}
     assert statement["Condition"] == {
         "StringEquals": {
             AUD: "sts.amazonaws.com",
-            SUB: "repo:example-org/infrastructure:environment:production",
+            SUB: [
+                "repo:example-org/infrastructure:environment:infra-auto",
+                "repo:example-org/infrastructure:environment:infra-manual",
+            ],
         }
     }
+    # environment subjects only, matched exactly: no wildcard, no branch or PR subject
+    assert set(statement["Condition"]) == {"StringEquals"}
+    assert all(":environment:" in sub for sub in statement["Condition"]["StringEquals"][SUB])
     attached = boot.client("iam").list_attached_role_policies(RoleName=boot.apply_role)[
         "AttachedPolicies"
     ]
     assert [policy["PolicyArn"] for policy in attached] == [ADMIN]
 
 
-def test_apply_environment_comes_from_the_config(tmp_path: Path, boot: Bootstrap) -> None:
-    names = write_config(boot.config, uuid.uuid4().hex[:12], environment="staging")
+def test_environments_come_from_the_config(tmp_path: Path, boot: Bootstrap) -> None:
+    names = write_config(
+        boot.config,
+        uuid.uuid4().hex[:12],
+        apply_environments='["staging"]',
+        plan_environments="[]",
+    )
     for key, value in names.items():
         setattr(boot, key, value)
     assert boot.run("apply").returncode == 0
     condition = only_statement(trust(boot, boot.apply_role))["Condition"]["StringEquals"]
     assert condition[SUB] == "repo:example-org/infrastructure:environment:staging"
+    condition = only_statement(trust(boot, boot.plan_role))["Condition"]["StringEquals"]
+    assert condition[SUB] == "repo:example-org/infrastructure:pull_request"
+
+
+def test_a_role_whose_trust_lacks_an_environment_is_updated(boot: Bootstrap) -> None:
+    """A role made by the earlier one-environment bootstrap is corrected in place."""
+    assert boot.run("apply").returncode == 0
+    expected = trust(boot, boot.apply_role)
+    narrow = json.loads(json.dumps(expected))
+    narrow["Statement"][0]["Condition"]["StringEquals"][SUB] = (
+        "repo:example-org/infrastructure:environment:infra-auto"
+    )
+    boot.client("iam").update_assume_role_policy(
+        RoleName=boot.apply_role, PolicyDocument=json.dumps(narrow)
+    )
+    plan = boot.run("plan")
+    assert re.search(
+        rf"^update\s+iam-role\s+{boot.apply_role}\b.*trust policy", plan.stdout, re.M
+    ), plan.stdout
+    assert boot.run("apply").returncode == 0
+    assert trust(boot, boot.apply_role) == expected
 
 
 def test_lan_role_trusts_the_runner_host_and_touches_cluster_state_only(boot: Bootstrap) -> None:
@@ -351,11 +390,23 @@ def test_lan_role_trusts_the_runner_host_and_touches_cluster_state_only(boot: Bo
             else statement["Resource"]
         )
         for resource in resources:
-            assert resource == bucket or resource.startswith(f"{bucket}/live/cluster/"), resource
+            assert resource == bucket or resource.startswith(f"{bucket}/live/cluster/") or (
+                resource == f"{bucket}/live/cloud/dns/*" and statement["Action"] == "s3:GetObject"
+            ), resource
     objects = [s for s in document["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in objects] == [f"{bucket}/live/cluster/*"]
     deletes = [s for s in document["Statement"] if "s3:DeleteObject" in s["Action"]]
     assert [s["Resource"] for s in deletes] == [f"{bucket}/live/cluster/*.tflock"]
+    # gitops reads the dns unit's outputs from its state: read-only, that prefix only
+    reads = [s for s in document["Statement"] if s.get("Sid") == "ReadUpstreamState"]
+    assert [(s["Action"], bs_resources(s)) for s in reads] == [
+        ("s3:GetObject", [f"{bucket}/live/cloud/dns/*"])
+    ]
+
+
+def bs_resources(statement: dict[str, Any]) -> list[str]:
+    resource = statement["Resource"]
+    return [resource] if isinstance(resource, str) else list(resource)
 
 
 def test_second_apply_prints_only_found_and_changes_nothing(boot: Bootstrap) -> None:
@@ -524,7 +575,9 @@ def test_bad_config_is_a_usage_error(tmp_path: Path, content: str, message: str)
 
 def test_shipped_config_is_valid(bs: ModuleType) -> None:
     config = bs.load_config(BOOTSTRAP_DIR / "bootstrap.toml")
-    assert config.apply_environment == "production"
+    assert config.apply_environments == ("infra-auto", "infra-manual")
+    assert config.plan_environments == ("infra-drift",)
+    assert config.lan_read_prefixes == ("live/cloud/dns/",)
     assert config.apply_policy_arns == (ADMIN,)
     assert config.lan_state_prefix == "live/cluster/"
 
@@ -559,11 +612,17 @@ def test_desired_roles(bs: ModuleType) -> None:
             "repo": "r",
             "region": "eu-west-1",
             "buckets": {"foundation": "found-b", "app": "app-b"},
-            "roles": {"apply": {"environment": "prod-eu"}, "lan": {"principal_arn": LAN_PRINCIPAL}},
+            "roles": {
+                "apply": {"environments": ["prod-eu"]},
+                "lan": {"principal_arn": LAN_PRINCIPAL},
+            },
         }
     )
     plan, apply, lan = bs.desired_roles(config, "aws", ACCOUNT)
-    assert plan.trust["Statement"][0]["Condition"]["StringEquals"][SUB] == "repo:o/r:pull_request"
+    assert plan.trust["Statement"][0]["Condition"]["StringEquals"][SUB] == [
+        "repo:o/r:pull_request",
+        "repo:o/r:environment:infra-drift",
+    ]
     assert (
         apply.trust["Statement"][0]["Condition"]["StringEquals"][SUB]
         == "repo:o/r:environment:prod-eu"
@@ -572,6 +631,88 @@ def test_desired_roles(bs: ModuleType) -> None:
     assert apply.managed_policy_arns == (ADMIN,)
     assert lan.trust["Statement"][0]["Principal"] == {"AWS": LAN_PRINCIPAL}
     assert lan.managed_policy_arns == ()
+
+
+def _config(**roles: dict[str, Any]) -> dict[str, Any]:
+    lan = {"principal_arn": LAN_PRINCIPAL, **roles.pop("lan", {})}
+    return {
+        "org": "o",
+        "repo": "r",
+        "region": "us-east-1",
+        "buckets": {"foundation": "found-b", "app": "app-b"},
+        "roles": {**roles, "lan": lan},
+    }
+
+
+@pytest.mark.parametrize(
+    ("roles", "message"),
+    [
+        ({"apply": {"environment": "production"}}, "replaced by roles.apply.environments"),
+        ({"apply": {"environments": []}}, "at least one GitHub environment"),
+        ({"apply": {"environments": "infra-auto"}}, "must be a list of strings"),
+        ({"apply": {"environments": ["infra-auto", "infra-auto"]}}, "twice"),
+        ({"apply": {"environments": ["infra *"]}}, "environments entry is not valid"),
+        (
+            {"plan": {"environments": ["infra-drift", "infra-auto"]}},
+            "listed for both the plan and the apply role",
+        ),
+        ({"lan": {"read_prefixes": ["live/cloud/dns"]}}, "must end with /"),
+    ],
+)
+def test_bad_role_settings_are_refused(
+    bs: ModuleType, roles: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(bs.ConfigError, match=re.escape(message)):
+        bs.parse_config(_config(**roles))
+
+
+def _workflow_subjects(role_markers: tuple[str, ...]) -> set[str]:
+    """The OIDC subjects of every workflow job that assumes a role whose
+    variable is one of ``role_markers``: ``environment:<name>`` for jobs with an
+    environment, ``pull_request`` for jobs of pull request workflows without one."""
+    import yaml
+
+    subjects: set[str] = set()
+    for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        on = doc.get("on", doc.get(True))
+        events = set(on) if isinstance(on, dict | list) else {on}
+        for job in doc["jobs"].values():
+            text = json.dumps(job.get("steps") or [])
+            if not any(marker in text for marker in role_markers):
+                continue
+            environment = job.get("environment")
+            if isinstance(environment, dict):
+                environment = environment.get("name")
+            if environment:
+                subjects.add(f"environment:{environment}")
+            else:
+                assert "pull_request" in events and "pull_request_target" not in events, (
+                    f"{path.name}: a job assumes {role_markers} without an environment "
+                    "outside a pull request: no subject of the role's trust matches it"
+                )
+                subjects.add("pull_request")
+    return subjects
+
+
+def test_shipped_trust_matches_the_workflows_exactly(bs: ModuleType) -> None:
+    """The roles trust exactly the subjects the workflows' jobs present."""
+    config = bs.load_config(BOOTSTRAP_DIR / "bootstrap.toml")
+    plan, apply, _ = bs.desired_roles(config, "aws", ACCOUNT)
+
+    def trusted(role: Any) -> set[str]:
+        sub = role.trust["Statement"][0]["Condition"]["StringEquals"][SUB]
+        prefix = f"repo:{config.org}/{config.repo}:"
+        values = [sub] if isinstance(sub, str) else sub
+        assert all(v.startswith(prefix) for v in values), values
+        return {v.removeprefix(prefix) for v in values}
+
+    apply_subjects = _workflow_subjects(("vars.AWS_APPLY_ROLE_ARN", "vars.VAULT_APPLY_ROLE"))
+    plan_subjects = _workflow_subjects(("vars.AWS_PLAN_ROLE_ARN", "vars.VAULT_PLAN_ROLE"))
+    assert apply_subjects == {"environment:infra-auto", "environment:infra-manual"}
+    assert plan_subjects == {"pull_request", "environment:infra-drift"}
+    assert trusted(apply) == apply_subjects
+    assert trusted(plan) == plan_subjects
 
 
 def test_normalize_policy_ignores_list_order_and_singletons(bs: ModuleType) -> None:

@@ -70,6 +70,7 @@ class Result:
     source: str | None = None
     gate_class: str = "auto"
     mocked_dependencies: tuple[str, ...] = ()
+    exit_code: int | None = None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,8 +119,20 @@ def find_work_dir(run_dir: Path) -> Path:
     return newest.parent
 
 
-def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
-    """Plan one unit; every failure becomes an ``error`` result, never an exception."""
+def plan_unit(
+    target: Target,
+    out_dir: Path,
+    env: Mapping[str, str],
+    *,
+    lock: bool = True,
+    detailed_exitcode: bool = False,
+) -> Result:
+    """Plan one unit; every failure becomes an ``error`` result, never an exception.
+
+    ``lock=False`` plans without taking the state lock; with
+    ``detailed_exitcode`` exit code 2 ("changes") is a success too, kept in
+    ``Result.exit_code``.
+    """
     started = time.monotonic()
     udir = unit_out_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
@@ -144,8 +157,11 @@ def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
     try:
         if not target.run_dir.is_dir():
             raise ToolingError(f"{target.path}: folder not found at the revision being planned")
-        ran = terragrunt.run(terragrunt.plan_args(plan_path, destroy=target.destroy), target.run_dir, env, log)
-        if ran.returncode != 0 or not plan_path.exists():
+        args = terragrunt.plan_args(
+            plan_path, destroy=target.destroy, lock=lock, detailed_exitcode=detailed_exitcode
+        )
+        ran = terragrunt.run(args, target.run_dir, env, log)
+        if ran.returncode not in ((0, 2) if detailed_exitcode else (0,)) or not plan_path.exists():
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
         text_path = udir / "plan.txt"
         text_path.write_text(_plan_text(ran.stdout))
@@ -164,6 +180,7 @@ def plan_unit(target: Target, out_dir: Path, env: Mapping[str, str]) -> Result:
             summary=summary,
             text_file=rel(text_path.resolve()),
             seconds=time.monotonic() - started,
+            exit_code=ran.returncode,
         )
     except ToolingError as exc:
         return replace(base, error=str(exc), seconds=time.monotonic() - started)

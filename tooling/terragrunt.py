@@ -23,10 +23,23 @@ from tooling.errors import ToolingError
 _COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
 
 
-def plan_args(out_file: Path, *, destroy: bool = False, lock_timeout: str = "0s") -> list[str]:
-    args = ["terragrunt", *_COMMON, "plan", "-input=false", f"-lock-timeout={lock_timeout}", f"-out={out_file}"]
+def plan_args(
+    out_file: Path,
+    *,
+    destroy: bool = False,
+    lock_timeout: str = "0s",
+    lock: bool = True,
+    detailed_exitcode: bool = False,
+) -> list[str]:
+    """``terragrunt plan``. ``lock=False`` plans without the state lock (a read-only
+    identity cannot write lock files); ``detailed_exitcode`` makes exit code 2
+    mean "succeeded, with changes"."""
+    lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
+    args = ["terragrunt", *_COMMON, "plan", "-input=false", lock_arg, f"-out={out_file}"]
     if destroy:
         args.append("-destroy")
+    if detailed_exitcode:
+        args.append("-detailed-exitcode")
     return args
 
 

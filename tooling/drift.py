@@ -1,0 +1,688 @@
+"""``invoke drift``: plan every unit against reality and keep one GitHub issue current.
+
+**What counts as drift.** Each unit is planned the way ``invoke plan`` plans
+it (``terragrunt plan -out``, then ``tofu show -json``), with two differences:
+``-detailed-exitcode`` (exit code 2 means "succeeded, with changes") and
+``-lock=false``. A unit is *drifted* when its refreshed plan is not empty:
+the exit code is 2, or the plan has resource or output changes, or OpenTofu's
+refresh found objects changed outside OpenTofu (``resource_drift``), which a
+provider may report even when the configuration ignores the difference. On
+``main`` every unit is applied, so a non-empty plan means reality and the code
+disagree: something changed outside the pipeline, or a merge was not applied.
+
+**Why no lock.** A plan never writes state; the read-only identity that drift
+runs with (the plan role) cannot write lock files; and a stuck or held lock
+must not hide drift. A plan that races an apply may report a difference the
+apply is about to remove; the next run corrects it.
+
+**The binary plans are deleted** after the run: a drift plan is never applied
+(drift is fixed through a pull request and the normal pipeline), and saved
+plans hold variable values. What stays: ``drift.json``, ``drift.md`` and per
+unit the plan text OpenTofu already redacted and the log.
+
+**The issue** (``--issue``): one open issue, found by a hidden marker and the
+label ``drift``, lists the drifted units. Its body ends with a hidden block
+holding the listed units as JSON, so a run that plans one executor's units
+(``--executor``) updates those and keeps the others. A unit whose plan failed
+keeps its previous entry (it was not checked). A unit that is in sync again
+is removed, with a comment; when none remain the issue gets a comment and is
+closed. An unchanged re-run sends no write at all.
+
+Exit codes: 0 when every unit was planned, drift or not (drift is reported,
+not an error); 1 when a plan failed (the issue is still updated for the units
+that were planned); 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tooling import preflight
+from tooling.errors import ToolingError, UsageError
+from tooling.planjson import COUNT_KEYS
+from tooling.plans import PLAN_NAME, Progress, Result, Target, plan_unit, run_all, unit_out_dir
+from tooling.workspace import Workspace
+
+DRIFT_VERSION = 1
+MARKER = "<!-- iac-tooling:drift-report -->"
+STATE_OPEN = "<!-- iac-tooling:drift-state "
+STATE_CLOSE = " -->"
+LABEL = "drift"
+#: addresses listed per unit in the issue (the rest is counted)
+MAX_ADDRESSES = 20
+#: the issue body's size budget (GitHub refuses bodies over 65,536 characters)
+BODY_BUDGET = 60_000
+DEFAULT_OUT = Path(".iac") / "drift"
+
+JSONObject = dict[str, Any]
+
+
+def say(message: str = "") -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- one unit (pure)
+
+
+@dataclass(frozen=True)
+class UnitDrift:
+    """The drift verdict for one unit."""
+
+    path: str
+    tier: str
+    executor: str
+    status: str  # drifted | in-sync | error | not-planned
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    # every address that differs: changed outside first, then planned changes
+    drift: tuple[str, ...] = ()
+    changed_outside: tuple[tuple[str, str], ...] = ()  # (address, action) from resource_drift
+    changes: tuple[tuple[str, str], ...] = ()  # (address, action) the plan would make
+    output_changes: tuple[str, ...] = ()
+    exit_code: int | None = None
+    error: str | None = None
+    text_file: str | None = None
+    log_file: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return self.status == "drifted"
+
+    @property
+    def checked(self) -> bool:
+        """Planned successfully: its verdict (drifted or in sync) is known."""
+        return self.status in ("drifted", "in-sync")
+
+    def to_json(self) -> JSONObject:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "executor": self.executor,
+            "status": self.status,
+            "drifted": self.drifted,
+            "exit_code": self.exit_code,
+            "counts": dict(self.counts),
+            "drift": list(self.drift),
+            "changed_outside": [{"address": a, "action": x} for a, x in self.changed_outside],
+            "changes": [{"address": a, "action": x} for a, x in self.changes],
+            "output_changes": list(self.output_changes),
+            "error": self.error,
+            "text_file": self.text_file,
+            "log_file": self.log_file,
+        }
+
+
+def classify(result: Result) -> UnitDrift:
+    """A plan result as a drift verdict."""
+    base = UnitDrift(
+        result.path,
+        result.tier,
+        result.executor,
+        "error" if result.status == "error" else "not-planned",
+        error=result.error,
+        log_file=result.log_file,
+        exit_code=result.exit_code,
+    )
+    summary = result.summary
+    if result.status not in ("changes", "no-changes") or summary is None:
+        return base
+    outside = tuple((c.address, c.action) for c in summary.drift)
+    changes = tuple((c.address, c.action) for c in summary.changes)
+    addresses = list(dict.fromkeys([a for a, _ in outside] + [a for a, _ in changes]))
+    drifted = result.exit_code == 2 or summary.has_changes or bool(outside)
+    return UnitDrift(
+        result.path,
+        result.tier,
+        result.executor,
+        "drifted" if drifted else "in-sync",
+        counts=dict(result.counts),
+        drift=tuple(addresses),
+        changed_outside=outside,
+        changes=changes,
+        output_changes=summary.output_changes,
+        exit_code=result.exit_code,
+        text_file=result.text_file,
+        log_file=result.log_file,
+    )
+
+
+# --------------------------------------------------------------------------- the report (pure)
+
+
+def document(
+    units: Sequence[UnitDrift],
+    *,
+    head: str,
+    executor: str | None,
+    tools: Mapping[str, str],
+    checked_at: str,
+    issue: Mapping[str, Any] | None = None,
+) -> JSONObject:
+    """``drift.json`` (docs/commands.md documents it)."""
+    return {
+        "version": DRIFT_VERSION,
+        "head": head,
+        "executor": executor,
+        "checked_at": checked_at,
+        "tools": dict(tools),
+        "drifted": [u.path for u in units if u.drifted],
+        "errors": [u.path for u in units if not u.checked],
+        "units": [u.to_json() for u in units],
+        "issue": dict(issue) if issue is not None else None,
+    }
+
+
+def _counts(c: Mapping[str, int]) -> str:
+    return " | ".join(str(c.get(k, 0)) for k in ("create", "update", "delete", "replace"))
+
+
+def _addresses(addresses: Sequence[str], limit: int = MAX_ADDRESSES, more: int = 0) -> str:
+    shown = ", ".join(f"`{a}`" for a in addresses[:limit])
+    rest = max(0, len(addresses) - limit) + more
+    if rest and not shown:
+        return f"{rest} address(es), listed in the run's report"
+    return shown + (f" … and {rest} more" if rest else "")
+
+
+def verdict(units: Sequence[UnitDrift]) -> str:
+    drifted = [u for u in units if u.drifted]
+    failed = [u for u in units if not u.checked]
+    checked = len(units) - len(failed)
+    if failed:
+        mark = "❌"
+    elif drifted:
+        mark = "⚠️"
+    else:
+        mark = "✅"
+    text = f"{mark} **Drift:** {checked} unit(s) checked, {len(drifted)} drifted"
+    if failed:
+        text += f", {len(failed)} could not be planned"
+    return text
+
+
+def render_markdown(doc: Mapping[str, Any], units: Sequence[UnitDrift]) -> str:
+    """``drift.md``: the run's report (also the job summary)."""
+    where = f"executor `{doc['executor']}`" if doc.get("executor") else "every executor"
+    lines = [
+        "## Drift report",
+        "",
+        verdict(units),
+        "",
+        f"Planned against reality at `{str(doc['head'])[:12]}` ({where}), {doc['checked_at']}.",
+        "",
+        "| unit | tier / executor | + | ~ | - | ± | status | what differs |",
+        "|---|---|--:|--:|--:|--:|---|---|",
+    ]
+    for u in units:
+        if u.drifted:
+            what = _addresses(u.drift) or (
+                "outputs: " + ", ".join(f"`{o}`" for o in u.output_changes)
+                if u.output_changes
+                else "see the plan text"
+            )
+        elif u.checked:
+            what = ""
+        else:
+            what = (u.error or "").splitlines()[0][:200] if u.error else ""
+        status = {"drifted": "**drifted**", "in-sync": "in sync", "error": "**error**"}.get(
+            u.status, u.status
+        )
+        lines.append(
+            f"| `{u.path}` | {u.tier} / {u.executor} | {_counts(u.counts)} | {status} | {what} |"
+        )
+    outside = [(u.path, a, x) for u in units for a, x in u.changed_outside]
+    if outside:
+        lines += ["", "Changed outside OpenTofu (seen by the refresh):", ""]
+        lines += [f"- `{path}`: `{address}` ({action})" for path, address, action in outside]
+    if any(u.drifted for u in units):
+        lines += [
+            "",
+            "Each unit's plan text is in the output folder (`units/<unit>/plan.txt`). "
+            'What to do: docs/runbooks.md, "Drift was reported".',
+        ]
+    issue = doc.get("issue")
+    if issue and issue.get("number"):
+        lines += ["", f"Drift issue: #{issue['number']} ({issue['action']})."]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the issue (pure)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One drifted unit as the issue lists it."""
+
+    path: str
+    tier: str
+    executor: str
+    counts: dict[str, int]
+    addresses: tuple[str, ...]
+    more: int  # addresses not listed
+    first_seen: str  # YYYY-MM-DD
+    first_commit: str
+    first_run: str | None = None
+
+    def to_json(self) -> JSONObject:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "executor": self.executor,
+            "counts": dict(self.counts),
+            "addresses": list(self.addresses),
+            "more": self.more,
+            "first_seen": self.first_seen,
+            "first_commit": self.first_commit,
+            "first_run": self.first_run,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        counts = data.get("counts") or {}
+        return cls(
+            path=str(data["path"]),
+            tier=str(data.get("tier", "")),
+            executor=str(data.get("executor", "")),
+            counts={k: int(counts.get(k, 0)) for k in COUNT_KEYS},
+            addresses=tuple(str(a) for a in data.get("addresses") or ()),
+            more=int(data.get("more", 0)),
+            first_seen=str(data.get("first_seen", "")),
+            first_commit=str(data.get("first_commit", "")),
+            first_run=str(data["first_run"]) if data.get("first_run") else None,
+        )
+
+
+@dataclass(frozen=True)
+class Merged:
+    entries: tuple[Entry, ...]
+    added: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()
+    gone: tuple[str, ...] = ()  # listed, but no longer a unit of the repository
+
+
+def parse_state(body: str) -> dict[str, Entry]:
+    """The units an issue body lists (its hidden state block); empty if there is none."""
+    start = body.rfind(STATE_OPEN)
+    if start < 0:
+        return {}
+    end = body.find(STATE_CLOSE, start + len(STATE_OPEN))
+    if end < 0:
+        return {}
+    try:
+        data = json.loads(body[start + len(STATE_OPEN) : end])
+        return {e.path: e for e in (Entry.from_json(item) for item in data["units"])}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def state_block(entries: Sequence[Entry]) -> str:
+    text = json.dumps(
+        {"version": DRIFT_VERSION, "units": [e.to_json() for e in entries]}, separators=(",", ":")
+    )
+    # never let a value end the HTML comment early
+    return STATE_OPEN + text.replace(">", "\\u003e") + STATE_CLOSE
+
+
+def merge(
+    previous: Mapping[str, Entry],
+    units: Sequence[UnitDrift],
+    *,
+    order: Sequence[str],
+    head: str,
+    today: str,
+    run_url: str | None,
+) -> Merged:
+    """The issue's units after this run.
+
+    Units this run checked replace their entries (drifted: listed, keeping
+    when it was first seen; in sync: removed). Units it did not check (another
+    executor's, or whose plan failed) keep their entries. Entries for paths
+    that are no longer units (``order``: every unit of the repository) go.
+    """
+    entries = dict(previous)
+    added: list[str] = []
+    resolved: list[str] = []
+    for u in units:
+        if not u.checked:
+            continue
+        old = entries.get(u.path)
+        if u.drifted:
+            entries[u.path] = Entry(
+                u.path,
+                u.tier,
+                u.executor,
+                dict(u.counts),
+                u.drift[:MAX_ADDRESSES],
+                max(0, len(u.drift) - MAX_ADDRESSES),
+                old.first_seen if old else today,
+                old.first_commit if old else head[:12],
+                old.first_run if old else run_url,
+            )
+            if old is None:
+                added.append(u.path)
+        elif old is not None:
+            del entries[u.path]
+            resolved.append(u.path)
+    position = {path: i for i, path in enumerate(order)}
+    gone = tuple(sorted(p for p in entries if p not in position))
+    for path in gone:
+        del entries[path]
+    ordered = tuple(sorted(entries.values(), key=lambda e: position[e.path]))
+    return Merged(ordered, tuple(added), tuple(resolved), gone)
+
+
+def issue_title(entries: Sequence[Entry]) -> str:
+    if len(entries) == 1:
+        return f"Drift: {entries[0].path} differs from the code"
+    names = ", ".join(e.path for e in entries[:3]) + (", …" if len(entries) > 3 else "")
+    return f"Drift in {len(entries)} units: {names}"
+
+
+def issue_body(entries: Sequence[Entry]) -> str:
+    """The issue's body: fewer addresses per unit when all of them would not fit
+    GitHub's limit (the counts and every unit always stay)."""
+    body = ""
+    for limit in (MAX_ADDRESSES, 5, 1, 0):
+        body = _issue_body([_shorten(e, limit) for e in entries])
+        if len(body) <= BODY_BUDGET:
+            break
+    return body
+
+
+def _shorten(entry: Entry, limit: int) -> Entry:
+    if len(entry.addresses) <= limit:
+        return entry
+    dropped = len(entry.addresses) - limit
+    return replace(entry, addresses=entry.addresses[:limit], more=entry.more + dropped)
+
+
+def _issue_body(entries: Sequence[Entry]) -> str:
+    lines = [
+        MARKER,
+        "The scheduled drift check (`invoke drift`, `.github/workflows/drift.yml`) planned these units "
+        "against reality and found differences from the code on the default branch. This issue is kept "
+        "up to date by that check: a unit is added when drift appears and removed when it is gone; "
+        "the issue is closed when none remain.",
+        "",
+        "| unit | executor | + | ~ | - | ± | since |",
+        "|---|---|--:|--:|--:|--:|---|",
+    ]
+    for e in entries:
+        since = (
+            f"{e.first_seen} (`{e.first_commit}`"
+            + (f", [run]({e.first_run})" if e.first_run else "")
+            + ")"
+        )
+        lines.append(f"| `{e.path}` | {e.executor} | {_counts(e.counts)} | {since} |")
+    lines.append("")
+    for e in entries:
+        listed = _addresses(e.addresses, more=e.more) or "outputs only"
+        lines.append(f"- `{e.path}`: {listed}")
+    lines += [
+        "",
+        '**What to do** (docs/runbooks.md, "Drift was reported"): read the unit\'s plan '
+        "(`invoke plan --unit PATH`, or the `drift-<executor>` artifact of the run). If the change outside "
+        "OpenTofu was wrong, re-apply the code through a pull request that touches the unit; if it was "
+        "right, change the code to match it until the plan is empty.",
+        "",
+        "<sub>Each check rewrites this body (discuss in comments); "
+        "the hidden block below is the check's memory.</sub>",
+        "",
+        state_block(entries),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def change_comment(merged: Merged, *, head: str, executor: str | None, run_url: str | None) -> str:
+    where = f" ({executor})" if executor else ""
+    run = f", [run]({run_url})" if run_url else ""
+    lines = [f"Drift check at `{head[:12]}`{where}{run}:"]
+    by_path = {e.path: e for e in merged.entries}
+    lines += [
+        f"- new drift: `{p}`: {_addresses(by_path[p].addresses, more=by_path[p].more)}"
+        for p in merged.added
+    ]
+    lines += [f"- drift resolved: `{p}` (its plan is empty again)" for p in merged.resolved]
+    lines += [f"- no longer a unit: `{p}` (removed from this issue)" for p in merged.gone]
+    if not merged.entries:
+        lines.append("")
+        lines.append("No drift remains. Closing.")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the issue (edge)
+
+
+def sync_issue(
+    forge: Any,
+    units: Sequence[UnitDrift],
+    *,
+    order: Sequence[str],
+    head: str,
+    executor: str | None,
+    today: str,
+    run_url: str | None,
+) -> JSONObject:
+    """Open, update or close the one drift issue; returns ``{number, url, action}``.
+
+    ``action``: ``created | updated | unchanged | closed | none``.
+    """
+    issue = forge.find_issue(MARKER, labels=[LABEL]) or forge.find_issue(MARKER)
+    previous = parse_state(str(issue.get("body") or "")) if issue else {}
+    merged = merge(previous, units, order=order, head=head, today=today, run_url=run_url)
+    if issue is None:
+        if not merged.entries:
+            return {"number": None, "url": None, "action": "none"}
+        created = forge.create_issue(
+            issue_title(merged.entries), issue_body(merged.entries), labels=[LABEL]
+        )
+        return {
+            "number": int(created["number"]),
+            "url": created.get("html_url"),
+            "action": "created",
+        }
+    number = int(issue["number"])
+    url = issue.get("html_url")
+    labels = {
+        str(label.get("name") if isinstance(label, dict) else label)
+        for label in issue.get("labels") or ()
+    }
+    if LABEL not in labels:
+        forge.add_labels(number, [LABEL])
+    if not merged.entries:
+        forge.comment(number, change_comment(merged, head=head, executor=executor, run_url=run_url))
+        forge.update_issue(number, state="closed")
+        return {"number": number, "url": url, "action": "closed"}
+    if merged.added or merged.resolved or merged.gone:
+        forge.comment(number, change_comment(merged, head=head, executor=executor, run_url=run_url))
+    title, body = issue_title(merged.entries), issue_body(merged.entries)
+    if title == issue.get("title") and body == issue.get("body"):
+        return {"number": number, "url": url, "action": "unchanged"}
+    forge.update_issue(number, title=title, body=body)
+    return {"number": number, "url": url, "action": "updated"}
+
+
+def run_url_from_env(env: Mapping[str, str]) -> str | None:
+    server, repo, run_id = (
+        env.get(k, "").strip() for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
+    return (
+        f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
+    )
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@contextmanager
+def _without_github_tokens() -> Iterator[None]:
+    """Keep the issues token away from the plans: they run third-party modules and providers."""
+    saved = {k: os.environ.pop(k) for k in ("GITHUB_TOKEN", "GH_TOKEN") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+#: what a drift output folder holds; any other entry means --out names some other folder
+_OUT_ENTRIES = {"drift.json", "drift.md", "drift.json.tmp", "drift.md.tmp", "units"}
+
+
+def _check_out_dir(out_dir: Path, root: Path) -> None:
+    """The output folder is emptied first: refuse one that is not a drift report's."""
+    if not out_dir.is_dir() or out_dir == root or root.is_relative_to(out_dir):
+        raise UsageError(
+            f"--out {out_dir}: not a folder for the drift report; name a new or empty folder"
+        )
+    foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in _OUT_ENTRIES)
+    if foreign:
+        raise UsageError(
+            f"--out {out_dir} holds {', '.join(foreign[:3])}{' …' if len(foreign) > 3 else ''}, "
+            "which a drift report does not: it would be deleted. Name a new or empty folder."
+        )
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def run(
+    ws: Workspace,
+    *,
+    executor: str | None = None,
+    out: Path | None = None,
+    issue: bool = False,
+    jobs: int | None = None,
+) -> int:
+    """Plan every unit (of ``executor``), write ``OUT/drift.json`` and ``OUT/drift.md``,
+    and with ``issue`` keep the drift issue current. Returns the exit code."""
+    from tooling import git, toolchain
+
+    say(ws.settings.describe())
+    ws.check_tools()
+    model = ws.model()
+    executors = sorted({u.executor for u in model.units.values()})
+    if executor and executor not in executors:
+        raise UsageError(
+            f"--executor {executor}: no unit runs on it; executors: {', '.join(executors)}"
+        )
+    forge = None
+    if issue:
+        from tooling.forge import Forge
+
+        # before planning: a missing token fails in a second, not after the plans
+        forge = Forge.from_env()
+    root = ws.root
+    out_dir = (out or root / DEFAULT_OUT).resolve()
+    if out_dir.exists():
+        _check_out_dir(out_dir, root)
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    head = git.rev_parse(root, "HEAD")
+    targets = [
+        Target(
+            path,
+            u.tier,
+            u.executor,
+            "all",
+            root / path,
+            dependencies=u.dependencies,
+            source=u.source,
+            gate_class=u.gate,
+        )
+        for path in model.order
+        for u in (model.units[path],)
+        if not executor or u.executor == executor
+    ]
+    say(
+        f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
+    )
+    preflight.check(ws, [(t.path, t.executor) for t in targets])
+    planner = partial(plan_unit, lock=False, detailed_exitcode=True)
+    with _without_github_tokens():
+        results = run_all(
+            targets,
+            out_dir,
+            ws.tool_env if targets else {},
+            jobs=jobs or os.cpu_count() or 2,
+            progress=Progress(len(targets)),
+            planner=planner,
+        )
+    for t in targets:  # a drift plan is never applied, and saved plans hold variable values
+        unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
+    units = [classify(r) for r in results]
+    checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+    tools = {tool.name: version for tool, version in toolchain.read_pins(root)}
+
+    def write(issue_info: Mapping[str, Any] | None) -> str:
+        doc = document(
+            units,
+            head=head,
+            executor=executor,
+            tools=tools,
+            checked_at=checked_at,
+            issue=issue_info,
+        )
+        _write(out_dir / "drift.json", json.dumps(doc, indent=2) + "\n")
+        markdown = render_markdown(doc, units)
+        _write(out_dir / "drift.md", markdown)
+        return markdown
+
+    markdown = write(None)
+    if forge is not None:
+        try:
+            info = sync_issue(
+                forge,
+                units,
+                order=model.order,
+                head=head,
+                executor=executor,
+                today=checked_at[:10],
+                run_url=run_url_from_env(os.environ),
+            )
+        except ToolingError as exc:
+            raise ToolingError(
+                f"{exc}\n(the report was written to {out_dir}; the drift issue was not updated)"
+            ) from None
+        markdown = write(info)
+        if info["action"] != "none":
+            say(
+                f"drift issue #{info['number']}: {info['action']}"
+                + (f" ({info['url']})" if info.get("url") else "")
+            )
+        else:
+            say("no drift and no open drift issue: nothing to report on GitHub")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a") as fh:
+            fh.write(markdown + "\n")
+    for u in units:
+        detail = (
+            _addresses(u.drift, limit=5)
+            if u.drifted
+            else (u.error or "").splitlines()[0][:160]
+            if u.error
+            else ""
+        )
+        say(f"  {u.status:<11} {u.path}  {detail}".rstrip())
+    drifted = [u.path for u in units if u.drifted]
+    failed = [u.path for u in units if not u.checked]
+    say(verdict(units).replace("**", ""))
+    say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
+    if failed:
+        say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
+        return 1
+    if drifted:
+        say("drift is reported, not an error: exit 0")
+    return 0
