@@ -1,0 +1,337 @@
+"""Module repositories: their tags (``git ls-remote --tags``) and their history.
+
+The I/O edge of the bump tooling towards module repositories, with the pure
+parts beside it:
+
+- :func:`remote_url` turns a parsed module source into the URL git clones
+  (``git::https://host/org/repo.git//sub?ref=v1`` -> ``https://host/org/repo.git``);
+- :func:`discover` lists the tags of many repositories, **once per repository
+  per run**, in a thread pool; a repository that fails is reported in its
+  :class:`RepoTags` (``error``), it never aborts the others;
+- :func:`fetch` mirrors a repository's tags into a local cache, so the
+  changelog (annotated tag messages, commit subjects, ``CHANGELOG.md``) can be
+  read at the new tag.
+
+Git runs with the environment the caller passes (``Workspace.tool_env``): the
+``url.<base>.insteadOf`` rewrites in it (the sandbox catalog,
+``IAC_MODULE_REWRITE``) apply to ``ls-remote`` and ``fetch`` exactly as to
+Terragrunt's downloads.
+
+**Authentication.** SSH URLs use the user's keys and ssh configuration, as
+any git command does. For HTTPS, a token from the environment
+(:func:`token_from_env`) is given to git as an ``http.<url>.extraHeader``
+config entry scoped to the token's host, and only for a repository whose URL
+(after the rewrites) is HTTPS on that host. The entry travels in the child's
+environment (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``),
+never on its command line, so it is not in ``ps``, in the echoed command
+(``IAC_ECHO_COMMANDS``) or in an error message; error text is redacted anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tooling import proc
+from tooling.errors import ToolingError
+from tooling.modules import ModuleSource
+
+__all__ = [
+    "RepoTags",
+    "Tag",
+    "Token",
+    "auth_config",
+    "discover",
+    "effective_url",
+    "fetch",
+    "list_tags",
+    "ls_remote_args",
+    "parse_ls_remote",
+    "remote_url",
+    "rewrites_from_env",
+    "token_from_env",
+    "with_git_config",
+]
+
+#: seconds one ``ls-remote`` or ``fetch`` may take before it counts as failed
+TIMEOUT = 120.0
+#: thread-pool size for :func:`discover` (each worker waits on one git process)
+MAX_JOBS = 16
+
+
+# --------------------------------------------------------------------------- pure
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One tag of a module repository."""
+
+    name: str
+    #: the commit the tag names (peeled through an annotated tag object)
+    commit: str
+    annotated: bool
+
+
+@dataclass(frozen=True)
+class RepoTags:
+    """The outcome of listing one repository's tags: ``tags`` or ``error``."""
+
+    url: str
+    tags: Mapping[str, Tag] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def parse_ls_remote(text: str) -> dict[str, Tag]:
+    """Parse ``git ls-remote --tags`` output into tags by name.
+
+    An annotated tag appears twice: ``<tag object>  refs/tags/v1`` and
+    ``<commit>  refs/tags/v1^{}``; the peeled (``^{}``) line gives the commit.
+    """
+    objects: dict[str, str] = {}
+    peeled: dict[str, str] = {}
+    for line in text.splitlines():
+        sha, _, ref = line.strip().partition("\t")
+        if not ref.startswith("refs/tags/") or not sha:
+            continue
+        name = ref[len("refs/tags/") :]
+        if name.endswith("^{}"):
+            peeled[name[:-3]] = sha
+        else:
+            objects[name] = sha
+    return {
+        name: Tag(name, peeled.get(name, sha), name in peeled)
+        for name, sha in sorted(objects.items())
+    }
+
+
+def remote_url(source: ModuleSource) -> str | None:
+    """The URL git clones for a git module source; None for anything else.
+
+    The ``git::`` forcing prefix, the ``//subdir`` and the query are dropped;
+    the scheme, user and port are kept as written (they are how the user
+    reaches the repository). go-getter's ``github.com/org/repo`` shorthand
+    becomes ``https://github.com/org/repo.git``.
+    """
+    if source.kind != "git" or not source.host or not source.path:
+        return None
+    text = source.text.removeprefix("git::")
+    text = text.split("?", 1)[0]
+    scheme = text.find("://")
+    if scheme >= 0:
+        sub = text.find("//", scheme + 3)
+        return text[:sub] if sub >= 0 else text
+    sub = text.find("//")
+    address = text[:sub] if sub >= 0 else text
+    first = address.split("/", 1)[0].lower()
+    if first == source.host and "@" not in address.split("/", 1)[0]:
+        # the shorthand: go-getter detects it as https
+        path = source.path + ".git"
+        return f"https://{source.host}/{path}"
+    return address  # SCP-style git@host:org/repo.git
+
+
+def ls_remote_args(url: str) -> list[str]:
+    """``git ls-remote --tags URL``: every tag, annotated ones with their peeled line."""
+    return ["git", "ls-remote", "--tags", url]
+
+
+def fetch_args(url: str) -> list[str]:
+    """Mirror the tags of ``url`` (and the commits they need) into the current repository."""
+    return ["git", "fetch", "--quiet", "--force", "--no-tags", url, "+refs/tags/*:refs/tags/*"]
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token for git over HTTPS on one host. ``repr`` never shows the value."""
+
+    value: str = field(repr=False)
+    host: str
+
+    def redact(self, text: str) -> str:
+        out = text.replace(self.value, "***")
+        return out.replace(_basic(self.value), "***")
+
+
+def _basic(token: str) -> str:
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
+def token_from_env(environ: Mapping[str, str] | None = None) -> Token | None:
+    """The token for module repositories over HTTPS, or None.
+
+    ``IAC_GIT_TOKEN``, else ``GITHUB_TOKEN``, else ``GH_TOKEN``. It is used
+    only for the host ``IAC_GIT_TOKEN_HOST``, else the host of
+    ``GITHUB_SERVER_URL`` (GitHub Actions sets it; GitHub Enterprise), else
+    ``github.com``.
+    """
+    env = os.environ if environ is None else environ
+    value = ""
+    for name in ("IAC_GIT_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"):
+        value = env.get(name, "").strip()
+        if value:
+            break
+    if not value:
+        return None
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise ToolingError(
+            "the git token (IAC_GIT_TOKEN, GITHUB_TOKEN or GH_TOKEN) contains whitespace or "
+            "control characters; check how it is set"
+        )
+    host = env.get("IAC_GIT_TOKEN_HOST", "").strip().lower()
+    if not host:
+        server = env.get("GITHUB_SERVER_URL", "").strip()
+        host = (urllib.parse.urlsplit(server).hostname or "") if server else ""
+    return Token(value, host or "github.com")
+
+
+def rewrites_from_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``(from, to)`` URL rewrites (``url.<to>.insteadOf = <from>``) set in ``env``."""
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        return ()
+    out: list[tuple[str, str]] = []
+    for i in range(count):
+        key = env.get(f"GIT_CONFIG_KEY_{i}", "")
+        value = env.get(f"GIT_CONFIG_VALUE_{i}", "")
+        if key.lower().startswith("url.") and key.lower().endswith(".insteadof") and value:
+            out.append((value, key[len("url.") : -len(".insteadOf")]))
+    return tuple(out)
+
+
+def effective_url(url: str, rewrites: Sequence[tuple[str, str]]) -> str:
+    """``url`` after git's ``insteadOf`` rewriting: the longest matching prefix wins."""
+    best: tuple[str, str] | None = None
+    for src, dst in rewrites:
+        if url.startswith(src) and (best is None or len(src) > len(best[0])):
+            best = (src, dst)
+    return best[1] + url[len(best[0]) :] if best else url
+
+
+def auth_config(
+    url: str, token: Token | None, rewrites: Sequence[tuple[str, str]] = ()
+) -> list[tuple[str, str]]:
+    """Git config entries that authenticate ``url`` with ``token``; empty when they must not.
+
+    Only an HTTPS URL (after ``rewrites``) on the token's host gets the header,
+    and the entry is scoped to that origin (``http.https://host/.extraHeader``)
+    so git sends it nowhere else, not even after a redirect to another host.
+    Basic auth with the user ``x-access-token`` is what GitHub (and GitLab, Gitea)
+    accept for a token over git's smart HTTP.
+    """
+    if token is None:
+        return []
+    parts = urllib.parse.urlsplit(effective_url(url, rewrites))
+    if parts.scheme.lower() != "https" or (parts.hostname or "").lower() != token.host:
+        return []
+    origin = f"https://{parts.hostname}" + (f":{parts.port}" if parts.port else "") + "/"
+    key = f"http.{origin}.extraHeader"
+    # The empty value first clears headers set elsewhere for this URL (such as the
+    # one actions/checkout persists in the repository's config): git would send
+    # both Authorization headers, and the forge refuse the request.
+    return [(key, ""), (key, f"Authorization: Basic {_basic(token.value)}")]
+
+
+def with_git_config(env: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``env`` plus git config entries appended after those it (or our environment) sets."""
+    out = dict(env)
+    if not pairs:
+        return out
+    raw = out.get("GIT_CONFIG_COUNT", os.environ.get("GIT_CONFIG_COUNT", "0"))
+    count = int(raw) if raw.isdigit() else 0
+    for key, value in pairs:
+        out[f"GIT_CONFIG_KEY_{count}"] = key
+        out[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    out["GIT_CONFIG_COUNT"] = str(count)
+    return out
+
+
+def _git_env(url: str, env: Mapping[str, str], token: Token | None) -> dict[str, str]:
+    out = with_git_config(env, auth_config(url, token, rewrites_from_env(env)))
+    # never wait for a password on a terminal: fail, and report the repository
+    out["GIT_TERMINAL_PROMPT"] = "0"
+    return out
+
+
+def _failure(exc: ToolingError, token: Token | None) -> str:
+    if isinstance(exc, proc.CalledProcessError):
+        stderr = exc.result.stderr.strip().splitlines()
+        text = (
+            " ".join(line.strip() for line in stderr[-3:]) or f"exit code {exc.result.returncode}"
+        )
+    else:
+        text = str(exc)
+    return token.redact(text) if token else text
+
+
+# --------------------------------------------------------------------------- I/O
+
+
+def list_tags(url: str, env: Mapping[str, str], token: Token | None = None) -> RepoTags:
+    """The tags of one repository; a failure is returned in ``error``, not raised."""
+    start = time.perf_counter()
+    try:
+        result = proc.run(ls_remote_args(url), env=_git_env(url, env, token), timeout=TIMEOUT)
+    except ToolingError as exc:
+        return RepoTags(url, error=_failure(exc, token), seconds=time.perf_counter() - start)
+    return RepoTags(url, parse_ls_remote(result.stdout), seconds=time.perf_counter() - start)
+
+
+def discover(
+    urls: Mapping[str, str],
+    env: Mapping[str, str],
+    token: Token | None = None,
+    *,
+    jobs: int | None = None,
+) -> dict[str, RepoTags]:
+    """List the tags of every repository in ``urls`` (key -> URL) in parallel.
+
+    Call it once per run with every repository the run needs: each URL is
+    listed once. The result has an entry for every key.
+    """
+    distinct = sorted(set(urls.values()))
+    if not distinct:
+        return {}
+    workers = max(1, min(jobs or MAX_JOBS, len(distinct)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ls-remote") as pool:
+        listed = dict(
+            zip(distinct, pool.map(lambda u: list_tags(u, env, token), distinct), strict=True)
+        )
+    return {key: listed[url] for key, url in urls.items()}
+
+
+def cache_path(cache_dir: Path, url: str) -> Path:
+    """Where :func:`fetch` mirrors ``url``: one bare repository per URL."""
+    name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+    digest = hashlib.sha256(url.encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "repo"
+    return cache_dir / "module-repos" / f"{safe}-{digest}.git"
+
+
+def fetch(url: str, cache_dir: Path, env: Mapping[str, str], token: Token | None = None) -> Path:
+    """Mirror the tags of ``url`` into a bare repository under ``cache_dir``; return it.
+
+    Raises :class:`ToolingError` (redacted) when the repository cannot be fetched.
+    """
+    repo = cache_path(cache_dir, url)
+    if not (repo / "HEAD").exists():
+        repo.parent.mkdir(parents=True, exist_ok=True)
+        proc.run(["git", "init", "--quiet", "--bare", str(repo)])
+    try:
+        proc.run(fetch_args(url), cwd=repo, env=_git_env(url, env, token), timeout=TIMEOUT)
+    except ToolingError as exc:
+        raise ToolingError(f"cannot fetch {url}: {_failure(exc, token)}") from None
+    return repo
