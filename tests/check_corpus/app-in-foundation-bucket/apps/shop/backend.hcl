@@ -1,0 +1,2 @@
+bucket = "example-org-iac-foundation-state"
+key    = "apps/shop/terraform.tfstate"

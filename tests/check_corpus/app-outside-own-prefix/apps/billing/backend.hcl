@@ -1,0 +1,2 @@
+bucket = "example-apps-state"
+key    = "apps/billing/terraform.tfstate"

@@ -1,0 +1,3 @@
+bucket = "example-apps-state"
+key    = "apps/shop/terraform.tfstate"
+region = "us-east-1"

@@ -1,0 +1,3 @@
+resource "terraform_data" "hand_made" {
+  input = "not through a module"
+}
