@@ -515,10 +515,48 @@ def test_app_infra_plans_on_pull_requests_and_applies_on_main() -> None:
     )
     assert "--plans" in runs(apply)
     assert apply["environment"] == "${{ inputs.environment }}"
-    # state bucket from an input or the caller's variables
+    # the app-tier bucket from an input or the caller's variables; never the foundation's variable
     assert (
-        doc["env"]["IAC_STATE_BUCKET"] == "${{ inputs.state-bucket || vars.IAC_APP_STATE_BUCKET }}"
+        doc["env"]["IAC_APP_STATE_BUCKET"]
+        == "${{ inputs.state-bucket || vars.IAC_APP_STATE_BUCKET }}"
     )
+    assert "IAC_STATE_BUCKET" not in doc["env"]
+    assert "IAC_STATE_BUCKET" not in raw("app-infra.yml").replace("IAC_APP_STATE_BUCKET", "")
+
+
+def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the_same_artifact() -> None:
+    doc = load("app-infra.yml")
+    inputs = triggers(doc)["workflow_call"]["inputs"]
+    assert inputs["manual-environment"]["default"] == "app-infra-manual"
+    apply, manual = jobs(doc)["apply"], jobs(doc)["apply-manual"]
+    # the apply job decides from the plan's gate, after the auto apply
+    assert apply["outputs"]["manual"] == "${{ steps.gate.outputs.manual }}"
+    names = [s.get("id") or s.get("name") for s in steps(apply)]
+    assert names.index("gate") > max(
+        i for i, s in enumerate(steps(apply)) if "invoke app-apply" in s.get("run", "")
+    )
+    assert '"decision") == "manual"' in next(s for s in steps(apply) if s.get("id") == "gate")["run"]
+    assert manual["needs"] == "apply"
+    assert manual["if"] == "needs.apply.outputs.manual == 'true'"
+    assert manual["environment"] == "${{ inputs.manual-environment }}"
+    assert manual["concurrency"] == apply["concurrency"]
+    assert manual["permissions"] == {"contents": "read", "id-token": "write"}
+    (download,) = steps_using(manual, "actions/download-artifact")
+    assert download["with"]["name"] == "app-infra-plan"
+    app_checkout = next(
+        s for s in steps_using(manual, "actions/checkout") if "repository" not in s["with"]
+    )
+    assert app_checkout["with"]["ref"] == "${{ github.sha }}"
+    script = runs(manual)
+    assert "invoke app-apply" in script and script.rstrip().endswith("--approve-manual")
+    assert "invoke app-plan" not in script, "the manual job applies the reviewed plan; it never re-plans"
+
+
+def test_foundation_legs_declare_their_executor_for_the_preflight() -> None:
+    for workflow, job_names in (("plan.yml", ("plan",)), ("apply.yml", ("apply", "apply-manual"))):
+        for name in job_names:
+            job = jobs(load(workflow))[name]
+            assert job["env"]["IAC_EXECUTOR"] == "${{ matrix.executor }}", f"{workflow}: job {name}"
 
 
 # --------------------------------------------------------------------------- actionlint

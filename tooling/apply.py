@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling import git, proc, terragrunt
+from tooling import git, preflight, proc, terragrunt
 from tooling.errors import ToolingError
 from tooling.gates import decide, load_policy
 from tooling.plans import Target, plan_unit, sha256_file
@@ -321,6 +321,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     print(ws.settings.describe(), flush=True)
     ws.check_tools()
     applier = Applier(ws, plans_dir, approve_manual=approve_manual)
+    preflight.check(ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])])
     run = applier.execute()
     doc = {"head": applier.head, "plans_head": applier.summary.get("head"), "approve_manual": approve_manual,
            "interrupted": run.interrupted, "units": [u.to_json() for u in run.units]}

@@ -1,0 +1,23 @@
+"""``invoke matrix``: the CI matrix, one leg per executor with affected units.
+
+The units are the ones ``invoke plan`` would plan for the same change (the
+changed units, deleted ones included, from :func:`tooling.pipeline.compute_affected`);
+the runner labels come from ``policy.toml`` (:mod:`tooling.executors`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooling import executors, pipeline
+from tooling.workspace import Workspace
+
+
+def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:
+    """``{"include": [{"executor", "runs_on", "units"}, ...]}``; empty executors left out."""
+    change, _ = pipeline.compute_affected(ws, base, uncommitted=True)
+    pipeline.print_affected(change)
+    doc = executors.matrix([(u.path, u.executor) for u in change.units], executors.load(ws.root))
+    legs = ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"]) or "none"
+    pipeline.say(f"executors with affected units: {legs}")
+    return doc

@@ -1,0 +1,176 @@
+"""Executor preflight: what a job checks before any plan or apply.
+
+1. The tools on ``PATH`` are exactly the versions pinned in ``.tool-versions``
+   (both executors and every laptop run the same OpenTofu and Terragrunt).
+2. When the job declares which executor it runs as (``IAC_EXECUTOR``, set by
+   the workflows from the matrix), that executor must be declared in
+   ``policy.toml`` and every unit it is asked to plan or apply must belong to
+   it: a LAN unit never runs on a hosted runner, and the other way round.
+   Unset (local use), any unit may run.
+3. When ``policy.toml`` declares the identity that executor's jobs must hold,
+   the identity in the environment must match it: AWS through STS
+   ``GetCallerIdentity`` (the ARN against ``aws_role_arn_pattern``), Google
+   Cloud through google-auth's application default credentials, which are
+   refreshed (a real token exchange with the workload identity federation
+   endpoint) before the impersonated service account and the credentials'
+   audience are compared with ``gcp_service_account_pattern`` and
+   ``gcp_audience_pattern``.
+
+Each check fails with a message that says what to do; nothing is planned or
+applied after a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tooling import executors
+from tooling.errors import ToolingError
+from tooling.executors import Executor
+from tooling.workspace import Workspace
+
+ENV_EXECUTOR = "IAC_EXECUTOR"
+GCP_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def foreign_units(units: Iterable[tuple[str, str | None]], executor: str) -> list[str]:
+    """Why each unit of another executor may not run here (empty: all belong). Pure."""
+    return [
+        f"unit {path} belongs to executor {owner or '(none)'}, but this job runs as executor {executor} "
+        f"({ENV_EXECUTOR}={executor}); it runs in the {owner or '?'} job"
+        for path, owner in units
+        if owner != executor
+    ]
+
+
+def identity_problems(
+    executor: Executor, *, aws_arn: str | None = None, gcp_email: str | None = None, gcp_audience: str | None = None
+) -> list[str]:
+    """Compare the identities found with the ones ``executor`` expects. Pure."""
+    problems: list[str] = []
+    name = executor.name
+    if executor.aws_role_arn_patterns and not (aws_arn and executors.matches(aws_arn, executor.aws_role_arn_patterns)):
+        problems.append(
+            f"AWS identity {aws_arn} is not the one executor {name} runs as "
+            f"(policy.toml [executors.{name}] aws_role_arn_pattern: {', '.join(executor.aws_role_arn_patterns)}); "
+            "assume the executor's role before planning or applying"
+        )
+    if executor.gcp_service_account_patterns and not (
+        gcp_email and executors.matches(gcp_email, executor.gcp_service_account_patterns)
+    ):
+        problems.append(
+            f"Google Cloud service account {gcp_email or '(none: the credentials impersonate no service account)'} "
+            f"is not the one executor {name} runs as (policy.toml [executors.{name}] gcp_service_account_pattern: "
+            f"{', '.join(executor.gcp_service_account_patterns)})"
+        )
+    if executor.gcp_audience_patterns and not (
+        gcp_audience and executors.matches(gcp_audience, executor.gcp_audience_patterns)
+    ):
+        problems.append(
+            f"Google Cloud credentials for audience {gcp_audience or '(none: not external account credentials)'} "
+            f"are not the workload identity provider of executor {name} (policy.toml [executors.{name}] "
+            f"gcp_audience_pattern: {', '.join(executor.gcp_audience_patterns)})"
+        )
+    return problems
+
+
+def aws_caller_arn() -> str:
+    """The ARN of the AWS identity in the environment (STS GetCallerIdentity)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    try:
+        # a fresh session: the default one caches the credentials it resolved first
+        sts = boto3.session.Session().client(
+            "sts", region_name=region,
+            config=Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2}),
+        )
+        return str(sts.get_caller_identity()["Arn"])
+    except (BotoCoreError, ClientError) as exc:
+        raise ToolingError(
+            f"preflight: cannot read the AWS identity (STS GetCallerIdentity: {exc}); "
+            "this job must hold its executor's AWS role before planning or applying"
+        ) from None
+
+
+@dataclass(frozen=True)
+class GcpIdentity:
+    service_account: str | None
+    audience: str | None
+
+
+def gcp_identity() -> GcpIdentity:
+    """The Google Cloud identity of the application default credentials, after a token refresh.
+
+    Workload identity federation (``external_account`` credentials, what
+    google-github-actions/auth writes) exchanges the job's OIDC token at the
+    credentials' ``token_url`` and, when the file names one, impersonates a
+    service account; the refresh proves the exchange works.
+    """
+    import google.auth
+    import google.auth.exceptions
+    import google.auth.transport.requests
+
+    # google-auth warns when it cannot tell the project; the preflight does not need one
+    logging.getLogger("google.auth._default").setLevel(logging.ERROR)
+    try:
+        credentials: Any
+        credentials, _project = google.auth.default()
+        if getattr(credentials, "requires_scopes", False):
+            credentials = credentials.with_scopes([GCP_SCOPE])
+        credentials.refresh(google.auth.transport.requests.Request())
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise ToolingError(
+            f"preflight: cannot obtain Google Cloud credentials ({exc}); this job must authenticate "
+            "(workload identity federation) before planning or applying"
+        ) from None
+    email = getattr(credentials, "service_account_email", None)
+    info = getattr(credentials, "info", None)
+    audience = info.get("audience") if isinstance(info, dict) else None
+    return GcpIdentity(
+        service_account=str(email) if email else None, audience=str(audience) if audience else None
+    )
+
+
+def check_identity(executor: Executor) -> None:
+    """Refuse unless the environment holds the identity ``executor`` expects."""
+    arn = aws_caller_arn() if executor.aws_role_arn_patterns else None
+    gcp = gcp_identity() if executor.gcp_service_account_patterns or executor.gcp_audience_patterns else None
+    problems = identity_problems(
+        executor, aws_arn=arn,
+        gcp_email=gcp.service_account if gcp else None, gcp_audience=gcp.audience if gcp else None,
+    )
+    if problems:
+        raise ToolingError("preflight refused:\n  - " + "\n  - ".join(problems))
+    if arn:
+        _say(f"preflight: AWS identity {arn} is executor {executor.name}'s")
+    if gcp:
+        _say(f"preflight: Google Cloud identity {gcp.service_account or gcp.audience} is executor {executor.name}'s")
+
+
+def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:
+    """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs).
+
+    Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).
+    """
+    ws.check_tools()
+    name = os.environ.get(ENV_EXECUTOR, "").strip()
+    if not name:
+        return None
+    executor = executors.get(executors.load(ws.root), name, what=ENV_EXECUTOR)
+    refused = foreign_units(units, name)
+    if refused:
+        raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
+    check_identity(executor)
+    return executor
