@@ -191,4 +191,194 @@ def test(c: Context, args: str = "") -> None:
     c.run(f"{sys.executable} -m pytest -n auto --dist loadgroup {args}", pty=False)
 
 
-ns = Collection(setup, units, affected, graph, plan, apply, test)
+@task(
+    help={
+        "executor": "check only this executor's units (hosted | lan)",
+        "out": "output folder (default: .iac/drift)",
+        "issue": "open, update or close the one drift issue on GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY)",
+    }
+)
+def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) -> None:
+    """Plan every unit against reality; report drifted units in OUT/drift.json and OUT/drift.md.
+
+    Plans with -detailed-exitcode and without the state lock; never applies.
+    --issue keeps one GitHub issue (label `drift`) listing the drifted units.
+    Exit code 0 when every unit was planned (drift is reported, not an error),
+    1 when a plan failed, 2 bad usage.
+    """
+    from tooling import drift as drifting
+
+    _run(
+        lambda: drifting.run(
+            _workspace(), executor=executor or None, out=Path(out) if out else None, issue=issue
+        )
+    )
+
+
+@task(help={"base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)"})
+def matrix(c: Context, base: str = "") -> None:
+    """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml)."""
+    from tooling import matrix as matrices
+
+    def go() -> None:
+        ws = _workspace()
+        ws.check_tools()
+        print(json.dumps(matrices.matrix(ws, base=base or None), indent=2))
+
+    _run(go)
+
+
+_APP_HELP = {
+    "app": "the application's name ([a-z0-9-]+); its state lives under apps/APP/",
+    "dir": "the folder of the application's OpenTofu code (its terraform/ folder)",
+}
+
+
+@task(help={**_APP_HELP, "out": "output folder (default: .iac/app-plans/APP)"})
+def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
+    """Plan an application's folder (plain OpenTofu, state apps/APP/terraform.tfstate); same report and gates.
+
+    Refuses a bad name, any backend configuration pointing at the foundation,
+    and resource types outside policy.toml's [apps] allowlist.
+    """
+    from tooling import apptier
+
+    if not app or not dir:
+        raise Exit("error: --app NAME and --dir DIR are required", code=2)
+    _run(lambda: apptier.plan(_workspace(), app=app, directory=Path(dir), out=Path(out) if out else None))
+
+
+@task(
+    help={
+        **_APP_HELP,
+        "plans": "the folder `invoke app-plan --out` wrote",
+        "approve_manual": "also apply a plan whose gate is manual (after a human approved it)",
+    }
+)
+def app_apply(c: Context, app: str = "", dir: str = "", plans: str = "", approve_manual: bool = False) -> None:
+    """Apply exactly the reviewed application plan in PLANS; write PLANS/apply.json."""
+    from tooling import apptier
+
+    if not app or not dir or not plans:
+        raise Exit("error: --app NAME, --dir DIR and --plans DIR are required", code=2)
+    _run(lambda: apptier.apply(_workspace(), app=app, directory=Path(dir), plans=Path(plans),
+                               approve_manual=approve_manual))
+
+
+
+@task(
+    help={
+        "module": "the module repository's URL or short name (terraform-proxmox)",
+        "version": "a tag of that repository (v1.2.0, dns-v1.3.0)",
+        "units": "only units matching these globs (comma-separated; a folder selects the units below it)",
+        "dry_run": "show the edits, branch, title and body; change nothing",
+    }
+)
+def bump_module(c: Context, module: str, version: str, units: str = "", dry_run: bool = False) -> None:
+    """Bump MODULE (repository URL or short name) to the tag VERSION in every unit pinning it.
+
+    Branch bump/MODULE-VERSION from the default branch, one line per unit,
+    a conventional commit, push to origin and a pull request (GITHUB_TOKEN).
+    Without a token: stops after the local commit and prints the PR text.
+    """
+    from tooling import bumpflow
+
+    def go() -> int:
+        ws = _workspace()
+        ws.check_tools()
+        return bumpflow.bump_module(ws, module, version, units=units or None, dry_run=dry_run)
+
+    _run(go)
+
+
+@task(help={"json": "print the JSON document on stdout (logs go to stderr)"})
+def outdated(c: Context, json_: bool = False) -> None:
+    """Pinned modules with newer tags (minor/patch and major apart); skipped sources with reasons.
+
+    Exit code 1 when a module repository could not be queried.
+    """
+    from tooling import bumpflow
+
+    def go() -> int:
+        ws = _workspace()
+        ws.check_tools()
+        return bumpflow.outdated(ws, as_json=json_)
+
+    _run(go)
+
+
+@task(help={"units": "only units matching these globs (comma-separated), for a staged rollout"})
+def bump_all(c: Context, units: str = "") -> None:
+    """Renovate-style: one pull request per module to its newest minor/patch, a flagged one per major.
+
+    Idempotent: existing bump branches and pull requests are updated; one
+    closed without merging is not reopened; a branch with someone else's
+    commit is never force-pushed. Exit code 1 if a module failed.
+    """
+    from tooling import bumpflow
+
+    def go() -> int:
+        ws = _workspace()
+        ws.check_tools()
+        return bumpflow.bump_all(ws, units=units or None)
+
+    _run(go)
+
+
+@task(
+    iterable=["apps"],
+    help={
+        "apps": "a folder of app workspaces, one sub-folder per app (DIR/APP/backend.hcl or DIR/APP/terraform/); repeatable",
+        "json": "print the violations as JSON on stdout (the lines still go to stderr)",
+    },
+)
+def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> None:
+    """The rule that prevents disasters: each violation as FILE:LINE: RULE: MESSAGE. Fix: HOW.
+
+    State keys computed and unique, tiers disjoint, configuration only under
+    live/, immutable module pins from allowed repositories, executors and layer
+    dependencies as policy.toml declares them, bootstrap/ never run by CI, tools
+    pinned once. Reads files only (no tofu, no terragrunt). Exit code 1 on any
+    violation. docs/rules.md explains every rule.
+    """
+    from tooling import check as checking
+
+    def go() -> int:
+        ws = _workspace()
+        return checking.check(ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir)
+
+    _run(go)
+
+
+@task(help={"apply": "apply the import plan (only if it shows no difference), then re-plan to confirm"})
+def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) -> None:
+    """Adopt an existing resource into UNIT at ADDRESS by importing ID, only if nothing else changes.
+
+    Plans the unit with a temporary import block (in a private working copy
+    under .iac/, never in live/); accepts only a plan whose only actions are the
+    import (0 to add, 0 to change, 0 to destroy). Otherwise prints what differs
+    (sensitive values hidden) and exits 1: fix the code, not reality.
+    """
+    from tooling import adopt as adopting
+
+    _run(lambda: adopting.adopt(_workspace(), unit, address, id_, apply=apply))
+
+
+@task(help={"remove_backup": "after a move: delete the old key's backup (refused if the new key holds no state)"})
+def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> None:
+    """Move unit OLD to folder NEW (git mv) and migrate its state to NEW's key (local or S3).
+
+    Refuses when NEW's key already holds state or either key is locked. The old
+    key is kept as OLD_KEY.moved-backup until --remove-backup. If the folder was
+    already moved by hand, migrates the state only.
+    """
+    from tooling import moving
+
+    def go() -> int:
+        ws = _workspace()
+        return moving.move_unit(ws, old, new, remove_backup=remove_backup)
+
+    _run(go)
+
+
+ns = Collection(setup, units, affected, graph, plan, apply, drift, test, matrix, app_plan, app_apply, bump_module, outdated, bump_all, check, adopt, move_unit)

@@ -89,7 +89,10 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
     monkeypatch.setenv("IAC_CACHE_DIR", str(iac_cache))
     for key in ("IAC_STATE_BUCKET", "IAC_STATE_ENDPOINT", "IAC_MODULE_SOURCES", "IAC_MODULE_REWRITE",
                 "GITHUB_ACTIONS", "GITHUB_EVENT_NAME", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "CI",
-                "GITHUB_TOKEN", "GH_TOKEN"):
+                "GITHUB_TOKEN", "GH_TOKEN", "IAC_EXECUTOR", "IAC_APP_STATE_BUCKET", "IAC_APP_STATE_REGION",
+                "IAC_APP_STATE_ENDPOINT", "GOOGLE_APPLICATION_CREDENTIALS", "IAC_GIT_TOKEN",
+                "IAC_GIT_TOKEN_HOST", "IAC_BUMP_AUTHOR_EMAIL", "IAC_BUMP_AUTHOR_NAME", "IAC_ECHO_COMMANDS",
+                "IAC_PR_NUMBER", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EVENT_PATH"):
         monkeypatch.delenv(key, raising=False)
 
 

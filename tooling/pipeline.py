@@ -13,13 +13,14 @@ import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling import git
+from tooling import git, moving, preflight
 from tooling.changes import Affected, affected
 from tooling.errors import UsageError
-from tooling.plans import Progress, Result, Target, run_all
+from tooling.plans import Progress, Result, Target, plan_unit, run_all
 from tooling.repo import Model, WorkTree
 from tooling.workspace import Workspace
 
@@ -132,7 +133,7 @@ def select_targets(
         if executor and unit.executor != executor:
             continue
         preset = reason = None
-        if wanted[path] == "moved":
+        if wanted[path] == "moved" and moving.moved_unit_blocked(root, model, change, path):
             moved_from = next(u.moved_from for u in change.units if u.path == path) if change else None
             preset = "blocked"
             reason = (
@@ -212,15 +213,22 @@ def plan(
             git.git(root, "worktree", "add", "--detach", "--quiet", str(worktree), change.base)
             base_root = worktree
             base_model = ws.model(git.tree_at(root, change.base))
+    on_pr = _pr_context()
     try:
         targets = select_targets(
             model, root=root, all_units=all_units, units=units, change=change,
-            executor=executor, on_pr=_pr_context(), base_root=base_root, base_model=base_model,
+            executor=executor, on_pr=on_pr, base_root=base_root, base_model=base_model,
         )
+        preflight.check(ws, [(t.path, t.executor) for t in targets])
         if not targets:
             say("nothing to plan")
         env = ws.tool_env if targets else {}
-        results = run_all(targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)))
+        # On pull requests the plan identity is read-only: it cannot write the
+        # S3 lock object, and a plan never writes state. Main takes the lock.
+        planner = partial(plan_unit, lock=not on_pr)
+        results = run_all(
+            targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)), planner=planner
+        )
     finally:
         if worktree is not None:
             git.git(root, "worktree", "remove", "--force", str(worktree), ok_codes=(0, 128))
@@ -265,12 +273,6 @@ def summary_document(
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
         "units": units,
     }
-
-
-def require_clean_name(value: str, what: str) -> str:
-    if not value or value.startswith("-"):
-        raise UsageError(f"{what}: {value!r} is not valid")
-    return value
 
 
 

@@ -16,7 +16,7 @@ inputs = {
   github_org = "example-org"
   roles = {
     plan     = { repository = "infrastructure", subject = "pull_request", policy = "ReadOnlyAccess" }
-    apply    = { repository = "infrastructure", subject = "environment:production", policy = "AdministratorAccess" }
+    apply    = { repository = "infrastructure", subject = "environment:infra-auto", policy = "AdministratorAccess" }
     registry = { repository = "apps", subject = "ref:refs/heads/main", policy = "RegistryPush" }
   }
   # Sensitive: never shown in plans, reports or logs.
