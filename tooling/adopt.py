@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 from tooling import terragrunt
 from tooling.errors import ToolingError, UsageError
 from tooling.planjson import action_of
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 IMPORT_FILE = "iac_adopt_import.tf"
@@ -50,8 +50,6 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 ADDRESS_RE = re.compile(rf"(?:module\.{_NAME}(?:{_INDEX})?\.)*{_NAME}\.{_NAME}(?:{_INDEX})?")
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -252,14 +250,7 @@ def _work_dir(download_dir: Path, unit_file: Path) -> Path:
 
 
 def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    shown = terragrunt.run(["tofu", "show", "-json", str(plan_file)], work, env)
-    if shown.returncode != 0:
-        raise ToolingError(f"`tofu show -json` failed: {terragrunt.error_summary(shown.stderr)}")
-    try:
-        data: dict[str, Any] = json.loads(shown.stdout)
-    except ValueError as exc:
-        raise ToolingError(f"`tofu show -json` printed no JSON plan: {exc}") from None
-    return data
+    return terragrunt.plan_json(terragrunt.tofu_show_args(plan_file), work, env)
 
 
 def _plan(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path) -> None:

@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -47,6 +46,7 @@ from typing import Any
 
 from tooling import config, hcl, proc, terragrunt
 from tooling.errors import ToolingError, UsageError
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
@@ -61,8 +61,6 @@ _CONFIG_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
 _KEY_ATTRIBUTES = frozenset({"key", "prefix", "workspace_key_prefix", "path", "workspace_dir"})
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- policy and names
@@ -215,7 +213,7 @@ def plan_args(app_dir: Path, plan_file: Path, *, lock: bool = True, lock_timeout
 
 
 def show_args(app_dir: Path, plan_file: Path) -> list[str]:
-    return ["tofu", f"-chdir={app_dir}", "show", "-json", str(plan_file)]
+    return terragrunt.tofu_show_args(plan_file, chdir=app_dir)
 
 
 def apply_args(app_dir: Path, plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
@@ -496,14 +494,7 @@ def _init(prep: Prepared, log: Path) -> None:
 
 
 def _show(prep: Prepared, plan_file: Path) -> dict[str, Any]:
-    shown = terragrunt.run(show_args(prep.app_dir, plan_file), prep.app_dir, prep.env)
-    if shown.returncode != 0:
-        raise ToolingError(f"`tofu show -json` failed: {terragrunt.error_summary(shown.stderr)}")
-    try:
-        data: dict[str, Any] = json.loads(shown.stdout)
-    except ValueError as exc:
-        raise ToolingError(f"unreadable plan JSON: {exc}") from None
-    return data
+    return terragrunt.plan_json(show_args(prep.app_dir, plan_file), prep.app_dir, prep.env)
 
 
 def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -> int:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,14 +60,13 @@ from tooling.bump import (
 from tooling.errors import ToolingError
 from tooling.modules import parse_version
 from tooling.repo import Tree, WorkTree
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 LABELS = ("dependencies",)
 MAJOR_LABELS = ("dependencies", "major-update")
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- pure helpers

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -51,6 +50,7 @@ from tooling import preflight
 from tooling.errors import ToolingError, UsageError
 from tooling.planjson import COUNT_KEYS
 from tooling.plans import PLAN_NAME, Progress, Result, Target, plan_unit, run_all, unit_out_dir
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 DRIFT_VERSION = 1
@@ -67,8 +67,6 @@ DEFAULT_OUT = Path(".iac") / "drift"
 JSONObject = dict[str, Any]
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- one unit (pure)

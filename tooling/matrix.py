@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tooling import executors, pipeline
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 
@@ -19,5 +20,5 @@ def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:
     pipeline.print_affected(change)
     doc = executors.matrix([(u.path, u.executor) for u in change.units], executors.load(ws.root))
     legs = ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"]) or "none"
-    pipeline.say(f"executors with affected units: {legs}")
+    say(f"executors with affected units: {legs}")
     return doc

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,13 +40,12 @@ from tooling import config, git
 from tooling.changes import Affected
 from tooling.errors import ToolingError, UsageError
 from tooling.repo import UNIT_FILE, Model, Tree, WorkTree, load
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 BACKUP_SUFFIX = ".moved-backup"
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- the model at another path

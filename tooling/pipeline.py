@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -22,13 +21,12 @@ from tooling.changes import Affected, affected
 from tooling.errors import UsageError
 from tooling.plans import Progress, Result, Target, plan_unit, run_all
 from tooling.repo import Model, WorkTree
+from tooling.ui import say
 from tooling.workspace import Workspace
 
 SUMMARY_VERSION = 1
 
 
-def say(message: str = "") -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- affected

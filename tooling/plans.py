@@ -14,7 +14,6 @@ A failing unit never stops independent units; its dependents are
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import posixpath
 import re
@@ -166,10 +165,7 @@ def plan_unit(
         text_path = udir / "plan.txt"
         text_path.write_text(_plan_text(ran.stdout))
         work = find_work_dir(target.run_dir)
-        shown = terragrunt.run(["tofu", "show", "-json", str(plan_path)], work, env)
-        if shown.returncode != 0:
-            raise ToolingError(f"`tofu show -json` failed: {terragrunt.error_summary(shown.stderr)}")
-        summary = summarize(json.loads(shown.stdout))
+        summary = summarize(terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env))
         return replace(
             base,
             mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),

@@ -43,14 +43,6 @@ def plan_args(
     return args
 
 
-def show_args(plan_file: Path) -> list[str]:
-    return ["terragrunt", *_COMMON, "show", "-json", str(plan_file)]
-
-
-def show_text_args(plan_file: Path) -> list[str]:
-    return ["terragrunt", *_COMMON, "show", "-no-color", str(plan_file)]
-
-
 def apply_args(plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
     return [
         "terragrunt",
@@ -104,16 +96,24 @@ def run(args: list[str], unit_dir: Path, env: Mapping[str, str], log: Path | Non
     return Run(result.returncode, result.stdout, result.stderr)
 
 
-def show_json(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path | None = None) -> dict[str, Any]:
-    result = run(show_args(plan_file), unit_dir, env)
-    if result.returncode != 0:
-        raise ToolingError(f"{unit_dir}: `show -json` failed: {error_summary(result.stderr or result.stdout)}")
-    text = result.stdout
-    start = text.find("{")
+def tofu_show_args(plan_file: Path, chdir: Path | None = None) -> list[str]:
+    """``tofu show -json PLAN`` (optionally with ``-chdir``): the plan as JSON."""
+    return ["tofu", *([f"-chdir={chdir}"] if chdir else []), "show", "-json", str(plan_file)]
+
+
+def plan_json(args: list[str], cwd: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """Run a ``show -json`` command and parse its output; failures are ToolingErrors.
+
+    The JSON holds sensitive values in clear: callers keep it in memory only.
+    """
+    shown = run(args, cwd, env)
+    if shown.returncode != 0:
+        raise ToolingError(f"`{' '.join(args[:1] + args[-3:-1])}` failed: {error_summary(shown.stderr or shown.stdout)}")
+    text = shown.stdout
     try:
-        data: dict[str, Any] = json.loads(text[start:])
+        data: dict[str, Any] = json.loads(text[text.find("{"):])
     except ValueError as exc:
-        raise ToolingError(f"{unit_dir}: `show -json` printed no JSON plan: {exc}") from None
+        raise ToolingError(f"`show -json` printed no JSON plan: {exc}") from None
     return data
 
 
