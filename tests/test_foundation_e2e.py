@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import boto3
 import pytest
-from infra_fixtures import apply_unit, commit_all, invoke, plan_one, read_summary, units_by_path
+from infra_fixtures import (
+    REPO,
+    apply_unit,
+    commit_all,
+    invoke,
+    plan_one,
+    read_summary,
+    units_by_path,
+)
 
 from tooling import terragrunt
 from tooling.plans import Target, plan_unit
@@ -169,3 +179,12 @@ def test_s3_backend_keeps_one_state_object_per_unit_and_locks_during_apply(
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
     assert "live/cloud/slow/terraform.tfstate" in keys
     assert not any(k.endswith(".tflock") for k in keys), "the lock was not released"
+
+
+def test_the_tools_on_path_print_exactly_the_pinned_versions(tools: None) -> None:
+    pins = dict(line.split()[:2] for line in (REPO / ".tool-versions").read_text().splitlines() if line.strip())
+    quiet = {**os.environ, "TF_CLI_CONFIG_FILE": os.devnull}
+    tofu = subprocess.run(["tofu", "version"], capture_output=True, text=True, env=quiet, check=True)
+    assert f"OpenTofu v{pins['opentofu']}\n" in tofu.stdout
+    terragrunt = subprocess.run(["terragrunt", "--version"], capture_output=True, text=True, check=True)
+    assert terragrunt.stdout.strip() == f"terragrunt version v{pins['terragrunt']}"
