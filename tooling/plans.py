@@ -285,7 +285,9 @@ def run_all(
         return None
 
     def ready(t: Target) -> bool:
-        return all(dep not in pending for dep in t.dependencies if dep in by_path)
+        # finished, not merely started: a dependent's plan reads its upstream's
+        # outputs inside the upstream's working directory
+        return all(dep in results for dep in t.dependencies if dep in by_path)
 
     running: dict[Future[Result], str] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -311,8 +313,12 @@ def run_all(
                     progress.start(path)
                 running[pool.submit(planner, t, out_dir, env)] = path
             if not running:
-                if pending:  # only units whose dependencies are not in the set remain
-                    continue
+                for path in sorted(pending):  # unreachable for a DAG; never spin
+                    t = by_path[path]
+                    results[path] = Result(t.path, t.tier, t.executor, t.change, "not-planned",
+                                           error="not planned: its dependencies never finished", source=t.source,
+                                           gate_class=t.gate_class)
+                pending.clear()
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
