@@ -221,3 +221,20 @@ def test_a_moved_unit_is_blocked_until_its_state_is_migrated(example_repo: Path,
     assert unit["status"] == "blocked" and unit["change"] == "moved"
     assert "invoke move-unit live/cloud/registry live/cloud/containers" in unit["error"]
     assert not list((tmp_path / "plans").rglob("*.tfplan"))
+
+
+def test_an_out_folder_holding_other_files_is_refused_and_kept(example_repo: Path, tmp_path: Path) -> None:
+    precious = tmp_path / "notes"
+    precious.mkdir()
+    (precious / "todo.txt").write_text("keep me\n")
+    ran = invoke(example_repo, "plan", "--all", "--out", str(precious))
+    assert ran.returncode == 2
+    assert "todo.txt" in ran.stderr and "would be deleted" in ran.stderr
+    assert (precious / "todo.txt").read_text() == "keep me\n"
+    ran = invoke(example_repo, "plan", "--all", "--out", str(example_repo))
+    assert ran.returncode == 2 and (example_repo / "live").is_dir()
+    # a previous plan report is replaced without asking
+    out = tmp_path / "plans"
+    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    assert invoke(example_repo, "plan", "--unit", "live/cloud/iam", "--out", str(out)).returncode == 0
+    assert [u["path"] for u in read_summary(out)["units"]] == ["live/cloud/iam"]

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -46,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling import preflight
+from tooling import outdir, preflight
 from tooling.errors import ToolingError, UsageError
 from tooling.planjson import COUNT_KEYS
 from tooling.plans import PLAN_NAME, Progress, Result, Target, plan_unit, run_all, unit_out_dir
@@ -535,20 +534,6 @@ def _without_github_tokens() -> Iterator[None]:
 _OUT_ENTRIES = {"drift.json", "drift.md", "drift.json.tmp", "drift.md.tmp", "units"}
 
 
-def _check_out_dir(out_dir: Path, root: Path) -> None:
-    """The output folder is emptied first: refuse one that is not a drift report's."""
-    if not out_dir.is_dir() or out_dir == root or root.is_relative_to(out_dir):
-        raise UsageError(
-            f"--out {out_dir}: not a folder for the drift report; name a new or empty folder"
-        )
-    foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in _OUT_ENTRIES)
-    if foreign:
-        raise UsageError(
-            f"--out {out_dir} holds {', '.join(foreign[:3])}{' …' if len(foreign) > 3 else ''}, "
-            "which a drift report does not: it would be deleted. Name a new or empty folder."
-        )
-
-
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -583,10 +568,7 @@ def run(
         forge = Forge.from_env()
     root = ws.root
     out_dir = (out or root / DEFAULT_OUT).resolve()
-    if out_dir.exists():
-        _check_out_dir(out_dir, root)
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    outdir.reset(out_dir, root, _OUT_ENTRIES, "drift report")
     head = git.rev_parse(root, "HEAD")
     targets = [
         Target(

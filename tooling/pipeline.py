@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling import git, moving, preflight
+from tooling import git, moving, outdir, preflight
 from tooling.changes import Affected, affected
 from tooling.errors import UsageError
 from tooling.plans import Progress, Result, Target, plan_unit, run_all
@@ -25,6 +25,10 @@ from tooling.ui import say
 from tooling.workspace import Workspace
 
 SUMMARY_VERSION = 1
+#: what `invoke plan --out DIR` (and `invoke apply` after it) writes into DIR
+PLAN_DIR_ENTRIES = frozenset(
+    {"summary.json", "summary.json.tmp", "comment.md", "units", "cascade", "apply.json", "apply.json.tmp", "apply.md"}
+)
 
 
 
@@ -190,9 +194,7 @@ def plan(
     ws.check_tools()
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    outdir.reset(out_dir, root, PLAN_DIR_ENTRIES, "plan report")
     head_sha = git.rev_parse(root, "HEAD")
     model = ws.model()
     change: Affected | None = None
