@@ -62,7 +62,10 @@ def setup(c: Context) -> None:
 
     def go() -> None:
         for tool in toolchain.setup(ROOT):
-            print(f"{tool.name} {tool.version}: {tool.source} -> {tool.link or tool.path}", file=sys.stderr)
+            print(
+                f"{tool.name} {tool.version}: {tool.source} -> {tool.link or tool.path}",
+                file=sys.stderr,
+            )
 
     _run(go)
 
@@ -88,14 +91,18 @@ def units(c: Context, json_: bool = False) -> None:
         "json": "print the JSON document on stdout (logs go to stderr)",
     }
 )
-def affected(c: Context, base: str = "", head: str = "", uncommitted: bool = False, json_: bool = False) -> None:
+def affected(
+    c: Context, base: str = "", head: str = "", uncommitted: bool = False, json_: bool = False
+) -> None:
     """The units a change affects, with reasons, in DAG order (deletions last); their dependents apart."""
     from tooling import pipeline
 
     def go() -> None:
         ws = _workspace()
         ws.check_tools()
-        result, _ = pipeline.compute_affected(ws, base or None, head or None, uncommitted=uncommitted)
+        result, _ = pipeline.compute_affected(
+            ws, base or None, head or None, uncommitted=uncommitted
+        )
         if json_:
             print(json.dumps(result.to_json(), indent=2))
         else:
@@ -160,7 +167,9 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     def go() -> None:
         ws = _workspace()
         ws.check_tools()
-        print(pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end="")
+        print(
+            pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
+        )
 
     _run(go)
 
@@ -181,7 +190,9 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     from tooling import apply as applying
 
     if not plans:
-        raise Exit("error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2)
+        raise Exit(
+            "error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2
+        )
     _run(lambda: applying.apply(_workspace(), Path(plans), approve_manual=approve_manual))
 
 
@@ -215,7 +226,11 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
     )
 
 
-@task(help={"base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)"})
+@task(
+    help={
+        "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)"
+    }
+)
 def matrix(c: Context, base: str = "") -> None:
     """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml)."""
     from tooling import matrix as matrices
@@ -245,7 +260,11 @@ def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
 
     if not app or not dir:
         raise Exit("error: --app NAME and --dir DIR are required", code=2)
-    _run(lambda: apptier.plan(_workspace(), app=app, directory=Path(dir), out=Path(out) if out else None))
+    _run(
+        lambda: apptier.plan(
+            _workspace(), app=app, directory=Path(dir), out=Path(out) if out else None
+        )
+    )
 
 
 @task(
@@ -255,15 +274,23 @@ def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
         "approve_manual": "also apply a plan whose gate is manual (after a human approved it)",
     }
 )
-def app_apply(c: Context, app: str = "", dir: str = "", plans: str = "", approve_manual: bool = False) -> None:
+def app_apply(
+    c: Context, app: str = "", dir: str = "", plans: str = "", approve_manual: bool = False
+) -> None:
     """Apply exactly the reviewed application plan in PLANS; write PLANS/apply.json."""
     from tooling import apptier
 
     if not app or not dir or not plans:
         raise Exit("error: --app NAME, --dir DIR and --plans DIR are required", code=2)
-    _run(lambda: apptier.apply(_workspace(), app=app, directory=Path(dir), plans=Path(plans),
-                               approve_manual=approve_manual))
-
+    _run(
+        lambda: apptier.apply(
+            _workspace(),
+            app=app,
+            directory=Path(dir),
+            plans=Path(plans),
+            approve_manual=approve_manual,
+        )
+    )
 
 
 @task(
@@ -274,7 +301,9 @@ def app_apply(c: Context, app: str = "", dir: str = "", plans: str = "", approve
         "dry_run": "show the edits, branch, title and body; change nothing",
     }
 )
-def bump_module(c: Context, module: str, version: str, units: str = "", dry_run: bool = False) -> None:
+def bump_module(
+    c: Context, module: str, version: str, units: str = "", dry_run: bool = False
+) -> None:
     """Bump MODULE (repository URL or short name) to the tag VERSION in every unit pinning it.
 
     Branch bump/MODULE-VERSION from the default branch, one line per unit,
@@ -345,12 +374,18 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
 
     def go() -> int:
         ws = _workspace()
-        return checking.check(ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir)
+        return checking.check(
+            ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir
+        )
 
     _run(go)
 
 
-@task(help={"apply": "apply the import plan (only if it shows no difference), then re-plan to confirm"})
+@task(
+    help={
+        "apply": "apply the import plan (only if it shows no difference), then re-plan to confirm"
+    }
+)
 def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) -> None:
     """Adopt an existing resource into UNIT at ADDRESS by importing ID, only if nothing else changes.
 
@@ -364,7 +399,11 @@ def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) ->
     _run(lambda: adopting.adopt(_workspace(), unit, address, id_, apply=apply))
 
 
-@task(help={"remove_backup": "after a move: delete the old key's backup (refused if the new key holds no state)"})
+@task(
+    help={
+        "remove_backup": "after a move: delete the old key's backup (refused if the new key holds no state)"
+    }
+)
 def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> None:
     """Move unit OLD to folder NEW (git mv) and migrate its state to NEW's key (local or S3).
 
@@ -381,4 +420,22 @@ def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> No
     _run(go)
 
 
-ns = Collection(setup, units, affected, graph, plan, apply, drift, test, matrix, app_plan, app_apply, bump_module, outdated, bump_all, check, adopt, move_unit)
+ns = Collection(
+    setup,
+    units,
+    affected,
+    graph,
+    plan,
+    apply,
+    drift,
+    matrix,
+    bump_module,
+    outdated,
+    bump_all,
+    check,
+    adopt,
+    move_unit,
+    app_plan,
+    app_apply,
+    test,
+)
