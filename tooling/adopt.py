@@ -234,21 +234,6 @@ def refusal(unit: str, address: str, verdict: Verdict) -> str:
 # --------------------------------------------------------------------------- the run
 
 
-def init_args() -> list[str]:
-    # the wrapper's common flags (non-interactive, no colour, bare warnings), as plan/apply use them
-    return ["terragrunt", *terragrunt._COMMON, "init", "-input=false"]
-
-
-def _work_dir(download_dir: Path, unit_file: Path) -> Path:
-    """The working copy Terragrunt made for the unit under ``download_dir``."""
-    candidates = [p.parent for p in download_dir.rglob(".terraform") if p.is_dir()]
-    if not candidates:
-        raise ToolingError(f"terragrunt init made no working directory under {download_dir}")
-    wanted = unit_file.read_bytes()
-    own = [c for c in candidates if (c / "terragrunt.hcl").is_file() and (c / "terragrunt.hcl").read_bytes() == wanted]
-    return max(own or candidates, key=lambda p: p.stat().st_mtime_ns)
-
-
 def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
     return terragrunt.plan_json(terragrunt.tofu_show_args(plan_file), work, env)
 
@@ -279,10 +264,10 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     plan_file = private / PLAN_FILE
     import_file: Path | None = None
     try:
-        ran = terragrunt.run(init_args(), unit_dir, env, log)
+        ran = terragrunt.run(terragrunt.init_args(), unit_dir, env, log)
         if ran.returncode != 0:
             raise ToolingError(f"terragrunt init failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}")
-        work = _work_dir(private / "cache", unit_dir / "terragrunt.hcl")
+        work = terragrunt.work_dir(private / "cache", unit_dir / "terragrunt.hcl")
         import_file = work / IMPORT_FILE
         import_file.write_text(import_block(target, import_id))
         say(f"planning {path} with a temporary import of {target} (id {import_id!r})")

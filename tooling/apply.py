@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,12 +152,9 @@ class Applier:
                 base = self.summary.get("base")
                 if not base:
                     raise ToolingError("summary.json has a destroy plan but no base revision; re-plan")
-                self.worktree = self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}"
-                if self.worktree.exists():
-                    git.git(self.ws.root, "worktree", "remove", "--force", str(self.worktree), ok_codes=(0, 128))
-                    shutil.rmtree(self.worktree, ignore_errors=True)
-                self.worktree.parent.mkdir(parents=True, exist_ok=True)
-                git.git(self.ws.root, "worktree", "add", "--detach", "--quiet", str(self.worktree), str(base))
+                self.worktree = git.add_worktree(
+                    self.ws.root, self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}", str(base)
+                )
             return self.worktree / str(unit["path"])
         return self.ws.root / str(unit["path"])
 
@@ -182,7 +178,7 @@ class Applier:
                 self.one(unit)
         finally:
             if self.worktree is not None:
-                git.git(self.ws.root, "worktree", "remove", "--force", str(self.worktree), ok_codes=(0, 128))
+                git.remove_worktree(self.ws.root, self.worktree)
         return self.run
 
     def upstream_block(self, unit: Mapping[str, Any]) -> tuple[str, str] | None:

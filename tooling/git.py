@@ -7,6 +7,7 @@ itself.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,21 @@ def tree_at(repo: Path, rev: str, tree_sha: str | None = None) -> GitTree:
         lambda: parse_ls_tree(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout),
         lambda shas: cat_blobs(repo, shas),
     )
+
+
+def add_worktree(repo: Path, path: Path, rev: str) -> Path:
+    """A detached worktree of ``rev`` at ``path`` (a stale one left by a crash is replaced)."""
+    if path.exists():
+        remove_worktree(repo, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(repo, "worktree", "add", "--detach", "--quiet", str(path), rev)
+    return path
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    git(repo, "worktree", "remove", "--force", str(path), ok_codes=(0, 128))
+    shutil.rmtree(path, ignore_errors=True)
+    git(repo, "worktree", "prune", ok_codes=(0, 128))
 
 
 def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:

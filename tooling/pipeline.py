@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -205,12 +204,7 @@ def plan(
         change, _ = compute_affected(ws, base, uncommitted=True)
         print_affected(change)
         if any(u.change == "deleted" for u in change.units):
-            worktree = root / ".iac" / "worktrees" / change.base[:12]
-            if worktree.exists():
-                git.git(root, "worktree", "remove", "--force", str(worktree), ok_codes=(0, 128))
-                shutil.rmtree(worktree, ignore_errors=True)
-            worktree.parent.mkdir(parents=True, exist_ok=True)
-            git.git(root, "worktree", "add", "--detach", "--quiet", str(worktree), change.base)
+            worktree = git.add_worktree(root, root / ".iac" / "worktrees" / change.base[:12], change.base)
             base_root = worktree
             base_model = ws.model(git.tree_at(root, change.base))
     on_pr = _pr_context()
@@ -231,7 +225,7 @@ def plan(
         )
     finally:
         if worktree is not None:
-            git.git(root, "worktree", "remove", "--force", str(worktree), ok_codes=(0, 128))
+            git.remove_worktree(root, worktree)
     summary = summary_document(
         results, base=change.base if change else None, head=head_sha, executor=executor, root=root
     )

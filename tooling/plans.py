@@ -108,16 +108,6 @@ def unit_out_dir(out_dir: Path, path: str) -> Path:
     return out_dir / "units" / path
 
 
-def find_work_dir(run_dir: Path) -> Path:
-    """Terragrunt's working directory for a unit: where ``.terraform/`` was just initialised."""
-    cache = run_dir / ".terragrunt-cache"
-    candidates = list(cache.glob("*/*/.terraform")) + list(cache.glob("*/*/**/.terraform"))
-    if not candidates:
-        raise ToolingError(f"{run_dir}: no initialised working directory under .terragrunt-cache/")
-    newest = max(candidates, key=lambda p: p.stat().st_mtime_ns)
-    return newest.parent
-
-
 def plan_unit(
     target: Target,
     out_dir: Path,
@@ -164,7 +154,7 @@ def plan_unit(
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
         text_path = udir / "plan.txt"
         text_path.write_text(_plan_text(ran.stdout))
-        work = find_work_dir(target.run_dir)
+        work = terragrunt.work_dir(target.run_dir / ".terragrunt-cache", target.run_dir / "terragrunt.hcl")
         summary = summarize(terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env))
         return replace(
             base,

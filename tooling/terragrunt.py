@@ -55,8 +55,22 @@ def apply_args(plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
     ]
 
 
-def output_args() -> list[str]:
-    return ["terragrunt", *_COMMON, "output", "-json"]
+def init_args() -> list[str]:
+    return ["terragrunt", *_COMMON, "init", "-input=false"]
+
+
+def work_dir(download_dir: Path, unit_file: Path) -> Path:
+    """The working copy Terragrunt made for a unit under ``download_dir``.
+
+    The copy holding the unit's current ``terragrunt.hcl`` wins (an older
+    source version leaves its copy behind), then the most recently initialised.
+    """
+    candidates = [p.parent for p in download_dir.rglob(".terraform") if p.is_dir()]
+    if not candidates:
+        raise ToolingError(f"no initialised working directory under {download_dir}")
+    wanted = unit_file.read_bytes()
+    own = [c for c in candidates if (c / "terragrunt.hcl").is_file() and (c / "terragrunt.hcl").read_bytes() == wanted]
+    return max(own or candidates, key=lambda p: (p / ".terraform").stat().st_mtime_ns)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
