@@ -35,8 +35,8 @@ def _errors() -> Iterator[None]:
 
 
 def _workspace() -> Any:
-    from tooling import toolchain
-    from tooling.workspace import Workspace
+    from tooling.io import toolchain
+    from tooling.io.workspace import Workspace
 
     toolchain.ensure_bin_dir_on_path()
     return Workspace.here(Path.cwd())
@@ -58,7 +58,7 @@ def setup(c: Context) -> None:
     the Go module. Links them into this Python environment's bin directory.
     Idempotent: on a warm machine it takes well under a second.
     """
-    from tooling import toolchain
+    from tooling.io import toolchain
 
     def go() -> None:
         for tool in toolchain.setup(ROOT):
@@ -73,7 +73,7 @@ def setup(c: Context) -> None:
 @task(help={"json": "print the units as JSON on stdout"})
 def units(c: Context, json_: bool = False) -> None:
     """Every unit: path, tier, executor, gate class, module source/ref, dependencies, files read, state key."""
-    from tooling import pipeline
+    from tooling.commands import pipeline
 
     def go() -> None:
         ws = _workspace()
@@ -95,7 +95,7 @@ def affected(
     c: Context, base: str = "", head: str = "", uncommitted: bool = False, json_: bool = False
 ) -> None:
     """The units a change affects, with reasons, in DAG order (deletions last); their dependents apart."""
-    from tooling import pipeline
+    from tooling.commands import pipeline
 
     def go() -> None:
         ws = _workspace()
@@ -137,7 +137,7 @@ def plan(
 
     Exit code 0 when every planned unit succeeded, 1 otherwise.
     """
-    from tooling import pipeline
+    from tooling.commands import pipeline
 
     _run(
         lambda: pipeline.plan(
@@ -162,7 +162,7 @@ def plan(
 )
 def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str = "") -> None:
     """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
-    from tooling import pipeline
+    from tooling.commands import pipeline
 
     def go() -> None:
         ws = _workspace()
@@ -187,7 +187,7 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     versions); a mismatch refuses the unit. Manual units wait unless
     --approve-manual. Exit code 1 if anything failed or was refused.
     """
-    from tooling import apply as applying
+    from tooling.commands import apply as applying
 
     if not plans:
         raise Exit(
@@ -217,7 +217,7 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
     Exit code 0 when every unit was planned (drift is reported, not an error),
     1 when a plan failed, 2 bad usage.
     """
-    from tooling import drift as drifting
+    from tooling.commands import drift as drifting
 
     _run(
         lambda: drifting.run(
@@ -233,7 +233,7 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
 )
 def matrix(c: Context, base: str = "") -> None:
     """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml)."""
-    from tooling import matrix as matrices
+    from tooling.commands import matrix as matrices
 
     def go() -> None:
         ws = _workspace()
@@ -256,7 +256,7 @@ def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
     Refuses a bad name, any backend configuration pointing at the foundation,
     and resource types outside policy.toml's [apps] allowlist.
     """
-    from tooling import apptier
+    from tooling.commands import apptier
 
     if not app or not dir:
         raise Exit("error: --app NAME and --dir DIR are required", code=2)
@@ -278,7 +278,7 @@ def app_apply(
     c: Context, app: str = "", dir: str = "", plans: str = "", approve_manual: bool = False
 ) -> None:
     """Apply exactly the reviewed application plan in PLANS; write PLANS/apply.json."""
-    from tooling import apptier
+    from tooling.commands import apptier
 
     if not app or not dir or not plans:
         raise Exit("error: --app NAME, --dir DIR and --plans DIR are required", code=2)
@@ -310,7 +310,7 @@ def bump_module(
     a conventional commit, push to origin and a pull request (GITHUB_TOKEN).
     Without a token: stops after the local commit and prints the PR text.
     """
-    from tooling import bumpflow
+    from tooling.commands import bump as bumpflow
 
     def go() -> int:
         ws = _workspace()
@@ -326,7 +326,7 @@ def outdated(c: Context, json_: bool = False) -> None:
 
     Exit code 1 when a module repository could not be queried.
     """
-    from tooling import bumpflow
+    from tooling.commands import bump as bumpflow
 
     def go() -> int:
         ws = _workspace()
@@ -344,7 +344,7 @@ def bump_all(c: Context, units: str = "") -> None:
     closed without merging is not reopened; a branch with someone else's
     commit is never force-pushed. Exit code 1 if a module failed.
     """
-    from tooling import bumpflow
+    from tooling.commands import bump as bumpflow
 
     def go() -> int:
         ws = _workspace()
@@ -370,7 +370,7 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
     pinned once. Reads files only (no tofu, no terragrunt). Exit code 1 on any
     violation. docs/rules.md explains every rule.
     """
-    from tooling import check as checking
+    from tooling.commands import check as checking
 
     def go() -> int:
         ws = _workspace()
@@ -394,7 +394,7 @@ def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) ->
     import (0 to add, 0 to change, 0 to destroy). Otherwise prints what differs
     (sensitive values hidden) and exits 1: fix the code, not reality.
     """
-    from tooling import adopt as adopting
+    from tooling.commands import adopt as adopting
 
     _run(lambda: adopting.adopt(_workspace(), unit, address, id_, apply=apply))
 
@@ -411,7 +411,7 @@ def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> No
     key is kept as OLD_KEY.moved-backup until --remove-backup. If the folder was
     already moved by hand, migrates the state only.
     """
-    from tooling import moving
+    from tooling.commands import move as moving
 
     def go() -> int:
         ws = _workspace()

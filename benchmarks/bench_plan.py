@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tooling.workspace import Workspace  # noqa: E402
+from tooling.io.workspace import Workspace  # noqa: E402
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",

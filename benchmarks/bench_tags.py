@@ -4,7 +4,7 @@ Builds N tagged module repositories (default 50, each with 20 annotated tags
 v1.0.0 ... v4.4.0, one commit per tag, built with `git fast-import`) in a
 temporary folder, then times, median of --repeat runs:
 
-- `tooling.tags.discover`: one `git ls-remote --tags` per repository, in the
+- `tooling.io.tags.discover`: one `git ls-remote --tags` per repository, in the
   thread pool, through the URL rewrites a real run uses (the units' https
   URLs mapped onto the local repositories with `url.<base>.insteadOf`), and the
   same with one worker (sequential) for comparison;
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tooling import tags  # noqa: E402
-from tooling.config import git_rewrite_env  # noqa: E402
+from tooling.io.config import git_rewrite_env  # noqa: E402
 
 BASE = "https://git.example.com/bench-modules/"
 GIT_ENV = {

@@ -71,7 +71,7 @@ def invoke(repo: Path, *args: str, env: Mapping[str, str] | None = None, timeout
 
 @pytest.fixture(scope="session")
 def tools() -> None:
-    from tooling import toolchain
+    from tooling.io import toolchain
 
     toolchain.ensure_bin_dir_on_path()
     toolchain.check_versions(REPO)
@@ -129,8 +129,8 @@ def units_by_path(summary: Mapping[str, object]) -> dict[str, dict[str, object]]
 
 def plan_one(root: Path, unit: str, out: Path) -> object:
     """Plan one unit of ``root`` with the real binaries; return the plans.Result."""
-    from tooling.plans import Target, plan_unit
-    from tooling.workspace import Workspace
+    from tooling.commands.plans import Target, plan_unit
+    from tooling.io.workspace import Workspace
 
     ws = Workspace(root)
     u = ws.model().units[unit]
@@ -141,8 +141,8 @@ def plan_one(root: Path, unit: str, out: Path) -> object:
 
 def apply_unit(root: Path, unit: str, out: Path) -> dict[str, int]:
     """Plan and apply one unit (the way a test sets up state); return the plan's counts."""
-    from tooling import terragrunt
-    from tooling.workspace import Workspace
+    from tooling.io import terragrunt
+    from tooling.io.workspace import Workspace
 
     result = plan_one(root, unit, out)
     plan_file = result.plan_file  # type: ignore[attr-defined]

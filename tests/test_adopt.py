@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, git, invoke, plan_one
 
-from tooling import adopt
+from tooling.commands import adopt
 from tooling.errors import UsageError
 
 pytestmark = pytest.mark.e2e

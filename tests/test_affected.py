@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from infra_fixtures import commit_all, git, invoke
 
-from tooling.changes import Affected
-from tooling.pipeline import compute_affected
-from tooling.workspace import Workspace
+from tooling.commands.pipeline import compute_affected
+from tooling.core.changes import Affected
+from tooling.io.workspace import Workspace
 
 
 def _affected(repo: Path, base: str = "main", *, uncommitted: bool = False) -> Affected:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tooling.apply import binding_problems, change_set, explain_failure
+from tooling.commands.apply import binding_problems, change_set, explain_failure
 
 UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}

@@ -18,8 +18,8 @@ import boto3
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
-from tooling import apptier
-from tooling.apptier import AppPolicy, AppState
+from tooling.commands import apptier
+from tooling.commands.apptier import AppPolicy, AppState
 from tooling.errors import ToolingError, UsageError
 
 pytestmark = pytest.mark.e2e

@@ -1,8 +1,8 @@
 """The pure parts of the bump tooling, as tables: no process, no network.
 
-tooling.bump (inventory, selection, plans, edits, changelog, texts),
-tooling.tags (ls-remote parsing, URLs, token scoping) and the small parsers
-of tooling.bumpflow.
+tooling.core.bump (inventory, selection, plans, edits, changelog, texts),
+tooling.io.tags (ls-remote parsing, URLs, token scoping) and the small parsers
+of tooling.commands.bump.
 """
 
 from __future__ import annotations
@@ -11,19 +11,20 @@ from typing import Any
 
 import pytest
 
-from tooling import bump, tags
-from tooling.bump import Changelog, Pin, UnitText
-from tooling.bumpflow import (
+from tooling.commands.bump import (
     Identity,
     dirty_message,
     github_repository,
     parse_ident,
     parse_tag_messages,
 )
+from tooling.core import bump
+from tooling.core.bump import Changelog, Pin, UnitText
 from tooling.errors import ToolingError
-from tooling.git import Change
-from tooling.modules import parse_source
-from tooling.tags import RepoTags, Tag, Token
+from tooling.io import tags
+from tooling.io.tags import Token
+from tooling.model.modules import RepoTags, Tag, parse_source, remote_url
+from tooling.model.repo import Change
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -83,14 +84,14 @@ def test_parse_ls_remote_peels_annotated_tags() -> None:
     ],
 )
 def test_remote_url(source: str, url: str) -> None:
-    assert tags.remote_url(parse_source(source)) == url
+    assert remote_url(parse_source(source)) == url
 
 
 @pytest.mark.parametrize(
     "source", ["tfr:///ns/name/aws?version=1.0.0", "../modules/x", "s3::https://b/k.zip"]
 )
 def test_remote_url_is_none_for_other_sources(source: str) -> None:
-    assert tags.remote_url(parse_source(source)) is None
+    assert remote_url(parse_source(source)) is None
 
 
 TOKEN = Token("tok_value", "github.com")
@@ -540,7 +541,7 @@ Intro text.
 
 
 def _v(text: str) -> Any:
-    from tooling.modules import parse_version
+    from tooling.model.modules import parse_version
 
     return parse_version(text)
 

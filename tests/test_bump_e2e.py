@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from infra_fixtures import GIT_ENV, commit_all, git, invoke
 
-from tooling import sandbox
-from tooling.modules import parse_source, parse_version
+from tooling.io import sandbox
+from tooling.model.modules import parse_source, parse_version
 
 MODULE = "terraform-proxmox"
 

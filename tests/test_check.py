@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke
 
-from tooling import policy
+from tooling.core import policy
+from tooling.core.policy import CheckPolicy, Snapshot, Violation
 from tooling.errors import ToolingError
-from tooling.policy import CheckPolicy, Snapshot, Violation
 
 CORPUS = Path(__file__).parent / "check_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.toml").is_file())

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from infra_fixtures import REPO
 
-from tooling.repo import Model, WorkTree, load
+from tooling.model.repo import Model, WorkTree, load
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from gentree import generate

@@ -21,9 +21,9 @@ import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import Invoked, invoke
 
-from tooling import drift as drifting
-from tooling.planjson import summarize
-from tooling.plans import Result
+from tooling.commands import drift as drifting
+from tooling.core.planjson import summarize
+from tooling.core.results import Result
 
 DNS = "live/cloud/dns"
 GITOPS = "live/cluster/gitops"

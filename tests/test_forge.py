@@ -1,4 +1,4 @@
-"""tooling.forge against the local GitHub API server (tests/ghserver.py)."""
+"""tooling.io.forge against the local GitHub API server (tests/ghserver.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from ghserver import GitHubAPI
 
-from tooling import forge, report
+from tooling.core import report
 from tooling.errors import ToolingError
-from tooling.forge import (
+from tooling.io import forge
+from tooling.io.forge import (
     MAX_BODY,
     PLAN_REPORT_MARKER,
     Forge,

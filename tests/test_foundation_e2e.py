@@ -21,9 +21,9 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling import terragrunt
-from tooling.plans import Target, plan_unit
-from tooling.workspace import Workspace
+from tooling.commands.plans import Target, plan_unit
+from tooling.io import terragrunt
+from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 

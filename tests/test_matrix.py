@@ -21,7 +21,7 @@ import pytest
 import yaml
 from infra_fixtures import REPO, commit_all, git, invoke
 
-from tooling import executors
+from tooling.core import executors
 from tooling.errors import ToolingError
 
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"]}

@@ -1,4 +1,4 @@
-"""Table tests for tooling.modules: source parsing, versions, byte-exact edits."""
+"""Table tests for tooling.model.modules: source parsing, versions, byte-exact edits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NamedTuple
 import pytest
 
 from tooling.errors import ToolingError
-from tooling.modules import (
+from tooling.model.modules import (
     ModuleSource,
     ResolvedSource,
     Skip,

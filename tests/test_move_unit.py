@@ -22,8 +22,8 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling import moving
-from tooling.repo import WorkTree, load
+from tooling.commands import move as moving
+from tooling.model.repo import WorkTree, load
 
 pytestmark = pytest.mark.e2e
 
@@ -190,7 +190,7 @@ def test_the_new_key_is_computed_from_the_configuration_at_the_new_path(example_
 def test_a_moved_unit_is_blocked_only_while_its_state_waits_at_the_old_key(
     example_repo: Path, old_has: bool, new_has: bool, blocked: bool
 ) -> None:
-    from tooling.changes import Affected, AffectedUnit
+    from tooling.core.changes import Affected, AffectedUnit
 
     git(example_repo, "mv", OLD, NEW)
     for key, present in ((OLD_KEY, old_has), (NEW_KEY, new_has)):

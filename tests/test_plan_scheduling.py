@@ -13,7 +13,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from tooling.plans import Result, Target, run_all
+from tooling.commands.plans import Target, run_all
+from tooling.core.results import Result
 
 
 def _target(path: str, *deps: str) -> Target:

@@ -22,10 +22,10 @@ import boto3
 import pytest
 from infra_fixtures import invoke
 
-from tooling import preflight
+from tooling.commands import preflight
+from tooling.core.executors import Executor
 from tooling.errors import ToolingError
-from tooling.executors import Executor
-from tooling.workspace import Workspace
+from tooling.io.workspace import Workspace
 
 LAN_ROLE = "arn:aws:iam::123456789012:role/infra-lan-executor"
 AUDIENCE = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/github/providers/github"

@@ -1,4 +1,4 @@
-"""Tests of ``tooling.toolchain``.
+"""Tests of ``tooling.io.toolchain``.
 
 The parsers and URL/recipe builders are table tests. The rest runs real
 programs: the pinned tofu/terragrunt/actionlint (found in the default cache,
@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from tooling import proc, toolchain
 from tooling.errors import ToolingError
+from tooling.io import proc, toolchain
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the user's cache, before any test points IAC_CACHE_DIR elsewhere

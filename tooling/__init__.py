@@ -1,8 +1,16 @@
 """Pipeline tooling for a two-tier Terragrunt/OpenTofu infrastructure repository.
 
-The package is a pure core (change detection, gates, reports) with thin edges:
-``proc`` runs every subprocess, and ``git``, ``terragrunt`` and ``forge`` wrap
-one external program or API each.
+Four layers, one way (import-linter enforces it; see ``pyproject.toml``)::
+
+    commands/   one module per command family: the flows behind the invoke tasks
+       |
+       +--> io/      the edges: ``io.proc`` runs every subprocess; ``io.git``,
+       |             ``io.terragrunt`` and ``io.forge`` wrap one program or API each
+       +--> core/    pure decisions over plain data: changes, gates, report, bumps, rules
+                 |
+                 +--> model/   the repository as data: HCL reader, evaluator, units
+
+``errors`` (the one error type) is shared by every layer.
 """
 
 from __future__ import annotations

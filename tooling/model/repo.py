@@ -2,7 +2,7 @@
 
 Units are discovered from a :class:`Tree` (the working tree, or a git revision
 read through ``git ls-tree``/``git cat-file``), their ``terragrunt.hcl`` and
-every file they include or read are parsed (:mod:`tooling.hcl`), and the path
+every file they include or read are parsed (:mod:`tooling.model.hcl`), and the path
 functions Terragrunt users write are evaluated the way Terragrunt evaluates
 them: in the context of the *unit*, even inside an included file.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tooling.errors import ToolingError
-from tooling.hcl import Body, Expr, ParseCache, blob_sha
+from tooling.model.hcl import Body, Expr, ParseCache, blob_sha
 
 UNIT_FILE = "terragrunt.hcl"
 LIVE_DIR = "live"
@@ -674,11 +674,11 @@ def _str(value: Any, default: str) -> str:
 
 
 def _ref_of(source: str | None) -> str | None:
+    """The ``ref`` (git) or ``version`` (registry) query value of a source, as written."""
     if not source or "?" not in source:
         return None
-    from urllib.parse import parse_qsl
-
-    for key, value in parse_qsl(source.split("?", 1)[1]):
+    for chunk in source.split("?", 1)[1].split("&"):
+        key, _, value = chunk.partition("=")
         if key in ("ref", "version"):
             return value
     return None
@@ -790,3 +790,12 @@ def _load_model(path: Path, root: Path) -> Model | None:
 
 def units_json(model: Model) -> str:
     return json.dumps({"units": [model.units[p].to_json() for p in model.order]}, indent=2)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed path between two revisions: status A/M/D/R (renames carry ``old``)."""
+
+    status: str
+    path: str
+    old: str | None = None

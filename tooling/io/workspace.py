@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from tooling import config
 from tooling.errors import ToolingError
-from tooling.repo import Model, Tree, WorkTree, load
+from tooling.io import config
+from tooling.model.repo import Model, Tree, WorkTree, load
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -44,7 +44,7 @@ class Workspace:
     @cached_property
     def tool_env(self) -> dict[str, str]:
         """Environment for terragrunt/tofu/git children: module sources mapped, tools pinned."""
-        from tooling import sandbox, terragrunt
+        from tooling.io import sandbox, terragrunt
 
         rewrites = list(self.settings.module_rewrites)
         if self.settings.module_sources == "sandbox":
@@ -58,6 +58,6 @@ class Workspace:
 
     def check_tools(self) -> None:
         """Refuse to run with tool versions other than the pinned ones."""
-        from tooling import toolchain
+        from tooling.io import toolchain
 
         toolchain.check_versions(self.root)

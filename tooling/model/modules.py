@@ -29,8 +29,8 @@ Three layers:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from tooling.errors import ToolingError
@@ -1177,7 +1177,7 @@ def bump_text(
     previous_start = len(text) + 1
     for (start, end), replacement in sorted(edits.items(), reverse=True):
         if end > previous_start:  # pragma: no cover - spans come from disjoint tokens
-            raise ToolingError("overlapping edits; this is a bug in tooling.modules")
+            raise ToolingError("overlapping edits; this is a bug in tooling.model.modules")
         out = out[:start] + replacement + out[end:]
         previous_start = start
     return out
@@ -1217,3 +1217,56 @@ def resolve_local_source(text: str, local_name: str) -> ResolvedSource | Unresol
             f"local.{local_name} has no ?ref= (or ?version=): the source is not pinned"
         )
     return ResolvedSource(local_name, res.ref, res.ref_span, res.source)
+
+
+# --------------------------------------------------------------------------- tags
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One tag of a module repository."""
+
+    name: str
+    #: the commit the tag names (peeled through an annotated tag object)
+    commit: str
+    annotated: bool
+
+
+@dataclass(frozen=True)
+class RepoTags:
+    """The outcome of listing one repository's tags: ``tags`` or ``error``."""
+
+    url: str
+    tags: Mapping[str, Tag] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def remote_url(source: ModuleSource) -> str | None:
+    """The URL git clones for a git module source; None for anything else.
+
+    The ``git::`` forcing prefix, the ``//subdir`` and the query are dropped;
+    the scheme, user and port are kept as written (they are how the user
+    reaches the repository). go-getter's ``github.com/org/repo`` shorthand
+    becomes ``https://github.com/org/repo.git``.
+    """
+    if source.kind != "git" or not source.host or not source.path:
+        return None
+    text = source.text.removeprefix("git::")
+    text = text.split("?", 1)[0]
+    scheme = text.find("://")
+    if scheme >= 0:
+        sub = text.find("//", scheme + 3)
+        return text[:sub] if sub >= 0 else text
+    sub = text.find("//")
+    address = text[:sub] if sub >= 0 else text
+    first = address.split("/", 1)[0].lower()
+    if first == source.host and "@" not in address.split("/", 1)[0]:
+        # the shorthand: go-getter detects it as https
+        path = source.path + ".git"
+        return f"https://{source.host}/{path}"
+    return address  # SCP-style git@host:org/repo.git

@@ -1,7 +1,7 @@
 """HCL files as plain data: parse with tree-sitter, keep positions, cache by blob SHA.
 
 A file is turned into a small, JSON-able tree (:data:`Body`) that the
-Terragrunt evaluator in :mod:`tooling.repo` walks. Expressions become tuples:
+Terragrunt evaluator in :mod:`tooling.model.repo` walks. Expressions become tuples:
 
 ======================  =========================================
 ``("lit", value)``      a literal (string, number, bool, null)

@@ -1,7 +1,7 @@
 """Module bumps as data: which units pin what, what to bump them to, and the texts.
 
 Pure functions only (no subprocess, no file or network access); the commands
-in :mod:`tooling.bumpflow` read the files and the tags, call these, and act.
+in :mod:`tooling.commands.bump` read the files and the tags, call these, and act.
 
 - :func:`inventory` reads every unit's ``terraform { source }`` (in the unit
   file, else in the one included file that sets it) into :class:`Pin` (a
@@ -11,7 +11,7 @@ in :mod:`tooling.bumpflow` read the files and the tags, call these, and act.
 - :func:`plan_bump` (one module, one tag: ``invoke bump-module``) and
   :func:`plan_all` (every module, newest minor/patch and newest major apart:
   ``invoke bump-all``) turn pins and tags into :class:`BumpPlan`.
-- :func:`apply_changes` edits the texts with :func:`tooling.modules.bump_text`
+- :func:`apply_changes` edits the texts with :func:`tooling.model.modules.bump_text`
   (every other byte kept) and checks that exactly one line per pin changed.
 - :func:`pr_title`, :func:`pr_body`, :func:`commit_message` and
   :func:`outdated_report` render them; :func:`changelog_sections` and
@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
-from tooling.modules import (
+from tooling.model.modules import (
     ModuleSource,
+    RepoTags,
     Skip,
+    Tag,
     Version,
     bump_text,
     find_source_lines,
@@ -38,8 +40,8 @@ from tooling.modules import (
     parse_source,
     parse_version,
     pick_upgrades,
+    remote_url,
 )
-from tooling.tags import RepoTags, Tag, remote_url
 
 __all__ = [
     "MARKER",
@@ -514,7 +516,7 @@ def changed_lines(old: str, new: str) -> list[int]:
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     if len(a) != len(b):
-        raise ToolingError("an edit changed the number of lines; this is a bug in tooling.bump")
+        raise ToolingError("an edit changed the number of lines; this is a bug in tooling.core.bump")
     return [i for i, (x, y) in enumerate(zip(a, b, strict=True), 1) if x != y]
 
 
@@ -548,7 +550,7 @@ def apply_changes(texts: Mapping[str, str], changes: Sequence[Change]) -> dict[s
         if got != expected:
             raise ToolingError(
                 f"{file}: the bump changed lines {got or 'none'}, expected {expected}; "
-                "the file changed since it was read, or this is a bug in tooling.bump"
+                "the file changed since it was read, or this is a bug in tooling.core.bump"
             )
         out[file] = text
     return out

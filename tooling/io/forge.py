@@ -45,7 +45,7 @@ MAX_RETRY_WAIT = 5.0
 DEFAULT_RETRY_WAIT = 1.0
 USER_AGENT = f"iac-tooling/{__version__} (python-urllib)"
 PER_PAGE = 100
-#: the plan report's hidden marker (the same string as ``tooling.report.MARKER``;
+#: the plan report's hidden marker (the same string as ``tooling.core.report.MARKER``;
 #: this edge does not import the core)
 PLAN_REPORT_MARKER = "<!-- iac-tooling:plan-report -->"
 

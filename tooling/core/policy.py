@@ -3,10 +3,10 @@
 "The two tiers never point at the same layer or state; every layer has its own
 state key; units hold configuration only, pinned to immutable module
 versions; bootstrap/ never runs in CI; the tools are pinned once." Each rule is
-a small function over the repository model (:class:`tooling.repo.Model`), the
+a small function over the repository model (:class:`tooling.model.repo.Model`), the
 policy (``[check]`` in ``policy.toml``) and file contents (a
 :class:`Snapshot`), returning :class:`Violation` values. Nothing here starts a
-process or touches the disk: :mod:`tooling.check` gathers the inputs and prints
+process or touches the disk: :mod:`tooling.commands.check` gathers the inputs and prints
 the results.
 
 Every violation names ``file:line``, the rule it breaks and how to fix it;
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling import hcl
 from tooling.errors import ToolingError
-from tooling.modules import find_source_lines, is_commit_sha, parse_source, parse_version
-from tooling.repo import UNIT_FILE, Model, Unit
+from tooling.model import hcl
+from tooling.model.modules import find_source_lines, is_commit_sha, parse_source, parse_version
+from tooling.model.repo import UNIT_FILE, Model, Unit
 
 POLICY_FILE = "policy.toml"
 TOOL_VERSIONS_FILE = ".tool-versions"
@@ -206,7 +206,7 @@ class Snapshot:
         return self._texts[path]
 
     def body(self, path: str) -> hcl.Body:
-        """The parsed HCL of ``path``; raises :class:`tooling.hcl.HclSyntaxError` naming file:line."""
+        """The parsed HCL of ``path``; raises :class:`tooling.model.hcl.HclSyntaxError` naming file:line."""
         if path not in self._bodies:
             self._bodies[path] = hcl.parse(self.text(path).encode(), path)
         return self._bodies[path]
@@ -382,7 +382,7 @@ def app_backend_settings(app: AppWorkspace) -> list[tuple[str, int, str | None, 
     """``(file, line, key, bucket)`` for each backend configuration of an app workspace.
 
     ``key``/``bucket`` are None when not a literal string. Raises
-    :class:`tooling.hcl.HclSyntaxError` for a file that does not parse.
+    :class:`tooling.model.hcl.HclSyntaxError` for a file that does not parse.
     """
     found: list[tuple[str, int, str | None, str | None]] = []
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
-from tooling import proc
 from tooling.errors import ToolingError
-from tooling.repo import GitTree
+from tooling.io import proc
+from tooling.model.repo import Change, GitTree
 
 
 def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -34,15 +33,6 @@ def zsplit(text: str) -> list[str]:
     if parts and parts[-1] == "":
         parts.pop()
     return parts
-
-
-@dataclass(frozen=True)
-class Change:
-    """One changed path between two revisions: status A/M/D/R (renames carry ``old``)."""
-
-    status: str
-    path: str
-    old: str | None = None
 
 
 def parse_name_status(text: str) -> list[Change]:

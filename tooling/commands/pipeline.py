@@ -1,6 +1,6 @@
 """The tasks' logic, one function per command; ``tasks.py`` only parses options.
 
-Each function takes a :class:`~tooling.workspace.Workspace` and plain
+Each function takes a :class:`~tooling.io.workspace.Workspace` and plain
 arguments, prints human output to stderr (stdout is reserved for ``--json``
 documents), and returns an exit code or raises :class:`ToolingError`.
 """
@@ -15,13 +15,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling import git, moving, outdir, preflight
-from tooling.changes import Affected, affected
+from tooling.commands import move as moving
+from tooling.commands import preflight
+from tooling.commands.plans import Progress, Target, plan_unit, run_all
+from tooling.core.changes import Affected, affected
+from tooling.core.results import Result
 from tooling.errors import UsageError
-from tooling.plans import Progress, Result, Target, plan_unit, run_all
-from tooling.repo import Model, WorkTree
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import git, outdir
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+from tooling.model.repo import Model, WorkTree
 
 SUMMARY_VERSION = 1
 #: what `invoke plan --out DIR` (and `invoke apply` after it) writes into DIR
@@ -187,7 +190,7 @@ def plan(
     out: Path | None = None,
     comment: bool = False,
 ) -> int:
-    from tooling import report
+    from tooling.core import report
 
     say(ws.settings.describe())
     ws.check_tools()
@@ -238,7 +241,7 @@ def plan(
         with open(step_summary, "a") as fh:
             fh.write(rendered + "\n")
     if comment:
-        from tooling import forge
+        from tooling.io import forge
 
         forge.post_sticky_comment(rendered)
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
@@ -249,7 +252,8 @@ def plan(
 def summary_document(
     results: Sequence[Result], *, base: str | None, head: str, executor: str | None, root: Path
 ) -> dict[str, Any]:
-    from tooling import gates, toolchain
+    from tooling.core import gates
+    from tooling.io import toolchain
 
     policy = gates.load_policy(root)
     units = []
@@ -273,7 +277,7 @@ def summary_document(
 
 
 def units(ws: Workspace, *, as_json: bool) -> None:
-    from tooling.repo import units_json
+    from tooling.model.repo import units_json
 
     model = ws.model()
     if as_json:
@@ -287,7 +291,7 @@ def units(ws: Workspace, *, as_json: bool) -> None:
 
 
 def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
-    from tooling import graph as graphs
+    from tooling.core import graph as graphs
 
     if fmt not in ("mermaid", "dot"):
         raise UsageError(f"--format {fmt}: use mermaid or dot")

@@ -22,13 +22,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from tooling import terragrunt
+from tooling.core.planjson import summarize
+from tooling.core.results import Result
 from tooling.errors import ToolingError
-from tooling.planjson import COUNT_KEYS, PlanSummary, summarize
+from tooling.io import terragrunt
 
 PLAN_NAME = "plan.tfplan"
 
@@ -48,52 +49,6 @@ class Target:
     preset_reason: str | None = None
     source: str | None = None
     gate_class: str = "auto"
-
-
-@dataclass(frozen=True)
-class Result:
-    path: str
-    tier: str
-    executor: str
-    change: str
-    status: str  # changes | no-changes | error | withheld | blocked | not-planned
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
-    plan_file: str | None = None
-    plan_sha256: str | None = None
-    error: str | None = None
-    summary: PlanSummary | None = None
-    text_file: str | None = None
-    log_file: str | None = None
-    seconds: float = 0.0
-    destroy: bool = False
-    source: str | None = None
-    gate_class: str = "auto"
-    mocked_dependencies: tuple[str, ...] = ()
-    exit_code: int | None = None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "tier": self.tier,
-            "executor": self.executor,
-            "change": self.change,
-            "status": self.status,
-            "counts": dict(self.counts),
-            "plan_file": self.plan_file,
-            "plan_sha256": self.plan_sha256,
-            "text_file": self.text_file,
-            "log_file": self.log_file,
-            "destroy": self.destroy,
-            "source": self.source,
-            "error": self.error,
-            "mocked_dependencies": list(self.mocked_dependencies),
-            "output_changes": list(self.summary.output_changes) if self.summary else [],
-            "changes": (
-                [{"address": c.address, "action": c.action} for c in self.summary.changes]
-                if self.summary
-                else []
-            ),
-        }
 
 
 def sha256_file(path: Path) -> str:

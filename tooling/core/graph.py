@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from tooling.repo import Model
+from tooling.model.repo import Model
 
 _PALETTE = ["#dbeafe", "#dcfce7", "#fef9c3", "#fae8ff", "#ffedd5", "#e0f2fe"]
 

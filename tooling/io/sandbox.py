@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tooling import proc
 from tooling.errors import ToolingError
+from tooling.io import proc
 
-CATALOG = Path(__file__).parent / "sandbox_catalog"
+CATALOG = Path(__file__).resolve().parent.parent / "sandbox_catalog"
 _FIXED_DATE = "2025-01-01T00:00:00+00:00"
 #: bump when the way repositories are built changes, so old builds are not reused
 _BUILD_FORMAT = b"sandbox-build-2"

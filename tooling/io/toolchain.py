@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tooling import proc
 from tooling.errors import ToolingError
+from tooling.io import proc
 
 TOOL_VERSIONS_FILE = ".tool-versions"
 GITHUB = "https://github.com"

@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.planjson import ResourceChange, reason_text
-from tooling.plans import Result
+from tooling.core.planjson import ResourceChange, reason_text
+from tooling.core.results import Result
 
 MARKER = "<!-- iac-tooling:plan-report -->"
 BUDGET = 65_536

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling import terragrunt
+from tooling.core.planjson import action_of
 from tooling.errors import ToolingError, UsageError
-from tooling.planjson import action_of
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import terragrunt
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
 
 IMPORT_FILE = "iac_adopt_import.tf"
 PLAN_FILE = "adopt.tfplan"

@@ -2,7 +2,7 @@
 
 An application team owns a folder of plain OpenTofu code (``terraform/`` in its
 own repository). The tooling plans and applies it with the foundation's report
-(:mod:`tooling.report`) and gates (:mod:`tooling.gates`), but never with
+(:mod:`tooling.core.report`) and gates (:mod:`tooling.core.gates`), but never with
 Terragrunt, and never against the foundation's state:
 
 - the state lives at ``apps/<app>/terraform.tfstate`` in the app-tier bucket
@@ -44,10 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling import config, hcl, proc, terragrunt
 from tooling.errors import ToolingError, UsageError
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import config, proc, terragrunt
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+from tooling.model import hcl
 
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
 APPS_PREFIX = "apps/"
@@ -502,9 +503,11 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
     import dataclasses
     import time
 
-    from tooling import pipeline, report
-    from tooling.planjson import summarize
-    from tooling.plans import Result, _plan_text, sha256_file
+    from tooling.commands import pipeline
+    from tooling.commands.plans import _plan_text, sha256_file
+    from tooling.core import report
+    from tooling.core.planjson import summarize
+    from tooling.core.results import Result
 
     prep = prepare(ws, app, directory)
     out_dir = (out or ws.root / ".iac" / "app-plans" / prep.app).resolve()
@@ -562,7 +565,7 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
 
 def _apply_one(prep: Prepared, plan_file: Path, run: Any, record: Callable[[str, str], None]) -> None:
     """Init, check the saved plan's resource types once more, apply it."""
-    from tooling import apply as applying
+    from tooling.commands import apply as applying
 
     log = plan_file.parent / "apply.log"
     try:
@@ -590,9 +593,9 @@ def _apply_one(prep: Prepared, plan_file: Path, run: Any, record: Callable[[str,
 
 def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
-    from tooling import apply as applying
-    from tooling import toolchain
-    from tooling.plans import sha256_file
+    from tooling.commands import apply as applying
+    from tooling.commands.plans import sha256_file
+    from tooling.io import toolchain
 
     prep = prepare(ws, app, directory)
     plans_dir = plans.resolve()

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tooling import config, git
-from tooling.changes import Affected
+from tooling.core.changes import Affected
 from tooling.errors import ToolingError, UsageError
-from tooling.repo import UNIT_FILE, Model, Tree, WorkTree, load
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import config, git
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+from tooling.model.repo import UNIT_FILE, Model, Tree, WorkTree, load
 
 BACKUP_SUFFIX = ".moved-backup"
 

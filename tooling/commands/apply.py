@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling import git, preflight, proc, terragrunt
+from tooling.commands import preflight
+from tooling.commands.plans import Target, plan_unit, sha256_file
+from tooling.core.gates import decide, load_policy
 from tooling.errors import ToolingError
-from tooling.gates import decide, load_policy
-from tooling.plans import Target, plan_unit, sha256_file
-from tooling.workspace import Workspace
+from tooling.io import git, proc, terragrunt
+from tooling.io.workspace import Workspace
 
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
 
@@ -135,7 +136,7 @@ class Applier:
         self.worktree: Path | None = None
 
     def _tools_now(self) -> dict[str, str]:
-        from tooling import toolchain
+        from tooling.io import toolchain
 
         return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
 

@@ -39,9 +39,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tooling import proc
 from tooling.errors import ToolingError
-from tooling.modules import ModuleSource
+from tooling.io import proc
+from tooling.model.modules import RepoTags, Tag, remote_url
 
 __all__ = [
     "RepoTags",
@@ -69,30 +69,6 @@ MAX_JOBS = 16
 # --------------------------------------------------------------------------- pure
 
 
-@dataclass(frozen=True)
-class Tag:
-    """One tag of a module repository."""
-
-    name: str
-    #: the commit the tag names (peeled through an annotated tag object)
-    commit: str
-    annotated: bool
-
-
-@dataclass(frozen=True)
-class RepoTags:
-    """The outcome of listing one repository's tags: ``tags`` or ``error``."""
-
-    url: str
-    tags: Mapping[str, Tag] = field(default_factory=dict)
-    error: str | None = None
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
 def parse_ls_remote(text: str) -> dict[str, Tag]:
     """Parse ``git ls-remote --tags`` output into tags by name.
 
@@ -116,30 +92,7 @@ def parse_ls_remote(text: str) -> dict[str, Tag]:
     }
 
 
-def remote_url(source: ModuleSource) -> str | None:
-    """The URL git clones for a git module source; None for anything else.
 
-    The ``git::`` forcing prefix, the ``//subdir`` and the query are dropped;
-    the scheme, user and port are kept as written (they are how the user
-    reaches the repository). go-getter's ``github.com/org/repo`` shorthand
-    becomes ``https://github.com/org/repo.git``.
-    """
-    if source.kind != "git" or not source.host or not source.path:
-        return None
-    text = source.text.removeprefix("git::")
-    text = text.split("?", 1)[0]
-    scheme = text.find("://")
-    if scheme >= 0:
-        sub = text.find("//", scheme + 3)
-        return text[:sub] if sub >= 0 else text
-    sub = text.find("//")
-    address = text[:sub] if sub >= 0 else text
-    first = address.split("/", 1)[0].lower()
-    if first == source.host and "@" not in address.split("/", 1)[0]:
-        # the shorthand: go-getter detects it as https
-        path = source.path + ".git"
-        return f"https://{source.host}/{path}"
-    return address  # SCP-style git@host:org/repo.git
 
 
 def ls_remote_args(url: str) -> list[str]:

@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.git import Change
-from tooling.repo import UNIT_FILE, Model, Unit
+from tooling.model.repo import UNIT_FILE, Change, Model, Unit
 
 
 @dataclass(frozen=True)

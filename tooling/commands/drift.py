@@ -45,12 +45,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling import outdir, preflight
+from tooling.commands import preflight
+from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
+from tooling.core.planjson import COUNT_KEYS
+from tooling.core.results import Result
 from tooling.errors import ToolingError, UsageError
-from tooling.planjson import COUNT_KEYS
-from tooling.plans import PLAN_NAME, Progress, Result, Target, plan_unit, run_all, unit_out_dir
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import outdir
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
 
 DRIFT_VERSION = 1
 MARKER = "<!-- iac-tooling:drift-report -->"
@@ -550,7 +552,7 @@ def run(
 ) -> int:
     """Plan every unit (of ``executor``), write ``OUT/drift.json`` and ``OUT/drift.md``,
     and with ``issue`` keep the drift issue current. Returns the exit code."""
-    from tooling import git, toolchain
+    from tooling.io import git, toolchain
 
     say(ws.settings.describe())
     ws.check_tools()
@@ -562,7 +564,7 @@ def run(
         )
     forge = None
     if issue:
-        from tooling.forge import Forge
+        from tooling.io.forge import Forge
 
         # before planning: a missing token fails in a second, not after the plans
         forge = Forge.from_env()

@@ -1,17 +1,18 @@
 """``invoke matrix``: the CI matrix, one leg per executor with affected units.
 
 The units are the ones ``invoke plan`` would plan for the same change (the
-changed units, deleted ones included, from :func:`tooling.pipeline.compute_affected`);
-the runner labels come from ``policy.toml`` (:mod:`tooling.executors`).
+changed units, deleted ones included, from :func:`tooling.commands.pipeline.compute_affected`);
+the runner labels come from ``policy.toml`` (:mod:`tooling.core.executors`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tooling import executors, pipeline
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.commands import pipeline
+from tooling.core import executors
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
 
 
 def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Argument lists are built by pure functions (tested as tables, after
 terraform-python-testing-helper's ``parse_args``); the only process start is
-through :func:`tooling.proc.run`. We do not use python-terraform: it has been
+through :func:`tooling.io.proc.run`. We do not use python-terraform: it has been
 unmaintained since 2019 and knows nothing of Terragrunt; this module is all
 the wrapper the pipeline needs.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling import proc
 from tooling.errors import ToolingError
+from tooling.io import proc
 
 _COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
 

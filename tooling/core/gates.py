@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooling.core.planjson import PlanSummary
 from tooling.errors import ToolingError
-from tooling.planjson import PlanSummary
 
 
 @dataclass(frozen=True)

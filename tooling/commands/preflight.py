@@ -29,10 +29,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tooling import executors
+from tooling.core import executors
+from tooling.core.executors import Executor
 from tooling.errors import ToolingError
-from tooling.executors import Executor
-from tooling.workspace import Workspace
+from tooling.io.workspace import Workspace
 
 ENV_EXECUTOR = "IAC_EXECUTOR"
 GCP_SCOPE = "https://www.googleapis.com/auth/cloud-platform"

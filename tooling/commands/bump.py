@@ -1,9 +1,9 @@
 """The bump commands: ``invoke bump-module``, ``invoke outdated``, ``invoke bump-all``.
 
-The I/O around :mod:`tooling.bump` (pure): read the units, list tags
-(:mod:`tooling.tags`), then per pull request converge (after all-repos'
+The I/O around :mod:`tooling.core.bump` (pure): read the units, list tags
+(:mod:`tooling.io.tags`), then per pull request converge (after all-repos'
 ``autofix_lib``): check, branch from the default branch, edit, commit, push,
-open or update the pull request (:mod:`tooling.forge`).
+open or update the pull request (:mod:`tooling.io.forge`).
 
 Human output goes to stderr; stdout carries only what the command produces
 (the ``--json`` document, or a pull request's title and body when there is no
@@ -34,10 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling import forge as forges
-from tooling import git as gitw
-from tooling import proc, tags
-from tooling.bump import (
+from tooling.core.bump import (
     BumpPlan,
     Changelog,
     Pin,
@@ -58,10 +55,13 @@ from tooling.bump import (
     split_globs,
 )
 from tooling.errors import ToolingError
-from tooling.modules import parse_version
-from tooling.repo import Tree, WorkTree
-from tooling.ui import say
-from tooling.workspace import Workspace
+from tooling.io import forge as forges
+from tooling.io import git as gitw
+from tooling.io import proc, tags
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+from tooling.model.modules import RepoTags, parse_version
+from tooling.model.repo import Change, Tree, WorkTree
 
 LABELS = ("dependencies",)
 MAJOR_LABELS = ("dependencies", "major-update")
@@ -110,7 +110,7 @@ def github_repository(url: str, host: str = "github.com") -> str | None:
     return "/".join(segments) if len(segments) == 2 else None
 
 
-def dirty_message(changes: Sequence[gitw.Change]) -> str:
+def dirty_message(changes: Sequence[Change]) -> str:
     kinds = {"A": "added/untracked", "M": "modified", "D": "deleted", "R": "renamed"}
     shown = [f"{c.path} ({kinds.get(c.status, c.status)})" for c in changes[:20]]
     more = f" and {len(changes) - 20} more" if len(changes) > 20 else ""
@@ -266,7 +266,7 @@ def _unit_texts(ws: Workspace, tree: Tree) -> list[UnitText]:
 
 def _discover(
     env: Mapping[str, str], token: tags.Token | None, pins: Sequence[Pin]
-) -> dict[str, tags.RepoTags]:
+) -> dict[str, RepoTags]:
     urls: dict[str, str] = {}
     for pin in pins:
         urls.setdefault(pin.identity, pin.url)

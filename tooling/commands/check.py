@@ -1,0 +1,173 @@
+"""``invoke check``: gather the repository's files, run the rules of :mod:`tooling.core.policy`, report.
+
+The only I/O of the check: list the repository's files (caches and virtual
+environments left out), read what the rules ask for, load the model, and find
+the app workspaces. It runs no tool (no tofu, no terragrunt, no git), so it
+works in a pre-commit hook on any machine.
+
+App workspaces are folders of per-application OpenTofu code. They are found in
+the folders listed by ``[check] app_dirs`` in ``policy.toml`` and in the ones
+given with ``--apps DIR``: each sub-folder ``DIR/<app>/`` is the workspace of
+app ``<app>``, and its backend configuration is read from ``backend.hcl``,
+``*.tfbackend`` and the ``backend`` blocks of its ``*.tf`` files, in the
+folder itself or in its ``terraform/`` sub-folder (an app repository checked
+out as ``DIR/<app>``).
+
+Also runnable as ``python -m tooling.commands.check`` (the hook other repositories use
+through ``.pre-commit-hooks.yaml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from tooling.core import policy
+from tooling.core.policy import AppWorkspace, CheckPolicy, Snapshot, Violation
+from tooling.errors import ToolingError
+from tooling.model.repo import Model
+
+#: folders never scanned: caches, environments, VCS internals
+SKIP_DIRS = frozenset(
+    {".git", ".terragrunt-cache", ".terraform", ".iac", "__pycache__", ".venv", "venv", "node_modules",
+     ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"}
+)
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every file of the working tree under ``root`` (repository-relative), caches left out."""
+    paths: list[str] = []
+    executable: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        for name in filenames:
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            full = os.path.join(dirpath, name)
+            if not os.path.isfile(full):
+                continue
+            paths.append(rel)
+            if os.access(full, os.X_OK):
+                executable.add(rel)
+
+    def read(rel: str) -> str:
+        try:
+            return (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ToolingError(f"{rel}: cannot read: {exc.strerror}") from exc
+
+    return Snapshot(tuple(sorted(paths)), read, frozenset(executable))
+
+
+def load_policy(root: Path) -> CheckPolicy:
+    path = root / policy.POLICY_FILE
+    if not path.is_file():
+        return CheckPolicy()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ToolingError(f"{policy.POLICY_FILE}: {exc}. Fix the TOML.") from None
+    return policy.parse_policy(data)
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _backend_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for where in (folder, folder / "terraform"):
+        if not where.is_dir():
+            continue
+        for entry in sorted(where.iterdir()):
+            if entry.is_file() and (
+                entry.name == "backend.hcl" or entry.name.endswith((".tfbackend", ".tf", ".tofu"))
+            ):
+                found.append(entry)
+    return found
+
+
+def find_apps(root: Path, folders: Sequence[Path]) -> list[AppWorkspace]:
+    """The app workspaces: one per sub-folder of each folder (missing folders hold none)."""
+    apps: list[AppWorkspace] = []
+    for folder in folders:
+        base = folder if folder.is_absolute() else root / folder
+        if not base.is_dir():
+            continue
+        for entry in sorted(base.iterdir()):
+            if not entry.is_dir() or entry.name.startswith("."):
+                continue
+            files = {
+                _display(f, root): f.read_text(encoding="utf-8", errors="replace") for f in _backend_files(entry)
+            }
+            apps.append(AppWorkspace(entry.name, _display(entry, root), files))
+    return apps
+
+
+def run(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = None) -> tuple[list[Violation], Model | None]:
+    """Every violation in the repository at ``root`` (sorted by file and line), and the model
+    (None when the configuration could not be read)."""
+    from tooling.model.repo import WorkTree, load
+
+    pol = load_policy(root)
+    snap = snapshot(root)
+    model: Model | None = None
+    early: list[Violation] = []
+    if (root / "live").is_dir():
+        try:
+            model = load(WorkTree(root), cache_dir)
+        except ToolingError as exc:
+            early.append(policy.syntax_violation(exc))
+    workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
+    return sorted(set(early + policy.check_all(model, pol, snap, workspaces))), model
+
+
+def report(violations: Sequence[Violation], *, as_json: bool, units: int | None = None) -> int:
+    """Print the violations (stderr; JSON on stdout with ``as_json``); the exit code."""
+    if as_json:
+        print(json.dumps({"violations": [v.to_json() for v in violations]}, indent=2))
+    for violation in violations:
+        print(violation, file=sys.stderr)
+    if violations:
+        rules = sorted({v.rule for v in violations})
+        print(
+            f"check: {len(violations)} violation(s) of {len(rules)} rule(s) ({', '.join(rules)}); "
+            "docs/rules.md explains each rule and its fix",
+            file=sys.stderr,
+        )
+        return 1
+    counted = f" ({units} units)" if units is not None else ""
+    print(f"check: no violations{counted}", file=sys.stderr)
+    return 0
+
+
+def check(root: Path, *, apps: Sequence[Path] = (), as_json: bool = False, cache_dir: Path | None = None) -> int:
+    """``invoke check``: run every rule on the repository at ``root``; 1 if anything is violated."""
+    violations, model = run(root, apps=[Path(a).resolve() for a in apps], cache_dir=cache_dir)
+    return report(violations, as_json=as_json, units=len(model.units) if model is not None else None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tooling.commands.check [--apps DIR]... [--json] [ROOT]`` (the published pre-commit hook)."""
+    parser = argparse.ArgumentParser(prog="python -m tooling.commands.check", description=__doc__.splitlines()[0])
+    parser.add_argument("--apps", action="append", default=[], help="a folder of app workspaces (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print the violations as JSON on stdout")
+    parser.add_argument("root", nargs="?", default=".", help="the repository (default: the current folder)")
+    args = parser.parse_args(argv)
+    try:
+        return check(Path(args.root).resolve(), apps=[Path(a) for a in args.apps], as_json=args.json)
+    except ToolingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The outcome of planning one unit: what the report, the gates and apply read. Pure data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooling.core.planjson import COUNT_KEYS, PlanSummary
+
+
+@dataclass(frozen=True)
+class Result:
+    path: str
+    tier: str
+    executor: str
+    change: str
+    status: str  # changes | no-changes | error | withheld | blocked | not-planned
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    plan_file: str | None = None
+    plan_sha256: str | None = None
+    error: str | None = None
+    summary: PlanSummary | None = None
+    text_file: str | None = None
+    log_file: str | None = None
+    seconds: float = 0.0
+    destroy: bool = False
+    source: str | None = None
+    gate_class: str = "auto"
+    mocked_dependencies: tuple[str, ...] = ()
+    exit_code: int | None = None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "executor": self.executor,
+            "change": self.change,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "plan_file": self.plan_file,
+            "plan_sha256": self.plan_sha256,
+            "text_file": self.text_file,
+            "log_file": self.log_file,
+            "destroy": self.destroy,
+            "source": self.source,
+            "error": self.error,
+            "mocked_dependencies": list(self.mocked_dependencies),
+            "output_changes": list(self.summary.output_changes) if self.summary else [],
+            "changes": (
+                [{"address": c.address, "action": c.action} for c in self.summary.changes]
+                if self.summary
+                else []
+            ),
+        }
