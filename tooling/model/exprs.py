@@ -1,0 +1,140 @@
+"""Pure helpers of the Terragrunt evaluator: unknown values, HCL functions, body walks."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tooling.model.hcl import Body, Expr
+
+#: functions whose first argument is a file the unit reads
+READ_FUNCTIONS = frozenset(
+    {
+        "file",
+        "templatefile",
+        "read_tfvars_file",
+        "read_terragrunt_config",
+        "sops_decrypt_file",
+        "filebase64",
+    }
+)
+
+
+class _Unknown:
+    """A value the static evaluator cannot know (dependency outputs, env without default...)."""
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN: Any = _Unknown()
+
+
+def norm(path: str) -> str:
+    return posixpath.normpath(path)
+
+
+def to_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def binary(op: str, left: Any, right: Any) -> Any:
+    if left is UNKNOWN or right is UNKNOWN:
+        return UNKNOWN
+    try:
+        if op == "==":
+            return left == right
+        if op == "!=":
+            return left != right
+        if op == "&&":
+            return bool(left) and bool(right)
+        if op == "||":
+            return bool(left) or bool(right)
+        if op == "+":
+            return left + right
+        if op == "-":
+            return left - right
+    except TypeError:
+        return UNKNOWN
+    return UNKNOWN
+
+
+PURE_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "basename": posixpath.basename,
+    "dirname": posixpath.dirname,
+    "abspath": posixpath.normpath,
+    "lower": str.lower,
+    "upper": str.upper,
+    "trimspace": str.strip,
+    "replace": lambda s, a, b: s.replace(a, b),
+    "trimprefix": lambda s, p: s.removeprefix(p),
+    "trimsuffix": lambda s, p: s.removesuffix(p),
+    "join": lambda sep, items: sep.join(to_str(i) for i in items),
+    "split": lambda sep, s: s.split(sep),
+    "merge": lambda *maps: {k: v for m in maps for k, v in m.items()},
+    "lookup": lambda m, k, *d: m.get(k, d[0]) if d else m[k],
+    "concat": lambda *lists: [x for lst in lists for x in lst],
+    "coalesce": lambda *xs: next(x for x in xs if x not in (None, "")),
+    "tostring": to_str,
+    "format": lambda fmt, *a: (
+        fmt.replace("%%", "\0")
+        .replace("%s", "{}")
+        .replace("%d", "{}")
+        .format(*a)
+        .replace("\0", "%")
+    ),
+}
+
+
+def locals_exprs(body: Body) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for btype, _labels, inner, _line in body["b"]:
+        if btype == "locals":
+            out.update(inner["a"])
+    return out
+
+
+SCANNED = READ_FUNCTIONS | {"find_in_parent_folders"}
+
+
+def outer_calls(body: Body) -> Iterable[Expr]:
+    """Calls of read functions, not descending into them (their arguments are evaluated with them)."""
+    stack: list[Expr] = [e for e, _line in body["a"].values()]
+    blocks = list(body["b"])
+    while blocks:
+        _btype, _labels, inner, _line = blocks.pop()
+        stack.extend(e for e, _l in inner["a"].values())
+        blocks.extend(inner["b"])
+    while stack:
+        expr = stack.pop()
+        if expr[0] == "call" and expr[1] in SCANNED:
+            yield expr
+            continue
+        kind = expr[0]
+        if kind in ("tmpl", "tup"):
+            stack.extend(expr[1])
+        elif kind == "call":
+            stack.extend(expr[2])
+        elif kind == "obj":
+            for key, value in expr[1]:
+                stack.extend((key, value))
+        elif kind == "cond":
+            stack.extend(expr[1:])
+        elif kind == "bin":
+            stack.extend(expr[2:])
+        elif kind == "post":
+            stack.append(expr[1])
+            stack.extend(k for k in expr[2] if isinstance(k, tuple))
+        elif kind == "opaque":
+            stack.extend(expr[2])
+
+
+def blocks_of(body: Body, btype: str) -> list[list[Any]]:
+    return [b for b in body["b"] if b[0] == btype]

@@ -1,0 +1,250 @@
+"""Loading the model: discover units in a tree, evaluate each, cache the result.
+
+Everything here is pure over the tree's contents; the only I/O is reading
+files through the :class:`~tooling.model.trees.Tree` and the parse cache.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import posixpath
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tooling.errors import ToolingError
+from tooling.model.evaluator import ConfigFile, UnitEvaluator
+from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
+from tooling.model.hcl import Body, Expr, ParseCache
+from tooling.model.trees import GitTree, Tree
+from tooling.model.units import META_KEYS, Model, Unit, toposort
+
+MODEL_CACHE_VERSION = 5
+
+
+class Loader:
+    def __init__(self, tree: Tree, cache: ParseCache) -> None:
+        self.tree = tree
+        self.cache = cache
+        self.root_posix = tree.root.as_posix()
+        self.root_prefix = self.root_posix.rstrip("/") + "/"
+        self._bodies: dict[str, Body] = {}
+        self._read_calls: dict[str, list[Expr]] = {}
+        self._found: dict[tuple[str, str], str | None] = {}
+
+    def find_up(self, directory: str, name: str) -> str | None:
+        """``name`` in ``directory`` or the nearest folder above it (memoised: units share parents)."""
+        key = (directory, name)
+        if key not in self._found:
+            candidate = norm(f"{directory}/{name}") if directory not in ("", ".") else norm(name)
+            if self.tree.exists(candidate):
+                self._found[key] = candidate
+            elif directory in ("", "."):
+                self._found[key] = None
+            else:
+                self._found[key] = self.find_up(posixpath.dirname(directory), name)
+        return self._found[key]
+
+    def read_calls(self, file: ConfigFile) -> list[Expr]:
+        """The outermost read-function calls of a file (static, computed once per file)."""
+        calls = self._read_calls.get(file.path)
+        if calls is None:
+            calls = self._read_calls[file.path] = list(outer_calls(file.body))
+        return calls
+
+    def file(self, rel: str) -> ConfigFile:
+        body = self._bodies.get(rel)
+        if body is None:
+            body = self._bodies[rel] = self.cache.get(
+                self.tree.sha(rel), lambda: self.tree.read(rel), rel
+            )
+        return ConfigFile(rel, body)
+
+
+def _unit(loader: Loader, unit_file: str) -> Unit:
+    unit_dir = posixpath.dirname(unit_file)
+    ev = UnitEvaluator(loader, unit_dir)
+    unit = loader.file(unit_file)
+    ev.read(unit_file)
+    lines: dict[str, int] = {}
+
+    # includes first: their locals are visible through include.NAME
+    files = [unit]
+    for _btype, labels, inner, line in blocks_of(unit.body, "include"):
+        name = labels[0] if labels else ""
+        path_entry = inner["a"].get("path")
+        if path_entry is None:
+            raise ToolingError(f"{unit_file}:{line}: include {name!r} has no path")
+        target = ev.eval(path_entry[0], unit)
+        if not isinstance(target, str):
+            raise ToolingError(f"{unit_file}:{line}: cannot work out the path of include {name!r}")
+        rel = ev.rel(target)
+        if not loader.tree.exists(rel):
+            raise ToolingError(
+                f"{unit_file}:{line}: include {name!r} points at {rel}, which does not exist"
+            )
+        ev.read(rel)
+        ev.includes[name] = loader.file(rel)
+        files.append(ev.includes[name])
+
+    for file in files:
+        ev.scan_reads(file)
+
+    # terraform.source: the unit's own block wins over an included one
+    source: Any = None
+    for file in files:
+        for _b, _l, inner, line in blocks_of(file.body, "terraform"):
+            if "source" in inner["a"] and source is None:
+                source = ev.eval(inner["a"]["source"][0], file)
+                lines["source"] = inner["a"]["source"][1] if file is unit else line
+    source_str = source if isinstance(source, str) else None
+    if source is not None and source_str is None:
+        source_str = "<unresolved>"
+    if source_str and (source_str.startswith(("./", "../")) or posixpath.isabs(source_str)):
+        local_dir = ev.rel(source_str.split("//")[0] if "//" in source_str[3:] else source_str)
+        ev.read(local_dir.rstrip("/") + "/")
+
+    deps: dict[str, None] = {}
+    for file in files:
+        for _b, labels, inner, line in blocks_of(file.body, "dependency"):
+            entry = inner["a"].get("config_path")
+            value = ev.eval(entry[0], file) if entry else None
+            if not isinstance(value, str):
+                raise ToolingError(
+                    f"{file.path}:{line}: dependency {labels[0] if labels else ''!r}: cannot work out config_path"
+                )
+            deps[ev.rel(value)] = None
+            if file is unit:
+                lines[f"dependency:{ev.rel(value)}"] = line
+        for _b, _labels, inner, line in blocks_of(file.body, "dependencies"):
+            entry = inner["a"].get("paths")
+            value = ev.eval(entry[0], file) if entry else None
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ToolingError(
+                    f"{file.path}:{line}: dependencies.paths: cannot work out the list of paths"
+                )
+            for v in value:
+                deps[ev.rel(v)] = None
+
+    meta: dict[str, Any] = {}
+    unit_locals = locals_exprs(unit.body)
+    for key in META_KEYS:
+        if key in unit_locals:
+            value = ev.local(unit, key)
+            lines[key] = unit_locals[key][1]
+            if value is not UNKNOWN:
+                meta[key] = value
+                continue
+        for inc in reversed(list(ev.includes.values())):
+            if key in locals_exprs(inc.body):
+                meta[key] = ev.local(inc, key)
+                break
+
+    state_key, state_bucket = _state(ev, files)
+    parts = unit_dir.split("/")
+    default_tier = parts[1] if len(parts) > 2 else parts[-1]
+    return Unit(
+        path=unit_dir,
+        tier=_str(meta.get("tier"), default_tier),
+        executor=_str(meta.get("executor"), "hosted"),
+        gate=_str(meta.get("gate"), "auto"),
+        plan_on_pr=meta.get("plan_on_pr") is not False,
+        source=source_str,
+        ref=_ref_of(source_str),
+        dependencies=tuple(sorted(deps)),
+        reads=tuple(sorted(ev.reads)),
+        state_key=state_key,
+        state_bucket=state_bucket,
+        line_of=lines,
+    )
+
+
+def _str(value: Any, default: str) -> str:
+    return value if isinstance(value, str) else default
+
+
+def _ref_of(source: str | None) -> str | None:
+    """The ``ref`` (git) or ``version`` (registry) query value of a source, as written."""
+    if not source or "?" not in source:
+        return None
+    for chunk in source.split("?", 1)[1].split("&"):
+        key, _, value = chunk.partition("=")
+        if key in ("ref", "version"):
+            return value
+    return None
+
+
+def _state(ev: UnitEvaluator, files: list[ConfigFile]) -> tuple[str | None, str | None]:
+    """The unit's state key and bucket, computed from its configuration."""
+    for file in files:
+        for _b, _l, inner, _line in blocks_of(file.body, "remote_state"):
+            config = ev.attr(file, inner, "config")
+            if isinstance(config, dict) and isinstance(config.get("key"), str):
+                bucket = config.get("bucket")
+                return config["key"], bucket if isinstance(bucket, str) else None
+    for file in reversed(files):
+        exprs = locals_exprs(file.body)
+        if "state_key" in exprs:
+            key = ev.local(file, "state_key")
+            bucket = ev.local(file, "state_bucket") if "state_bucket" in exprs else None
+            return (key if isinstance(key, str) else None), (
+                bucket if isinstance(bucket, str) and bucket else None
+            )
+    return None, None
+
+
+def load(tree: Tree, cache_dir: Path | None = None) -> Model:
+    """Build the model of every unit in ``tree``; parse errors name file:line."""
+    model_cache = cache_dir / f"model-{tree.fingerprint()}.marshal" if cache_dir else None
+    if model_cache is not None and model_cache.exists():
+        cached = _load_model(model_cache, tree.root)
+        if cached is not None:
+            return cached
+    cache = ParseCache(cache_dir / "parse.marshal" if cache_dir else None)
+    unit_files = tree.unit_files()
+    if isinstance(tree, GitTree):
+        tree.prefetch(p for p in unit_files if tree.sha(p) not in cache.entries)
+    loader = Loader(tree, cache)
+    units = {}
+    for unit_file in unit_files:
+        unit = _unit(loader, unit_file)
+        units[unit.path] = unit
+    model = Model(units, toposort(units))
+    cache.save()
+    if model_cache is not None:
+        _save_model(model_cache, model)
+    return model
+
+
+def _save_model(path: Path, model: Model) -> None:
+    data = {
+        "v": MODEL_CACHE_VERSION,
+        "units": [(asdict(u)) for u in model.units.values()],
+        "order": list(model.order),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        marshal.dump(data, fh)
+    os.replace(tmp, path)
+    # keep the cache folder small: old models are useless once the tree moved on
+    models = sorted(path.parent.glob("model-*.marshal"), key=lambda p: p.stat().st_mtime)
+    for old in models[:-16]:
+        old.unlink(missing_ok=True)
+
+
+def _load_model(path: Path, root: Path) -> Model | None:
+    try:
+        with path.open("rb") as fh:
+            data = marshal.load(fh)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(data, dict) or data.get("v") != MODEL_CACHE_VERSION:
+        return None
+    units = {}
+    for raw in data["units"]:
+        raw["dependencies"] = tuple(raw["dependencies"])
+        raw["reads"] = tuple(raw["reads"])
+        units[raw["path"]] = Unit(**raw)
+    return Model(units, tuple(data["order"]))

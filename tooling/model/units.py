@@ -1,0 +1,105 @@
+"""The repository model as plain data: units, the model, changed paths, DAG order."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tooling.errors import ToolingError
+
+UNIT_FILE = "terragrunt.hcl"
+LIVE_DIR = "live"
+
+#: the unit facts read from locals (unit first, then included files, last include first)
+META_KEYS = ("tier", "executor", "gate", "plan_on_pr")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One Terragrunt unit, as plain data (``invoke units --json`` prints these)."""
+
+    path: str
+    tier: str
+    executor: str
+    gate: str
+    plan_on_pr: bool
+    source: str | None
+    ref: str | None
+    dependencies: tuple[str, ...]
+    reads: tuple[str, ...]
+    state_key: str | None
+    state_bucket: str | None
+    line_of: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("line_of")
+        data["dependencies"] = list(self.dependencies)
+        data["reads"] = list(self.reads)
+        return data
+
+
+@dataclass(frozen=True)
+class Model:
+    units: dict[str, Unit]
+    order: tuple[str, ...]  # DAG order: dependencies first, ties by path
+
+    def readers(self) -> dict[str, list[str]]:
+        """File (or directory, ending in '/') -> units that read it."""
+        index: dict[str, list[str]] = {}
+        for unit in self.units.values():
+            for read in unit.reads:
+                index.setdefault(read, []).append(unit.path)
+        return index
+
+    def dependents(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {path: [] for path in self.units}
+        for unit in self.units.values():
+            for dep in unit.dependencies:
+                out.setdefault(dep, []).append(unit.path)
+        return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed path between two revisions: status A/M/D/R (renames carry ``old``)."""
+
+    status: str
+    path: str
+    old: str | None = None
+
+
+def toposort(units: Mapping[str, Unit]) -> tuple[str, ...]:
+    """Dependencies first; ties broken by path so the order is stable. Cycles are errors."""
+    indegree = {path: 0 for path in units}
+    children: dict[str, list[str]] = {path: [] for path in units}
+    for unit in units.values():
+        for dep in unit.dependencies:
+            if dep in units:
+                indegree[unit.path] += 1
+                children[dep].append(unit.path)
+    ready = [p for p, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        path = heapq.heappop(ready)
+        order.append(path)
+        for child in children[path]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, child)
+    if len(order) != len(units):
+        stuck = sorted(p for p, d in indegree.items() if d > 0)
+        raise ToolingError(
+            "dependency cycle between units: "
+            + ", ".join(stuck)
+            + ". Remove one of the dependency blocks."
+        )
+    return tuple(order)
+
+
+def units_json(model: Model) -> str:
+    return json.dumps({"units": [model.units[p].to_json() for p in model.order]}, indent=2)
