@@ -49,9 +49,9 @@ def _run(fn: Callable[[], int | None]) -> None:
         raise Exit(code=code)
 
 
-@task
-def setup(c: Context) -> None:
-    """Install the pinned OpenTofu, Terragrunt and actionlint (from .tool-versions).
+@task(help={"pipeline": "only the tools the pipeline's tasks need (leave out act, which only the tests use)"})
+def setup(c: Context, pipeline: bool = False) -> None:
+    """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions).
 
     For each tool: a cached build, else a binary of the right version on PATH,
     else the official release verified against its checksums, else a build from
@@ -61,7 +61,7 @@ def setup(c: Context) -> None:
     from tooling.io import toolchain
 
     def go() -> None:
-        for tool in toolchain.setup(ROOT):
+        for tool in toolchain.setup(ROOT, test_tools=not pipeline):
             print(
                 f"{tool.name} {tool.version}: {tool.source} -> {tool.link or tool.path}",
                 file=sys.stderr,

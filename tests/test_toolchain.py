@@ -32,6 +32,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the user's cache, before any test points IAC_CACHE_DIR elsewhere
 USER_CACHE = toolchain.cache_dir()
 PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT)}
+#: the pins every task requires on PATH (act is for the tests only)
+TASK_PINS = {
+    tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT) if not tool.test_only
+}
 
 # --------------------------------------------------------------------------
 # pure functions
@@ -262,7 +266,7 @@ def test_go_platform_unsupported(sys_platform: str, machine: str) -> None:
 
 
 def test_get_tool_unknown() -> None:
-    with pytest.raises(ToolingError, match="opentofu, terragrunt, actionlint"):
+    with pytest.raises(ToolingError, match="opentofu, terragrunt, actionlint, act"):
         toolchain.get_tool("terraform")
 
 
@@ -393,6 +397,7 @@ FAKE_OUTPUT = {
     "opentofu": "OpenTofu v{v}\non linux_amd64",
     "terragrunt": "terragrunt version v{v}",
     "actionlint": "{v}\ninstalled by downloading from release page",
+    "act": "act version {v}",
 }
 
 
@@ -442,26 +447,26 @@ def test_check_versions_refuses_another_terragrunt_version(
 def test_check_versions_accepts_the_pinned_versions(
     tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    link_real_binaries(tmp_path / "bin", list(PINS))
+    link_real_binaries(tmp_path / "bin", list(TASK_PINS))
     path_with(monkeypatch, tmp_path / "bin")
 
     found = toolchain.check_versions(REPO_ROOT)
 
-    assert {(t.name, t.version) for t in found} == set(PINS.items())
+    assert {(t.name, t.version) for t in found} == set(TASK_PINS.items())
     assert (cache / "version-check.json").is_file()
 
 
 def test_warm_check_versions_starts_no_process(
     tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    link_real_binaries(tmp_path / "bin", list(PINS))
+    link_real_binaries(tmp_path / "bin", list(TASK_PINS))
     path_with(monkeypatch, tmp_path / "bin")
     toolchain.check_versions(REPO_ROOT)  # cold: runs each tool once
 
     forbid_processes(monkeypatch)
     found = toolchain.check_versions(REPO_ROOT)
 
-    assert {(t.name, t.version) for t in found} == set(PINS.items())
+    assert {(t.name, t.version) for t in found} == set(TASK_PINS.items())
 
 
 def test_check_versions_reports_a_missing_tool(
@@ -804,3 +809,30 @@ def test_go_build_reports_an_unknown_module_version(
             "actionlint", "0.0.2", bin_dir=tmp_path / "b", search_path=False, download=False
         )
     assert not toolchain.cached_binary("actionlint", "0.0.2").exists()
+
+
+def test_the_tasks_do_not_require_act_but_setup_installs_it(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """act drives the workflow tests only: a missing act never stops a task."""
+    assert toolchain.get_tool("act").test_only
+    bin_dir = tmp_path / "bin"
+    write_fake_tool(bin_dir / "tofu", "opentofu", "1.12.6")
+    write_fake_tool(bin_dir / "act", "act", "0.2.88")  # another version: ignored by the check
+    path_with(monkeypatch, bin_dir)
+    repo = write_pins(tmp_path / "repo", {"opentofu": "1.12.6", "act": "0.2.89"})
+    assert [t.name for t in toolchain.check_versions(repo)] == ["opentofu"]
+
+    cached = write_fake_tool(toolchain.cached_binary("act", "0.2.89", cache), "act", "0.2.89")
+    write_fake_tool(toolchain.cached_binary("tofu", "1.12.6", cache), "opentofu", "1.12.6")
+    out = tmp_path / "venv-bin"
+    assert [t.name for t in toolchain.setup(repo, bin_dir=out, test_tools=False)] == ["opentofu"]
+    installed = toolchain.setup(repo, bin_dir=out)
+    assert [(t.name, t.source) for t in installed] == [("opentofu", "cache"), ("act", "cache")]
+    assert os.path.realpath(out / "act") == os.path.realpath(cached)
+
+
+def test_parse_act_version() -> None:
+    assert toolchain.parse_act_version("act version 0.2.89\n") == "0.2.89"
+    with pytest.raises(ToolingError, match="act --version"):
+        toolchain.parse_act_version("nektos\n")

@@ -1,4 +1,4 @@
-"""The pinned command-line tools: OpenTofu, Terragrunt and actionlint.
+"""The pinned command-line tools: OpenTofu, Terragrunt, actionlint and act.
 
 ``.tool-versions`` at the repository root (asdf/mise format) pins one exact
 version per tool. Two entry points serve ``tasks.py``:
@@ -7,7 +7,8 @@ version per tool. Two entry points serve ``tasks.py``:
   directory of the active Python environment. For each tool it takes the first
   of: a binary already in the cache, a binary of the right version already on
   ``PATH``, the official release (verified against its published checksum
-  file), or a build from the Go module (several minutes, needs ``go``).
+  file), or a build from the Go module (several minutes, needs ``go``). A
+  tool without a release asset pattern (act) is only ever built.
 - :func:`check_versions` runs before every other task and refuses, with an
   actionable message, when a tool on ``PATH`` is missing or of another
   version. Its answer is cached in ``<cache>/version-check.json`` keyed by the
@@ -124,6 +125,11 @@ def parse_actionlint_version(output: str) -> str:
     return _version_line(output, r"v?(\d+\.\d+\.\d+\S*)", "actionlint --version")
 
 
+def parse_act_version(output: str) -> str:
+    """``act --version`` output ("act version 0.2.89") -> "0.2.89"."""
+    return _version_line(output, r"act version v?(\S+)", "act --version")
+
+
 def parse_checksums(text: str, source: str) -> dict[str, str]:
     """Parse a release checksum file: ``{filename: sha256}`` (hex, lower case).
 
@@ -156,12 +162,14 @@ class Tool:
     version_args: tuple[str, ...]
     parse_version: Callable[[str], str]
     repo: str  #: GitHub ``owner/name`` of the releases
-    asset: str  #: release asset name; ``{v}``, ``{os}``, ``{arch}`` are filled in
+    asset: str  #: release asset name (``{v}``, ``{os}``, ``{arch}`` filled in); "" = build only
     checksums: str  #: checksum file name; ``{v}`` is filled in
     archive: Archive
     module: str  #: Go module path
     package: str  #: package of the main program, relative to the module root
     ldflags: str  #: ``{v}`` is filled in
+    #: only the tests use it (act): ``invoke setup`` installs it, the tasks do not require it
+    test_only: bool = False
 
 
 TOOLS: dict[str, Tool] = {
@@ -205,6 +213,23 @@ TOOLS: dict[str, Tool] = {
             module="github.com/rhysd/actionlint",
             package="./cmd/actionlint",
             ldflags="-s -w -X github.com/rhysd/actionlint.version={v}",
+        ),
+        Tool(
+            # The workflow engine of the act-driven workflow tests. Its release
+            # assets use other OS/arch names than Go's, so it is built from the
+            # Go module (the version comes from the module's embedded VERSION).
+            name="act",
+            binary="act",
+            version_args=("--version",),
+            parse_version=parse_act_version,
+            repo="nektos/act",
+            asset="",
+            checksums="",
+            archive="raw",
+            module="github.com/nektos/act",
+            package=".",
+            ldflags="-s -w",
+            test_only=True,
         ),
     )
 }
@@ -489,7 +514,7 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
     each tool that is missing or differs. Warm calls only stat files: the
     version each binary reports is cached by its path, size and mtime.
     """
-    pins = read_pins(repo_root)
+    pins = [(tool, version) for tool, version in read_pins(repo_root) if not tool.test_only]
     pin_file = Path(repo_root) / TOOL_VERSIONS_FILE
     memo = _VersionMemo(cache or cache_dir())
     found: list[InstalledTool] = []
@@ -779,7 +804,7 @@ def _resolve(
                 _say(f"{label}: found on PATH at {candidate}")
                 return "path", Path(os.path.realpath(candidate))
             _say(f"{label}: skipping {candidate} (version {got})")
-    if download and _download(tool, version, target, release_base):
+    if download and tool.asset and _download(tool, version, target, release_base):
         return "download", target
     _go_build(tool, version, target)
     return "build", target
@@ -825,11 +850,16 @@ def ensure_tool(
 
 
 def setup(
-    repo_root: Path, *, cache: Path | None = None, bin_dir: Path | None = None
+    repo_root: Path,
+    *,
+    cache: Path | None = None,
+    bin_dir: Path | None = None,
+    test_tools: bool = True,
 ) -> list[InstalledTool]:
     """Install every tool pinned in ``.tool-versions`` and link it into ``bin_dir``.
 
-    Warns when ``bin_dir`` is not on ``PATH`` or another version of a tool
+    ``test_tools=False`` leaves out the tools only the tests use (act), as the
+    pipeline's jobs do. Warns when ``bin_dir`` is not on ``PATH`` or another version of a tool
     shadows it there.
     """
     bin_dir = bin_dir or scripts_dir()
@@ -837,6 +867,7 @@ def setup(
     installed = [
         ensure_tool(tool.name, version, cache=cache, bin_dir=bin_dir)
         for tool, version in read_pins(repo_root)
+        if test_tools or not tool.test_only
     ]
     if not _on_path(bin_dir):
         _say(
