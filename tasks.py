@@ -228,19 +228,94 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
 
 @task(
     help={
-        "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)"
+        "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)",
+        "routes": "JSON {executor: [runner labels]}: refuse a leg routed elsewhere; write matrix/any to $GITHUB_OUTPUT",
     }
 )
-def matrix(c: Context, base: str = "") -> None:
-    """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml)."""
+def matrix(c: Context, base: str = "", routes: str = "") -> None:
+    """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml).
+
+    With --routes (the workflows' routing guard), a leg on other runners than
+    the routes name, or an executor they do not name, is an error (exit 1), and
+    the job outputs `matrix` and `any` are written to $GITHUB_OUTPUT.
+    """
+    from tooling.commands import ci
     from tooling.commands import matrix as matrices
 
     def go() -> None:
         ws = _workspace()
         ws.check_tools()
-        print(json.dumps(matrices.matrix(ws, base=base or None), indent=2))
+        if routes:
+            doc = ci.checked_matrix(ws, base=base or None, routes=routes)
+        else:
+            doc = matrices.matrix(ws, base=base or None)
+        print(json.dumps(doc, indent=2))
 
     _run(go)
+
+
+@task(
+    help={
+        "before": "the push event's `before` commit (the fallback base)",
+        "workflow": "the workflow file whose last successful run is the base (default: apply.yml)",
+        "branch": "the branch of that run (default: main)",
+    }
+)
+def apply_base(c: Context, before: str = "", workflow: str = "apply.yml", branch: str = "main") -> None:
+    """The commit a merge is planned from, on stdout and as `base` in $GITHUB_OUTPUT.
+
+    The head of the last successful run of WORKFLOW on BRANCH (GitHub API),
+    else BEFORE, each only if it is an ancestor of HEAD; else HEAD^. Planning
+    from the last applied commit re-plans what a failed or cancelled run left.
+    """
+    from tooling.commands import ci
+
+    _run(lambda: print(ci.apply_base(_workspace(), before=before, workflow=workflow, branch=branch)) or 0)
+
+
+_REPORTS_HELP = {
+    "plans": "folder holding one plan-EXECUTOR folder per leg (the downloaded artifacts)",
+    "matrix": "the matrix job's `matrix` output ({\"include\": [...]})",
+}
+
+
+@task(help=_REPORTS_HELP)
+def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
+    """Post or update the pull request's one sticky plan comment from every executor's report.
+
+    Needs GITHUB_TOKEN, GITHUB_REPOSITORY and the pull_request event
+    (GITHUB_EVENT_PATH). A leg without a report shows "No report". Over
+    GitHub's size limit, each section keeps its verdict and table.
+    """
+    from tooling.commands import ci
+
+    if not plans:
+        raise Exit("error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2)
+    _run(lambda: ci.plan_comment(plans=Path(plans), matrix=matrix))
+
+
+@task(help={**_REPORTS_HELP, "apply_result": "the auto apply job's result (success, failure, cancelled, skipped)"})
+def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: str = "") -> None:
+    """After the auto applies: job summary, comment on the merged pull request, and the manual job's matrix.
+
+    Writes `manual_matrix` and `manual_any` to $GITHUB_OUTPUT: the executors
+    with units waiting for approval, offered only when the auto job succeeded.
+    """
+    from tooling.commands import ci
+
+    if not plans or not apply_result:
+        raise Exit("error: --plans DIR and --apply-result RESULT are required", code=2)
+    _run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
+
+
+@task(help={"plans": "the folder `invoke app-plan --out` wrote"})
+def manual_gate(c: Context, plans: str = "") -> None:
+    """Whether a plan waits for a human (a manual-gate unit with changes): `manual` in $GITHUB_OUTPUT."""
+    from tooling.commands import ci
+
+    if not plans:
+        raise Exit("error: --plans DIR is required", code=2)
+    _run(lambda: print("true" if ci.manual_gate(plans=Path(plans)) else "false") or 0)
 
 
 _APP_HELP = {
@@ -429,6 +504,10 @@ ns = Collection(
     apply,
     drift,
     matrix,
+    apply_base,
+    plan_comment,
+    apply_report,
+    manual_gate,
     bump_module,
     outdated,
     bump_all,

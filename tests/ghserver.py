@@ -12,6 +12,10 @@ tooling uses, with GitHub's response shapes:
   ``GET``/``PATCH /pulls/{n}``);
 - issues (``GET``/``POST /issues``, filtered by ``state``/``labels``;
   ``GET``/``PATCH /issues/{n}``) and ``POST /issues/{n}/labels``;
+- a workflow's runs (``GET /actions/workflows/{file}/runs``, filtered by
+  ``branch``/``status``, newest first; seed with :meth:`RepoState.add_run`) and
+  the pull requests of a commit (``GET /commits/{sha}/pulls``: those whose
+  ``merge_commit_sha`` is the commit);
 - pagination (``per_page`` up to 100, default 30, ``page``) with ``Link``
   headers;
 - 401 without the right ``Authorization`` header, 404 for anything else
@@ -107,6 +111,8 @@ class RepoState:
     comments: dict[int, JSON] = field(default_factory=dict)
     #: labels that exist in the repository, by name
     labels: dict[str, JSON] = field(default_factory=dict)
+    #: workflow runs, oldest first: ``{"id", "path", "head_branch", "head_sha", "status", "conclusion"}``
+    runs: list[JSON] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _failures: list[_Failure] = field(default_factory=list, repr=False)
     _next_number: int = 1
@@ -201,6 +207,29 @@ class RepoState:
                 "merged_at": now if merged else None,
             }
             self._label(number, labels)
+            return self.pull_json(number)
+
+    def add_run(self, workflow: str, head_sha: str, *, branch: str = "main", conclusion: str = "success") -> JSON:
+        """Record a completed run of ``workflow`` (a file name such as ``apply.yml``)."""
+        with self.lock:
+            run = {
+                "id": self._new_id(),
+                "path": f".github/workflows/{workflow}",
+                "head_branch": branch,
+                "head_sha": head_sha,
+                "status": "completed",
+                "conclusion": conclusion,
+                "created_at": _now(),
+            }
+            self.runs.append(run)
+            return dict(run)
+
+    def merge(self, number: int, merge_commit_sha: str) -> JSON:
+        """Mark pull request ``number`` merged as ``merge_commit_sha``."""
+        with self.lock:
+            pr = self.pulls[number]
+            pr.update(merged=True, merged_at=_now(), merge_commit_sha=merge_commit_sha)
+            self.issues[number].update(state="closed", closed_at=_now())
             return self.pull_json(number)
 
     def add_comment(self, number: int, body: str, user: Mapping[str, Any] = HUMAN) -> JSON:
@@ -317,6 +346,7 @@ class RepoState:
                 "updated_at": rec["updated_at"],
                 "closed_at": rec["closed_at"],
                 "merged_at": pr["merged_at"],
+                "merge_commit_sha": pr.get("merge_commit_sha"),
                 "head": {
                     "label": f"{pr['head_owner']}:{pr['head']}",
                     "ref": pr["head"],
@@ -662,6 +692,28 @@ def add_labels(call: _Call) -> tuple[int, Any]:
     return 200, [dict(state.labels[name]) for name in state.issues[number]["labels"]]
 
 
+def list_runs(call: _Call) -> tuple[int, Any]:
+    workflow = call.params["workflow"]
+    branch, status = call.arg("branch"), call.arg("status")
+    with call.state.lock:
+        runs = [
+            {**r, "status": r["status"]}
+            for r in reversed(call.state.runs)
+            if r["path"].rsplit("/", 1)[-1] == workflow
+            and (branch is None or r["head_branch"] == branch)
+            and (status is None or status in (r["status"], r["conclusion"]))
+        ]
+    code, page = call.page(runs)
+    return code, {"total_count": len(runs), "workflow_runs": page}
+
+
+def commit_pulls(call: _Call) -> tuple[int, Any]:
+    sha = call.params["sha"]
+    with call.state.lock:
+        numbers = [n for n, pr in call.state.pulls.items() if pr.get("merge_commit_sha") == sha]
+        return call.page([call.state.pull_json(n, full=False) for n in numbers])
+
+
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
     (method, re.compile(_REPO + pattern + r"/?"), handler)
@@ -679,6 +731,8 @@ ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
         ("PATCH", r"/pulls/(?P<number>\d+)", update_pull),
         ("GET", r"/pulls", list_pulls),
         ("POST", r"/pulls", create_pull),
+        ("GET", r"/actions/workflows/(?P<workflow>[^/]+)/runs", list_runs),
+        ("GET", r"/commits/(?P<sha>[0-9a-fA-F]{7,40})/pulls", commit_pulls),
     ]
 ]
 

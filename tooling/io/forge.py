@@ -205,6 +205,25 @@ class Forge:
         result = self._request("POST", f"{self._repo_path}/issues/{number}/labels", {"labels": list(labels)})
         return _objects(result, f"POST {self._repo_path}/issues/{number}/labels")
 
+    def pulls_of_commit(self, sha: str) -> list[JSONObject]:
+        """The pull requests associated with commit ``sha`` (the merged one of a merge commit)."""
+        return list(self._paginate(f"{self._repo_path}/commits/{urllib.parse.quote(sha, safe='')}/pulls"))
+
+    # -- actions --------------------------------------------------------------
+
+    def last_successful_run_sha(self, workflow: str, branch: str) -> str | None:
+        """The head commit of the newest successful run of ``workflow`` (a file
+        name such as ``apply.yml``) on ``branch``, or None."""
+        path = f"{self._repo_path}/actions/workflows/{urllib.parse.quote(workflow, safe='')}/runs"
+        result = self._request(
+            "GET", path + "?" + urllib.parse.urlencode({"branch": branch, "status": "success", "per_page": 1})
+        )
+        runs = result.get("workflow_runs") if isinstance(result, dict) else None
+        if not runs or not isinstance(runs[0], dict):
+            return None
+        sha = runs[0].get("head_sha")
+        return sha if isinstance(sha, str) and sha else None
+
     # -- issues ---------------------------------------------------------------
 
     def find_issue(

@@ -1,0 +1,212 @@
+"""The workflows' steps between the plan and apply tasks: routing, base, reports.
+
+Each function is one ``run:`` step of ``.github/workflows/*.yml`` (one
+``invoke`` task each, see docs/pipelines.md); the decisions are the pure
+functions of :mod:`tooling.core.ci`. Values for later jobs go to
+``$GITHUB_OUTPUT`` (when set), reports to ``$GITHUB_STEP_SUMMARY``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tooling.commands import matrix as matrices
+from tooling.core import ci
+from tooling.errors import ToolingError, UsageError
+from tooling.io import git
+from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+
+
+def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
+    """Append ``values`` to ``$GITHUB_OUTPUT`` when the step has one; always log them."""
+    env = os.environ if environ is None else environ
+    text = ci.output_lines(values)
+    target = env.get("GITHUB_OUTPUT", "").strip()
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    for name, value in values.items():
+        say(f"output {name}={value}")
+
+
+def _append_summary(text: str, environ: Mapping[str, str] | None = None) -> None:
+    env = os.environ if environ is None else environ
+    target = env.get("GITHUB_STEP_SUMMARY", "").strip()
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
+def checked_matrix(ws: Workspace, *, base: str | None, routes: str) -> dict[str, Any]:
+    """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say."""
+    doc = matrices.matrix(ws, base=base)
+    legs = ci.checked_legs(doc, ci.parse_routes(routes))
+    write_outputs(ci.matrix_outputs(legs))
+    return {"include": legs}
+
+
+def apply_base(
+    ws: Workspace, *, before: str = "", workflow: str = "apply.yml", branch: str = "main", forge: Any = None
+) -> str:
+    """The commit ``apply.yml`` plans from: the head of its last successful run on
+    ``branch``, else the push's ``before``, each only if it is an ancestor of
+    HEAD; else ``HEAD^``. Writes ``base`` to ``$GITHUB_OUTPUT``."""
+    if forge is None:
+        from tooling.io.forge import Forge
+
+        forge = Forge.from_env()
+    last = forge.last_successful_run_sha(workflow, branch)
+    say(f"last successful {workflow} run on {branch}: {last or 'none'}")
+
+    def is_ancestor(sha: str) -> bool:
+        return git.git(ws.root, "merge-base", "--is-ancestor", sha, "HEAD", ok_codes=(0, 1, 128)).returncode == 0
+
+    base = ci.choose_base([last, before], is_ancestor)
+    if base is None:
+        parent = git.git(ws.root, "rev-parse", "--verify", "--quiet", "HEAD^", ok_codes=(0, 1))
+        if parent.returncode != 0:
+            raise ToolingError(
+                "no base to plan from: no successful run, no usable `before`, and HEAD has no parent. "
+                "Check out the full history (actions/checkout with fetch-depth: 0)."
+            )
+        base = parent.stdout.strip()
+    head = git.rev_parse(ws.root, "HEAD")
+    say(f"planning the changes from {base} to {head}")
+    write_outputs({"base": base})
+    return base
+
+
+def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
+    sections = []
+    for executor in executors:
+        report = plans / f"plan-{executor}" / "comment.md"
+        sections.append(ci.Section(executor, report.read_text(encoding="utf-8") if report.is_file() else None))
+    return sections
+
+
+def _run_url(environ: Mapping[str, str]) -> str:
+    server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    return f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"
+
+
+def _event(environ: Mapping[str, str]) -> dict[str, Any]:
+    path = environ.get("GITHUB_EVENT_PATH", "").strip()
+    if not path:
+        return {}
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ToolingError(f"GITHUB_EVENT_PATH names {path}, which cannot be read as JSON: {exc}") from None
+    return doc if isinstance(doc, dict) else {}
+
+
+def _upsert_own_comment(forge: Any, number: int, marker: str, body: str, *, create: bool) -> tuple[int | None, str]:
+    """Update the oldest comment a bot posted that starts with ``marker``; else create one
+    (only if ``create``). A person's comment that copies the marker is left alone."""
+    for existing in forge.list_comments(number):
+        user = existing.get("user") or {}
+        if user.get("type") == "Bot" and (existing.get("body") or "").startswith(marker):
+            forge.update_comment(int(existing["id"]), body)
+            return int(existing["id"]), "updated"
+    if not create:
+        return None, "skipped"
+    created = forge.comment(number, body)
+    return int(created["id"]), "posted"
+
+
+def plan_comment(*, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None) -> int:
+    """Upsert the pull request's one sticky comment with every executor's plan report.
+
+    ``plans`` holds one ``plan-<executor>`` folder per leg (the downloaded
+    artifacts); ``matrix`` is the matrix job's output. A leg without its
+    report gets a "No report" section. With no affected executor, an existing
+    comment is updated to say so and none is created.
+    """
+    env = os.environ if environ is None else environ
+    executors = ci.legs_of(matrix)
+    event = _event(env)
+    head_sha = str(((event.get("pull_request") or {}).get("head") or {}).get("sha") or env.get("GITHUB_SHA", ""))
+    body = ci.plan_comment(head_sha, _sections(plans, executors), _run_url(env))
+    if forge is None:
+        from tooling.io.forge import Forge
+
+        forge = Forge.from_env(env)
+    if forge.pr_number is None:
+        raise UsageError("plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)")
+    comment_id, action = _upsert_own_comment(forge, forge.pr_number, ci.PLAN_MARKER, body, create=bool(executors))
+    if comment_id is None:
+        say("no unit affected and no earlier plan comment: nothing to post")
+    else:
+        say(f"{action} the plan comment {comment_id} on #{forge.pr_number}")
+    return 0
+
+
+def apply_report(
+    *,
+    plans: Path,
+    matrix: str,
+    apply_result: str,
+    forge: Any = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """After the auto applies: the job summary, the comment on the merged pull
+    request, and the outputs ``manual_matrix``/``manual_any`` of the manual job.
+
+    ``plans`` holds the ``plan-<executor>`` folders the auto legs uploaded.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        legs = json.loads(matrix)["include"]
+    except (ValueError, KeyError, TypeError):
+        raise UsageError("--matrix must be the matrix job's `matrix` output ({\"include\": [...]})") from None
+    executors = ci.legs_of(matrix)
+    sections = _sections(plans, executors)
+    waiting: list[ci.Waiting] = []
+    for executor in executors:
+        summary = plans / f"plan-{executor}" / "summary.json"
+        if summary.is_file():
+            waiting += ci.manual_units(json.loads(summary.read_text(encoding="utf-8")), executor)
+    sha = env.get("GITHUB_SHA", "")
+    body = ci.apply_report(sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env))
+    _append_summary(body.replace(ci.APPLY_MARKER, ""), env)
+    offered = ci.manual_legs(legs, waiting) if apply_result == "success" else []
+    write_outputs(
+        {
+            "manual_matrix": json.dumps({"include": offered}, separators=(",", ":")),
+            "manual_any": "true" if offered else "false",
+        },
+        env,
+    )
+    if forge is None:
+        from tooling.io.forge import Forge
+
+        forge = Forge.from_env(env)
+    merged = [p for p in forge.pulls_of_commit(sha) if p.get("merged_at")] if sha else []
+    if not merged:
+        say(f"no merged pull request for {sha or 'this commit'}: the report is in the job summary only")
+        return 0
+    number = int(merged[0]["number"])
+    comment_id, action = _upsert_own_comment(forge, number, ci.APPLY_MARKER, body, create=True)
+    say(f"{action} the apply report {comment_id} on #{number}")
+    return 0
+
+
+def manual_gate(*, plans: Path) -> bool:
+    """Whether the plan in ``plans`` waits for a human; writes ``manual`` to ``$GITHUB_OUTPUT``."""
+    summary = plans / "summary.json"
+    try:
+        doc = json.loads(summary.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ToolingError(f"{summary} not found: pass the folder the plan wrote (--plans)") from None
+    except ValueError as exc:
+        raise ToolingError(f"{summary} is not JSON: {exc}") from None
+    waiting = ci.manual_units(doc)
+    for unit in waiting:
+        say(f"{unit.path} waits for approval: {'; '.join(unit.reasons)}")
+    write_outputs({"manual": "true" if waiting else "false"})
+    return bool(waiting)

@@ -1,0 +1,237 @@
+"""The workflows' own decisions, as pure functions over plain data.
+
+The GitHub workflows stay thin: each step calls one ``invoke`` task, and the
+logic between the jobs lives here, where table tests reach it:
+
+- :func:`checked_legs`: the matrix of ``invoke matrix``, checked against the
+  routes the workflow declares (each executor on its own runner, nowhere else);
+- :func:`choose_base`: the commit ``apply.yml`` plans from (the last one it
+  applied, else the push's ``before``);
+- :func:`combined_report`: several executors' reports as one comment within
+  GitHub's size limit;
+- :func:`manual_units` and :func:`apply_report`: what waits for a human after
+  the auto applies, and the merged pull request's report;
+- :func:`output_lines`: values for ``$GITHUB_OUTPUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooling.errors import ToolingError
+
+#: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
+PLAN_MARKER = "<!-- iac-tooling:plan-report -->"
+#: the comment on a merged pull request with what the merge applied
+APPLY_MARKER = "<!-- iac-tooling:apply-report -->"
+#: GitHub refuses comments over 65,536 characters; keep room for the framing
+BUDGET = 65_536 - 2_000
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+_ZERO = "0" * 40
+_OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def parse_routes(text: str) -> dict[str, list[str]]:
+    """The workflow's ``ROUTES`` JSON: ``{executor: [runner labels]}``."""
+    try:
+        routes = json.loads(text)
+    except ValueError as exc:
+        raise ToolingError(f"--routes is not JSON ({exc}): pass e.g. '{{\"hosted\": [\"ubuntu-latest\"]}}'") from None
+    if not isinstance(routes, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and v and all(isinstance(x, str) for x in v)
+        for k, v in routes.items()
+    ):
+        raise ToolingError("--routes must map each executor to a non-empty list of runner labels")
+    return routes
+
+
+def checked_legs(doc: Mapping[str, Any], routes: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """The legs of a matrix document, refused unless each executor runs where ``routes`` says.
+
+    LAN secrets must never reach a hosted runner and cloud plans never run on
+    the LAN runner: an unknown executor, other runner labels, or an executor
+    listed twice is an error.
+    """
+    include = doc.get("include") if isinstance(doc, Mapping) else None
+    if not isinstance(include, list):
+        raise ToolingError("the matrix has no 'include' list")
+    seen: set[str] = set()
+    for leg in include:
+        executor = leg.get("executor") if isinstance(leg, Mapping) else None
+        if not isinstance(executor, str) or executor not in routes:
+            raise ToolingError(
+                f"the matrix names executor {executor!r}, which the workflow's routes do not declare "
+                f"({', '.join(routes) or 'none'}): add it to the workflow's ROUTES and policy.toml together"
+            )
+        if list(leg.get("runs_on") or []) != list(routes[executor]):
+            raise ToolingError(
+                f"executor {executor} must run on {list(routes[executor])}, not {leg.get('runs_on')!r}: "
+                f"policy.toml and the workflow's ROUTES disagree"
+            )
+        if executor in seen:
+            raise ToolingError(f"the matrix lists executor {executor} twice")
+        seen.add(executor)
+    return [dict(leg) for leg in include]
+
+
+def matrix_outputs(legs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``matrix`` (compact JSON) and ``any`` for the job outputs."""
+    return {
+        "matrix": json.dumps({"include": list(legs)}, separators=(",", ":")),
+        "any": "true" if legs else "false",
+    }
+
+
+def output_lines(values: Mapping[str, str]) -> str:
+    """``name=value`` lines for ``$GITHUB_OUTPUT``; a value must be one line."""
+    lines = []
+    for name, value in values.items():
+        if not _OUTPUT_NAME.fullmatch(name):
+            raise ToolingError(f"not a step output name: {name!r}")
+        if "\n" in value or "\r" in value:
+            raise ToolingError(f"step output {name} must be one line")
+        lines.append(f"{name}={value}\n")
+    return "".join(lines)
+
+
+def is_commit(value: str | None) -> bool:
+    """A full commit SHA that is not the all-zero ``before`` of a new branch."""
+    return bool(value) and bool(_SHA.fullmatch(value or "")) and value != _ZERO
+
+
+def choose_base(candidates: Iterable[str | None], is_ancestor: Callable[[str], bool]) -> str | None:
+    """The first candidate that is a commit and an ancestor of HEAD, or None."""
+    for candidate in candidates:
+        if candidate is not None and is_commit(candidate) and is_ancestor(candidate):
+            return candidate
+    return None
+
+
+def legs_of(matrix_json: str) -> list[str]:
+    """The executors of a matrix output (``{"include": [...]}``), in order."""
+    try:
+        doc = json.loads(matrix_json) if matrix_json.strip() else {"include": []}
+    except ValueError as exc:
+        raise ToolingError(f"--matrix is not JSON ({exc}): pass the matrix job's `matrix` output") from None
+    include = doc.get("include") if isinstance(doc, dict) else None
+    if not isinstance(include, list):
+        raise ToolingError("--matrix has no 'include' list: pass the matrix job's `matrix` output")
+    executors = []
+    for leg in include:
+        executor = leg.get("executor") if isinstance(leg, dict) else None
+        if not isinstance(executor, str) or not executor:
+            raise ToolingError(f"--matrix: a leg without an executor: {leg!r}")
+        executors.append(executor)
+    return executors
+
+
+@dataclass(frozen=True)
+class Section:
+    """One executor's report: its ``comment.md``, or None when its plan did not finish."""
+
+    executor: str
+    text: str | None
+
+
+def _section(executor: str, text: str) -> str:
+    return f"### Executor `{executor}`\n\n{text}\n"
+
+
+def _report_text(section: Section, run_url: str, what: str) -> str:
+    if section.text is None:
+        return f"**No report**: the {section.executor} {what} did not finish; see [the run]({run_url})."
+    return section.text.replace(PLAN_MARKER, "").strip()
+
+
+def combined_report(
+    top: Sequence[str], sections: Sequence[Section], run_url: str, *, details: str, what: str = "plan"
+) -> str:
+    """``top`` lines, then one section per executor, within :data:`BUDGET`.
+
+    Too long: each section keeps its head (verdict, warnings, table: what
+    comes before the first ``<details``) and points to ``details`` (where the
+    per-unit details are, ``{executor}`` filled in); still too long: a pointer
+    to the run alone.
+    """
+    texts = [(s.executor, _report_text(s, run_url, what)) for s in sections]
+    body = "\n".join([*top, *(_section(e, t) for e, t in texts)])
+    if len(body) <= BUDGET:
+        return body
+    short = [
+        _section(e, t.split("\n<details")[0] + f"\n\n_Per-unit details: {details.format(executor=e)} of [the run]({run_url})._")
+        for e, t in texts
+    ]
+    body = "\n".join([*top, *short])
+    if len(body) <= BUDGET:
+        return body
+    return "\n".join([*top, f"The report is too large for a comment: see [the run]({run_url})."])
+
+
+def plan_comment(head_sha: str, sections: Sequence[Section], run_url: str) -> str:
+    """The one sticky comment of a pull request: every executor's plan report."""
+    top = [PLAN_MARKER, f"## Infrastructure plan for `{head_sha[:12]}`", ""]
+    if not sections:
+        top.append("No infrastructure unit is affected by this pull request.")
+    return combined_report(
+        top, sections, run_url, details="the `{executor}` job summary and artifact `plan-{executor}`"
+    )
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A unit whose plan waits for approval."""
+
+    executor: str
+    path: str
+    reasons: tuple[str, ...]
+
+
+def manual_units(summary: Mapping[str, Any], executor: str = "") -> list[Waiting]:
+    """The units of a ``summary.json`` whose gate is ``manual`` and whose plan changes something."""
+    waiting = []
+    for unit in summary.get("units") or []:
+        if not isinstance(unit, Mapping):
+            continue
+        gate = unit.get("gate") or {}
+        if gate.get("decision") != "manual" or unit.get("status") not in (None, "changes"):
+            continue
+        waiting.append(Waiting(executor, str(unit.get("path")), tuple(str(r) for r in gate.get("reasons") or ())))
+    return waiting
+
+
+def apply_report(
+    sha: str,
+    sections: Sequence[Section],
+    waiting: Sequence[Waiting],
+    *,
+    apply_result: str,
+    run_url: str,
+) -> str:
+    """The report of a merge: the auto applies' outcome, what waits, and every executor's plan."""
+    ok = apply_result == "success"
+    top = [APPLY_MARKER, f"## Infrastructure apply for `{sha[:12]}`", ""]
+    if ok:
+        top.append(f"Auto units: applied ([run]({run_url})).")
+    else:
+        top.append(
+            f"Auto units: **the plan-and-apply job did not succeed** ({apply_result}); nothing further "
+            f"is applied. See [the run]({run_url})."
+        )
+    lines = [f"- `{w.path}` ({w.executor}): {'; '.join(w.reasons)}" for w in waiting]
+    if waiting and ok:
+        top += ["", "**Waiting for approval in the `infra-manual` environment** (these exact plans, nothing else):", *lines]
+    elif waiting:
+        top += ["", "Manual units (not offered for approval because the auto job failed):", *lines]
+    top.append("")
+    return combined_report(top, sections, run_url, details="artifact `plan-{executor}`")
+
+
+def manual_legs(legs: Sequence[Mapping[str, Any]], waiting: Sequence[Waiting]) -> list[dict[str, Any]]:
+    """The legs (executor and runner) of the manual job: the executors with waiting units."""
+    executors = {w.executor for w in waiting}
+    return [{"executor": leg["executor"], "runs_on": leg["runs_on"]} for leg in legs if leg["executor"] in executors]
