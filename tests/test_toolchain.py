@@ -31,11 +31,9 @@ from tooling.io import proc, toolchain
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the user's cache, before any test points IAC_CACHE_DIR elsewhere
 USER_CACHE = toolchain.cache_dir()
-PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT)}
-#: the pins every task requires on PATH (act is for the tests only)
-TASK_PINS = {
-    tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT) if not tool.test_only
-}
+PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT, test_tools=True)}
+#: the pins every task requires on PATH, records in a plan and checks before an apply (not act)
+TASK_PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT)}
 
 # --------------------------------------------------------------------------
 # pure functions
@@ -816,6 +814,7 @@ def test_the_tasks_do_not_require_act_but_setup_installs_it(
 ) -> None:
     """act drives the workflow tests only: a missing act never stops a task."""
     assert toolchain.get_tool("act").test_only
+    assert "act" not in {tool.name for tool, _ in toolchain.read_pins(REPO_ROOT)}
     bin_dir = tmp_path / "bin"
     write_fake_tool(bin_dir / "tofu", "opentofu", "1.12.6")
     write_fake_tool(bin_dir / "act", "act", "0.2.88")  # another version: ignored by the check

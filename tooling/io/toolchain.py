@@ -459,10 +459,12 @@ class InstalledTool:
     link: Path | None = None  #: its entry in the environment's ``bin`` directory
 
 
-def read_pins(repo_root: Path) -> list[tuple[Tool, str]]:
+def read_pins(repo_root: Path, *, test_tools: bool = False) -> list[tuple[Tool, str]]:
     """The managed tools pinned in ``<repo_root>/.tool-versions``, with their versions.
 
-    Lines for other tools (python, nodejs, ...) are ignored.
+    Lines for other tools (python, nodejs, ...) are ignored, and so are the
+    tools only the tests use (act) unless ``test_tools``: a plan records and
+    an apply checks the versions of the tools that made it, not of act.
     """
     path = Path(repo_root) / TOOL_VERSIONS_FILE
     try:
@@ -474,7 +476,7 @@ def read_pins(repo_root: Path) -> list[tuple[Tool, str]]:
         ) from None
     pins = []
     for name, (version, lineno) in _parse_tool_versions(text, path).items():
-        if name not in TOOLS:
+        if name not in TOOLS or (TOOLS[name].test_only and not test_tools):
             continue
         if not _EXACT_VERSION.fullmatch(version):
             raise ToolingError(
@@ -514,7 +516,7 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
     each tool that is missing or differs. Warm calls only stat files: the
     version each binary reports is cached by its path, size and mtime.
     """
-    pins = [(tool, version) for tool, version in read_pins(repo_root) if not tool.test_only]
+    pins = read_pins(repo_root)
     pin_file = Path(repo_root) / TOOL_VERSIONS_FILE
     memo = _VersionMemo(cache or cache_dir())
     found: list[InstalledTool] = []
@@ -866,8 +868,7 @@ def setup(
     cache = cache or cache_dir()
     installed = [
         ensure_tool(tool.name, version, cache=cache, bin_dir=bin_dir)
-        for tool, version in read_pins(repo_root)
-        if test_tools or not tool.test_only
+        for tool, version in read_pins(repo_root, test_tools=test_tools)
     ]
     if not _on_path(bin_dir):
         _say(
