@@ -23,8 +23,8 @@ from tooling.core.bump import Changelog, Pin, UnitText
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.tags import Token
-from tooling.model.modules import RepoTags, Tag, parse_source, remote_url
 from tooling.model.repo import Change
+from tooling.model.sources import RepoTags, Tag, parse_source, remote_url
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -541,7 +541,7 @@ Intro text.
 
 
 def _v(text: str) -> Any:
-    from tooling.model.modules import parse_version
+    from tooling.model.versions import parse_version
 
     return parse_version(text)
 

@@ -17,7 +17,8 @@ import pytest
 from infra_fixtures import GIT_ENV, commit_all, git, invoke
 
 from tooling.io import sandbox
-from tooling.model.modules import parse_source, parse_version
+from tooling.model.sources import parse_source
+from tooling.model.versions import parse_version
 
 MODULE = "terraform-proxmox"
 

@@ -1,4 +1,4 @@
-"""Table tests for tooling.model.modules: source parsing, versions, byte-exact edits."""
+"""Table tests for module sources, versions and byte-exact ref edits (model.sources, model.versions, core.upgrades, core.refs)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,17 @@ from typing import NamedTuple
 
 import pytest
 
-from tooling.errors import ToolingError
-from tooling.model.modules import (
-    ModuleSource,
+from tooling.core.refs import (
     ResolvedSource,
-    Skip,
     Unresolvable,
-    Upgrade,
-    Version,
     bump_text,
     find_source_lines,
-    format_like,
-    is_commit_sha,
-    parse_source,
-    parse_version,
-    pick_upgrades,
     resolve_local_source,
 )
+from tooling.core.upgrades import Skip, Upgrade, is_branch_name, pick_upgrades
+from tooling.errors import ToolingError
+from tooling.model.sources import ModuleSource, is_commit_sha, parse_source
+from tooling.model.versions import Version, format_like, parse_version
 
 LIVE = Path(__file__).resolve().parents[1] / "live"
 
@@ -1090,3 +1084,31 @@ def test_module_source_is_frozen() -> None:
     assert isinstance(src, ModuleSource)
     with pytest.raises(AttributeError):
         src.ref = "v2"  # type: ignore[misc]
+
+
+def test_offsets_are_characters_when_the_file_holds_non_ascii_text() -> None:
+    # tree-sitter reports byte offsets; an edit after "ü" or "☕" must not shift
+    hcl = "# Zürich café ☕\n" + unit(f'source = "{PROXMOX}?ref={OLD_SHA}" # née v1.2.3')
+    [line] = find_source_lines(hcl)
+    assert line.ref_span is not None and hcl[line.ref_span[0] : line.ref_span[1]] == OLD_SHA
+    assert line.comment_version == "v1.2.3"
+    out = bump_text(hcl, "v1.2.3", "v1.3.0", new_sha_comment=NEW_SHA)
+    assert out == hcl.replace(OLD_SHA, NEW_SHA).replace("née v1.2.3", "née v1.3.0")
+
+
+def test_a_labelled_terraform_block_is_not_the_units_source() -> None:
+    hcl = f'terraform "x" {{\n  source = "{PROXMOX}?ref=v1.1.0"\n}}\n'
+    assert find_source_lines(hcl) == []
+    assert bump_text(hcl, "v1.1.0", "v1.2.0") == hcl
+
+
+@pytest.mark.parametrize("ref", ["main", "development", "release", "Release", "feature/x", "hotfix/y"])
+def test_one_branch_classifier_for_check_and_bump(ref: str) -> None:
+    assert is_branch_name(ref)
+    skip = pick_upgrades(ref, ["v1.0.0"])
+    assert isinstance(skip, Skip) and "is a branch" in skip.reason
+
+
+@pytest.mark.parametrize("ref", ["v1.0.0", "dns-v1.2.3", "releases-2", "mainline"])
+def test_versions_and_other_names_are_not_branches(ref: str) -> None:
+    assert not is_branch_name(ref)

@@ -60,8 +60,9 @@ from tooling.io import git as gitw
 from tooling.io import proc, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
-from tooling.model.modules import RepoTags, parse_version
 from tooling.model.repo import Change, Tree, WorkTree
+from tooling.model.sources import RepoTags
+from tooling.model.versions import parse_version
 
 LABELS = ("dependencies",)
 MAJOR_LABELS = ("dependencies", "major-update")

@@ -11,7 +11,7 @@ in :mod:`tooling.commands.bump` read the files and the tags, call these, and act
 - :func:`plan_bump` (one module, one tag: ``invoke bump-module``) and
   :func:`plan_all` (every module, newest minor/patch and newest major apart:
   ``invoke bump-all``) turn pins and tags into :class:`BumpPlan`.
-- :func:`apply_changes` edits the texts with :func:`tooling.model.modules.bump_text`
+- :func:`apply_changes` edits the texts with :func:`tooling.core.refs.bump_text`
   (every other byte kept) and checks that exactly one line per pin changed.
 - :func:`pr_title`, :func:`pr_body`, :func:`commit_message` and
   :func:`outdated_report` render them; :func:`changelog_sections` and
@@ -27,21 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooling.core.refs import bump_text, find_source_lines
+from tooling.core.upgrades import Skip, pick_upgrades
 from tooling.errors import ToolingError, UsageError
-from tooling.model.modules import (
-    ModuleSource,
-    RepoTags,
-    Skip,
-    Tag,
-    Version,
-    bump_text,
-    find_source_lines,
-    format_like,
-    parse_source,
-    parse_version,
-    pick_upgrades,
-    remote_url,
-)
+from tooling.model.sources import ModuleSource, RepoTags, Tag, parse_source, remote_url
+from tooling.model.versions import Version, format_like, parse_version
 
 __all__ = [
     "MARKER",

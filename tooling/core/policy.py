@@ -22,10 +22,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooling.core.refs import find_source_lines
+from tooling.core.upgrades import is_branch_name
 from tooling.errors import ToolingError
 from tooling.model import hcl
-from tooling.model.modules import find_source_lines, is_commit_sha, parse_source, parse_version
 from tooling.model.repo import UNIT_FILE, Model, Unit
+from tooling.model.sources import is_commit_sha, parse_source
+from tooling.model.versions import parse_version
 
 POLICY_FILE = "policy.toml"
 TOOL_VERSIONS_FILE = ".tool-versions"
@@ -552,7 +555,6 @@ def check_configuration_only(model: Model | None, policy: CheckPolicy, snap: Sna
 
 # --------------------------------------------------------------------------- pins
 
-_BRANCHES = frozenset({"main", "master", "develop", "dev", "trunk", "head", "latest", "stable", "release"})
 
 
 def _source_site(unit: Unit, snap: Snapshot) -> tuple[str, int, str | None]:
@@ -614,7 +616,7 @@ def check_pins(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violat
                     f"add the version as a comment on the same line: source = \"…?ref={ref}\" # vX.Y.Z",
                 ))
         elif parse_version(ref) is None:
-            what = "a branch" if ref.lower() in _BRANCHES else "not a version tag"
+            what = "a branch" if is_branch_name(ref) else "not a version tag"
             out.append(Violation(
                 file, line, "pin-branch",
                 f"{unit.path} pins ?ref={ref}, {what}: it moves, so the same commit can plan differently tomorrow",

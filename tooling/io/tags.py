@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tooling.errors import ToolingError
 from tooling.io import proc
-from tooling.model.modules import RepoTags, Tag, remote_url
+from tooling.model.sources import RepoTags, Tag, remote_url
 
 __all__ = [
     "RepoTags",

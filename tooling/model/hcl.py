@@ -93,6 +93,20 @@ def parse(data: bytes, filename: str) -> Body:
     return _Converter(data).body(body) if body is not None else {"a": {}, "b": []}
 
 
+def syntax_tree(data: bytes) -> Any:
+    """The tree-sitter root node of HCL bytes, for readers that need positions.
+
+    Offsets on the nodes are byte offsets into ``data``. The caller checks
+    ``has_error`` (and :func:`error_at` says where) before trusting the tree.
+    """
+    return _parser().parse(data).root_node
+
+
+def error_at(root: Any) -> tuple[int, int, str]:
+    """1-based line and column of the first syntax error under ``root``, and what it is."""
+    return _first_error(root)
+
+
 def _first_error(node: Any) -> tuple[int, int, str]:
     stack = [node]
     while stack:
