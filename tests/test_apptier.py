@@ -21,6 +21,7 @@ from infra_fixtures import REPO, commit_all, git, invoke
 from tooling.commands import apptier
 from tooling.commands.apptier import AppPolicy, AppState
 from tooling.errors import ToolingError, UsageError
+from tooling.io import config
 
 pytestmark = pytest.mark.e2e
 
@@ -162,7 +163,7 @@ def test_plan_problems_count_every_kept_resource_but_not_deletes() -> None:
 def test_the_shipped_policy_has_an_allowlist_and_the_foundation_bucket_of_bootstrap() -> None:
     import tomllib
 
-    policy = apptier.load_policy(REPO)
+    policy = apptier.parse_policy(config.read_policy(REPO))
     assert policy.allows("terraform_data") and policy.allows("aws_db_instance") and policy.allows("aws_s3_bucket")
     assert not policy.allows("aws_iam_role") and not policy.allows("aws_instance")
     boot = tomllib.loads((REPO / "bootstrap" / "bootstrap.toml").read_text())

@@ -14,7 +14,6 @@ import pytest
 from tooling.commands.bump import (
     Identity,
     dirty_message,
-    github_repository,
     parse_ident,
     parse_tag_messages,
 )
@@ -22,6 +21,7 @@ from tooling.core import bump
 from tooling.core.bump import Changelog, Pin, UnitText
 from tooling.errors import ToolingError
 from tooling.io import tags
+from tooling.io.forge import github_repository
 from tooling.io.tags import Token
 from tooling.model.repo import Change
 from tooling.model.sources import RepoTags, Tag, parse_source, remote_url

@@ -21,6 +21,7 @@ from infra_fixtures import REPO, commit_all, git, invoke
 from tooling.commands import ci as ci_flow
 from tooling.core import ci, executors
 from tooling.errors import ToolingError
+from tooling.io import config
 
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"]}
 LAN = {"executor": "lan", "runs_on": ["self-hosted", "lan"]}
@@ -97,7 +98,7 @@ def test_a_unit_of_an_undeclared_executor_is_an_error_naming_it() -> None:
 
 def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
     """policy.toml is the one declaration; the workflows' routing guards and drift's legs must match it."""
-    declared = executors.load(REPO)
+    declared = executors.parse(config.read_policy(REPO))
     routes = {name: list(e.runs_on) for name, e in declared.items()}
     assert routes == {"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}
     for name in ("plan.yml", "apply.yml"):
@@ -112,7 +113,7 @@ def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
 
 
 def test_the_expected_identities_match_the_roles_bootstrap_creates() -> None:
-    declared = executors.load(REPO)
+    declared = executors.parse(config.read_policy(REPO))
     boot = tomllib.loads((REPO / "bootstrap" / "bootstrap.toml").read_text())
     roles = boot["roles"]
     hosted = declared["hosted"].aws_role_arn_patterns

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 
 from tooling.errors import ToolingError
-from tooling.io import proc, toolchain
+from tooling.io import config, proc, toolchain
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the user's cache, before any test points IAC_CACHE_DIR elsewhere
-USER_CACHE = toolchain.cache_dir()
+USER_CACHE = config.cache_root()
 PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT, test_tools=True)}
 #: the pins every task requires on PATH, records in a plan and checks before an apply (not act)
 TASK_PINS = {tool.name: version for tool, version in toolchain.read_pins(REPO_ROOT)}
@@ -279,7 +279,7 @@ def test_get_tool_unknown() -> None:
 def test_cache_dir(env: dict[str, str], expected: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    assert toolchain.cache_dir() == expected
+    assert config.cache_root() == expected
     assert toolchain.cached_binary("tofu", "1.12.6") == expected / "tools/opentofu/1.12.6/tofu"
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from tooling.commands import preflight
 from tooling.commands.plans import Target, plan_unit, sha256_file
-from tooling.core.gates import decide, load_policy
+from tooling.core.gates import decide, parse_policy
 from tooling.errors import ToolingError
 from tooling.io import git, proc, terragrunt
 from tooling.io.workspace import Workspace
@@ -130,7 +130,7 @@ class Applier:
             raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
-        self.policy = load_policy(ws.root)
+        self.policy = parse_policy(ws.policy)
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None

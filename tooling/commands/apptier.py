@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
-from tooling.io import config, proc, terragrunt
+from tooling.io import config, git, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
@@ -96,16 +95,6 @@ def parse_policy(data: Mapping[str, Any]) -> AppPolicy:
     if gate not in ("auto", "manual"):
         raise ToolingError(f"policy.toml: [apps] gate = {gate!r}: use \"auto\" or \"manual\"")
     return AppPolicy(tuple(allowed), tuple(buckets), gate)
-
-
-def load_policy(root: Path) -> AppPolicy:
-    path = root / "policy.toml"
-    if not path.exists():
-        return parse_policy({})
-    try:
-        return parse_policy(tomllib.loads(path.read_text()))
-    except tomllib.TOMLDecodeError as exc:
-        raise ToolingError(f"policy.toml: {exc}") from None
 
 
 def check_name(app: str) -> str:
@@ -445,10 +434,7 @@ def app_env(ws: Workspace, app: str) -> dict[str, str]:
 
 def app_commit(app_dir: Path) -> str | None:
     """The commit of the app's repository, when the folder is in one."""
-    ran = proc.run(["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=app_dir, ok_codes=range(256))
-    if ran.returncode != 0:
-        return None
-    return ran.stdout.strip() or None
+    return git.commit_sha(app_dir, "HEAD")
 
 
 @contextmanager
@@ -479,7 +465,7 @@ def prepare(ws: Workspace, app: str, directory: Path) -> Prepared:
     """Name, tools, state location and configuration checks: everything before tofu runs."""
     name = check_name(app)
     ws.check_tools()
-    policy = load_policy(ws.root)
+    policy = parse_policy(ws.policy)
     app_dir = resolve_dir(directory)
     state = state_for(name, ws.root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
@@ -505,7 +491,7 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
 
     from tooling.commands import pipeline
     from tooling.commands.plans import _plan_text, sha256_file
-    from tooling.core import report
+    from tooling.core import gates, report
     from tooling.core.planjson import summarize
     from tooling.core.results import Result
 
@@ -548,7 +534,9 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
     except ToolingError as exc:
         result = dataclasses.replace(result, error=str(exc))
     result = dataclasses.replace(result, seconds=time.monotonic() - started)
-    doc = pipeline.summary_document([result], base=None, head="", executor=None, root=ws.root)
+    doc = pipeline.summary_document(
+        [result], base=None, head="", executor=None, root=ws.root, policy=gates.parse_policy(ws.policy)
+    )
     doc["head"] = app_commit(prep.app_dir)  # the app repository's commit, when the folder is in one
     doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
     pipeline.write_summary(out_dir, doc)

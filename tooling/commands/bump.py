@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,21 +95,6 @@ def parse_ident(text: str) -> Identity | None:
     return Identity(match.group("name"), match.group("email")) if match else None
 
 
-def github_repository(url: str, host: str = "github.com") -> str | None:
-    """``owner/name`` from a GitHub remote URL (https or SCP/ssh); None for other hosts."""
-    url = url.strip()
-    scp = re.fullmatch(r"[^@/]+@([^:/]+):(.+)", url)
-    if scp:
-        found_host, path = scp.group(1), scp.group(2)
-    else:
-        parts = urllib.parse.urlsplit(url)
-        found_host, path = parts.hostname or "", parts.path
-    if found_host.lower() != host.lower():
-        return None
-    segments = [s for s in path.strip("/").removesuffix(".git").split("/") if s]
-    return "/".join(segments) if len(segments) == 2 else None
-
-
 def dirty_message(changes: Sequence[Change]) -> str:
     kinds = {"A": "added/untracked", "M": "modified", "D": "deleted", "R": "renamed"}
     shown = [f"{c.path} ({kinds.get(c.status, c.status)})" for c in changes[:20]]
@@ -136,29 +120,9 @@ def parse_tag_messages(text: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- the repository
 
 
-class _Git:
-    """git in the infrastructure repository, through the one runner."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def __call__(
-        self, *args: str, ok: Sequence[int] = (0,), env: Mapping[str, str] | None = None
-    ) -> proc.Result:
-        return proc.run(["git", *args], cwd=self.root, env=env, ok_codes=ok)
-
-    def out(self, *args: str) -> str:
-        return self(*args).stdout.strip()
-
-    def sha(self, ref: str) -> str | None:
-        result = self("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", ok=(0, 1, 128))
-        return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else None
-
-
 @dataclass
 class _Ctx:
     ws: Workspace
-    git: _Git
     has_origin: bool
     default_ref: str
     base_branch: str
@@ -176,21 +140,21 @@ class _Ctx:
 
     def foreign_authors(self, sha: str) -> list[str]:
         """Author emails on ``sha`` (since the default branch) that are not the bot's."""
-        emails = self.git.out("log", "--format=%ae", f"{self.default_sha}..{sha}").split()
+        emails = gitw.out(self.ws.root, "log", "--format=%ae", f"{self.default_sha}..{sha}").split()
         mine = self.identity.email.casefold()
         return sorted({e for e in emails if e.casefold() != mine})
 
     def restore(self) -> None:
         """Back to the branch (or commit) the user was on."""
-        self.git("checkout", "--quiet", self.original)
+        gitw.git(self.ws.root, "checkout", "--quiet", self.original)
 
 
-def _bot_identity(git: _Git) -> Identity:
+def _bot_identity(root: Path) -> Identity:
     name = os.environ.get("IAC_BUMP_AUTHOR_NAME", "").strip()
     email = os.environ.get("IAC_BUMP_AUTHOR_EMAIL", "").strip()
     if email:
         return Identity(name or "iac-tooling bump", email)
-    result = git("var", "GIT_AUTHOR_IDENT", ok=(0, 128))
+    result = gitw.git(root, "var", "GIT_AUTHOR_IDENT", ok_codes=(0, 128))
     ident = parse_ident(result.stdout) if result.returncode == 0 else None
     if ident is None:
         raise ToolingError(
@@ -200,50 +164,37 @@ def _bot_identity(git: _Git) -> Identity:
     return Identity(name or ident.name, ident.email)
 
 
-def _forge_from_env(git: _Git, has_origin: bool) -> forges.Forge | None:
-    token = os.environ.get("GITHUB_TOKEN", "").strip() or os.environ.get("GH_TOKEN", "").strip()
-    if not token:
+def _forge(root: Path, has_origin: bool) -> forges.Forge | None:
+    """The pull request API when a token is set (else the flow stops after the local commit)."""
+    if not forges.token_from_env():
         return None
-    repository = os.environ.get("GITHUB_REPOSITORY", "").strip()
-    if not repository and has_origin:
-        server = os.environ.get("GITHUB_SERVER_URL", "").strip()
-        host = urllib.parse.urlsplit(server).hostname if server else None
-        repository = (
-            github_repository(git.out("remote", "get-url", "origin"), host or "github.com") or ""
-        )
-    if not repository:
-        raise ToolingError(
-            "GITHUB_REPOSITORY is not set and origin is not a GitHub URL: set it to owner/name "
-            "to open the pull request (or unset GITHUB_TOKEN to stop after the local commit)"
-        )
-    api_url = os.environ.get("GITHUB_API_URL", "").strip() or forges.DEFAULT_API_URL
-    return forges.Forge(token, repository, api_url)
+    origin = gitw.out(root, "remote", "get-url", "origin") if has_origin else None
+    return forges.Forge.from_env(origin_url=origin)
 
 
 def _open(ws: Workspace, *, fetch: bool, need_clean: bool) -> _Ctx:
-    git = _Git(ws.root)
+    root = ws.root
     if need_clean:
-        dirty = gitw.uncommitted(ws.root)
+        dirty = gitw.uncommitted(root)
         if dirty:
             raise ToolingError(dirty_message(dirty))
-    has_origin = "origin" in git.out("remote").split()
+    has_origin = "origin" in gitw.out(root, "remote").split()
     if fetch and has_origin:
-        git("fetch", "--quiet", "--prune", "origin")
-    default_ref = gitw.default_branch(ws.root)
-    default_sha = git.sha(default_ref)
+        gitw.git(root, "fetch", "--quiet", "--prune", "origin")
+    default_ref = gitw.default_branch(root)
+    default_sha = gitw.commit_sha(root, default_ref)
     if default_sha is None:  # pragma: no cover - default_branch checked it exists
         raise ToolingError(f"cannot resolve the default branch {default_ref}")
-    head = git("symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1)).stdout.strip()
+    head = gitw.git(root, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1)).stdout.strip()
     return _Ctx(
         ws=ws,
-        git=git,
         has_origin=has_origin,
         default_ref=default_ref,
         base_branch=default_ref.removeprefix("origin/"),
         default_sha=default_sha,
-        original=head or git.out("rev-parse", "HEAD"),
-        identity=_bot_identity(git),
-        forge=_forge_from_env(git, has_origin),
+        original=head or gitw.out(root, "rev-parse", "HEAD"),
+        identity=_bot_identity(root),
+        forge=_forge(root, has_origin),
         git_token=tags.token_from_env(),
     )
 
@@ -295,7 +246,7 @@ def read_changelog(ctx: _Ctx, plan: BumpPlan) -> Changelog:
         return Changelog(error=f"{plan.target.name} is not a version")
 
     def run(*args: str, ok: Sequence[int] = (0,)) -> proc.Result:
-        return proc.run(["git", *args], cwd=repo, ok_codes=ok)
+        return gitw.git(repo, *args, ok_codes=ok)
 
     in_range = sorted(
         (v for v in (parse_version(t) for t in plan.tags) if v is not None),
@@ -378,8 +329,8 @@ def converge(ctx: _Ctx, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) 
                     f"this version; a newer release gets a new pull request",
                 )
             pull = None  # asked for by name (bump-module): a new pull request from that branch
-    remote_sha = ctx.git.sha(f"refs/remotes/origin/{branch}") if ctx.has_origin else None
-    local_sha = ctx.git.sha(f"refs/heads/{branch}")
+    remote_sha = gitw.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
+    local_sha = gitw.commit_sha(ctx.ws.root, f"refs/heads/{branch}")
     for sha, where in ((remote_sha, f"origin/{branch}"), (local_sha, branch)):
         foreign = ctx.foreign_authors(sha) if sha else []
         if foreign:
@@ -391,13 +342,13 @@ def converge(ctx: _Ctx, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) 
                 "or delete the branch, and run again",
             )
 
-    ctx.git("checkout", "--quiet", "--no-track", "-B", branch, ctx.default_sha)
+    gitw.git(ctx.ws.root, "checkout", "--quiet", "--no-track", "-B", branch, ctx.default_sha)
     texts = {f: _read_text(ctx.ws.root / f) for f in plan.files}
     for file, text in apply_changes(texts, plan.changes).items():
         _write_text(ctx.ws.root / file, text)
-    ctx.git("add", "--", *plan.files)
-    ctx.git("commit", "--quiet", "-m", commit_message(plan), env=ctx.identity.env())
-    commit = ctx.git.out("rev-parse", "HEAD")
+    gitw.git(ctx.ws.root, "add", "--", *plan.files)
+    gitw.git(ctx.ws.root, "commit", "--quiet", "-m", commit_message(plan), env=ctx.identity.env())
+    commit = gitw.out(ctx.ws.root, "rev-parse", "HEAD")
     if ctx.forge is None:
         return Outcome(
             plan,
@@ -413,10 +364,11 @@ def converge(ctx: _Ctx, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) 
     same = remote_sha is not None and _same_change(ctx, remote_sha, commit)
     if same:
         # identical content on the same base: keep the pushed commit, do not push
-        ctx.git("reset", "--quiet", "--hard", str(remote_sha))
+        gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", str(remote_sha))
         commit = str(remote_sha)
     else:
-        ctx.git(
+        gitw.git(
+            ctx.ws.root,
             "push",
             "--quiet",
             f"--force-with-lease=refs/heads/{branch}:{remote_sha or ''}",
@@ -446,16 +398,17 @@ def converge(ctx: _Ctx, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) 
 
 def _same_change(ctx: _Ctx, remote_sha: str, commit: str) -> bool:
     """The remote branch is one commit on the current default branch with our tree."""
-    out = ctx.git(
-        "rev-parse", f"{remote_sha}^{{tree}}", f"{commit}^{{tree}}", f"{remote_sha}^", ok=(0, 128)
+    out = gitw.git(
+        ctx.ws.root,
+        "rev-parse", f"{remote_sha}^{{tree}}", f"{commit}^{{tree}}", f"{remote_sha}^", ok_codes=(0, 128)
     ).stdout.split()
     return len(out) == 3 and out[0] == out[1] and out[2] == ctx.default_sha
 
 
 def _recover(ctx: _Ctx) -> None:
     """After a failure mid-way: drop our edits (the tree was clean) and go back."""
-    ctx.git("reset", "--quiet", "--hard", ok=(0, 128))
-    ctx.git("checkout", "--quiet", ctx.original, ok=(0, 1, 128))
+    gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", ok_codes=(0, 128))
+    gitw.git(ctx.ws.root, "checkout", "--quiet", ctx.original, ok_codes=(0, 1, 128))
 
 
 def _close_superseded(ctx: _Ctx, plan: BumpPlan, number: int) -> list[int]:
@@ -467,7 +420,8 @@ def _close_superseded(ctx: _Ctx, plan: BumpPlan, number: int) -> list[int]:
     if target is None:  # pragma: no cover
         return []
     pinned_major = max(c.pin.current.major for c in plan.changes)
-    names = ctx.git.out(
+    names = gitw.out(
+        ctx.ws.root,
         "for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/origin/{prefix}*"
     ).split()
     closed = []

@@ -23,13 +23,13 @@ import argparse
 import json
 import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 from tooling.core import policy
-from tooling.core.policy import AppWorkspace, CheckPolicy, Snapshot, Violation
+from tooling.core.policy import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.io import config
 from tooling.model.repo import Model
 
 #: folders never scanned: caches, environments, VCS internals
@@ -62,17 +62,6 @@ def snapshot(root: Path) -> Snapshot:
             raise ToolingError(f"{rel}: cannot read: {exc.strerror}") from exc
 
     return Snapshot(tuple(sorted(paths)), read, frozenset(executable))
-
-
-def load_policy(root: Path) -> CheckPolicy:
-    path = root / policy.POLICY_FILE
-    if not path.is_file():
-        return CheckPolicy()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ToolingError(f"{policy.POLICY_FILE}: {exc}. Fix the TOML.") from None
-    return policy.parse_policy(data)
 
 
 def _display(path: Path, root: Path) -> str:
@@ -117,7 +106,7 @@ def run(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = None)
     (None when the configuration could not be read)."""
     from tooling.model.repo import WorkTree, load
 
-    pol = load_policy(root)
+    pol = policy.parse_policy(config.read_policy(root))
     snap = snapshot(root)
     model: Model | None = None
     early: list[Violation] = []

@@ -19,12 +19,13 @@ from tooling.commands import move as moving
 from tooling.commands import preflight
 from tooling.commands.plans import Progress, Target, plan_unit, run_all
 from tooling.core.changes import Affected, affected
+from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result
 from tooling.errors import UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
-from tooling.model.repo import Model, WorkTree
+from tooling.model.repo import Model
 
 SUMMARY_VERSION = 1
 #: what `invoke plan --out DIR` (and `invoke apply` after it) writes into DIR
@@ -69,7 +70,7 @@ def compute_affected(
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
             raise UsageError("--uncommitted compares the working tree: do not combine it with --head")
         changes = [*changes, *git.uncommitted(root)]
-        head_model = ws.model(WorkTree(root))
+        head_model = ws.current_model
     else:
         head_model = ws.model(git.tree_at(root, head_sha, head_tree))
     result = affected(
@@ -198,7 +199,7 @@ def plan(
     out_dir = (out or root / ".iac" / "plans").resolve()
     outdir.reset(out_dir, root, PLAN_DIR_ENTRIES, "plan report")
     head_sha = git.rev_parse(root, "HEAD")
-    model = ws.model()
+    model = ws.current_model  # the one load of the head model: affected and the tool environment share it
     change: Affected | None = None
     base_root: Path | None = None
     base_model: Model | None = None
@@ -230,7 +231,8 @@ def plan(
         if worktree is not None:
             git.remove_worktree(root, worktree)
     summary = summary_document(
-        results, base=change.base if change else None, head=head_sha, executor=executor, root=root
+        results, base=change.base if change else None, head=head_sha, executor=executor, root=root,
+        policy=parse_policy(ws.policy),
     )
     write_summary(out_dir, summary)
     rendered = report.render(summary, results, out_dir)
@@ -250,12 +252,11 @@ def plan(
 
 
 def summary_document(
-    results: Sequence[Result], *, base: str | None, head: str, executor: str | None, root: Path
+    results: Sequence[Result], *, base: str | None, head: str, executor: str | None, root: Path, policy: GatePolicy
 ) -> dict[str, Any]:
     from tooling.core import gates
     from tooling.io import toolchain
 
-    policy = gates.load_policy(root)
     units = []
     for r in results:
         entry = r.to_json()

@@ -168,7 +168,7 @@ def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | 
     name = os.environ.get(ENV_EXECUTOR, "").strip()
     if not name:
         return None
-    executor = executors.get(executors.load(ws.root), name, what=ENV_EXECUTOR)
+    executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR)
     refused = foreign_units(units, name)
     if refused:
         raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))

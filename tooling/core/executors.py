@@ -20,10 +20,8 @@ reads, is declared (and applied) first.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
@@ -91,18 +89,6 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
             gcp_audience_patterns=_patterns(name, "gcp_audience_pattern", table.get("gcp_audience_pattern")),
         )
     return out
-
-
-def load(root: Path) -> dict[str, Executor]:
-    """The executors declared in ``root/policy.toml`` (none if the file is missing)."""
-    path = root / POLICY_FILE
-    if not path.exists():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ToolingError(f"{POLICY_FILE}: {exc}") from None
-    return parse(data)
 
 
 def get(executors: Mapping[str, Executor], name: str, *, what: str) -> Executor:

@@ -12,10 +12,8 @@ Rules, in order (every rule that fires adds a reason):
 from __future__ import annotations
 
 import fnmatch
-import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tooling.core.planjson import PlanSummary
@@ -42,16 +40,18 @@ class Gate:
         return {"decision": self.decision, "reasons": list(self.reasons)}
 
 
-def load_policy(root: Path) -> GatePolicy:
-    path = root / "policy.toml"
-    if not path.exists():
-        return GatePolicy()
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ToolingError(f"{path.name}: {exc}") from None
+def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
+    """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
     gates = data.get("gates", {})
-    return GatePolicy(tuple(gates.get("node_types", ())), tuple(gates.get("node_addresses", ())))
+    if not isinstance(gates, dict):
+        raise ToolingError("policy.toml: [gates] must be a table with node_types and node_addresses")
+    out: list[tuple[str, ...]] = []
+    for key in ("node_types", "node_addresses"):
+        value = gates.get(key, ())
+        if not isinstance(value, list | tuple) or not all(isinstance(p, str) and p for p in value):
+            raise ToolingError(f"policy.toml: [gates] {key} must be a list of patterns (strings)")
+        out.append(tuple(value))
+    return GatePolicy(out[0], out[1])
 
 
 def decide(

@@ -1,4 +1,4 @@
-"""Settings read from the environment, in one place.
+"""Settings: the environment variables every command shares, the cache root, and policy.toml.
 
 Two things are configured separately (tests combine the sandbox catalog with
 an S3 backend):
@@ -16,10 +16,14 @@ an S3 backend):
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tooling.errors import UsageError
+from tooling.errors import ToolingError, UsageError
+
+POLICY_FILE = "policy.toml"
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,38 @@ class Settings:
 
 
 def cache_root() -> Path:
+    """The user-wide cache (pinned tools, sandbox catalog, module repositories).
+
+    ``$IAC_CACHE_DIR``, else ``${XDG_CACHE_HOME:-~/.cache}/iac-tooling``.
+    """
     explicit = os.environ.get("IAC_CACHE_DIR")
     if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "iac-tooling"
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iac-tooling"
+
+
+def read_policy(root: Path) -> dict[str, Any]:
+    """``root/policy.toml`` parsed (empty when there is none): the one reader of that file.
+
+    Each section is interpreted where it is used (``[gates]`` by
+    :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
+    :func:`tooling.core.executors.parse`, ``[check]`` by
+    :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
+    :func:`tooling.commands.apptier.parse_policy`); a run reads the file once,
+    through :attr:`tooling.io.workspace.Workspace.policy`.
+    """
+    path = root / POLICY_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ToolingError(f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ToolingError(f"{POLICY_FILE}: {exc}. Fix the TOML.") from None
 
 
 def parse_rewrites(text: str) -> tuple[tuple[str, str], ...]:

@@ -102,18 +102,30 @@ class Forge:
     # -- construction ---------------------------------------------------------
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Forge:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, origin_url: str | None = None) -> Forge:
         """Build a client from the GitHub Actions environment (default: ``os.environ``).
 
         Reads ``GITHUB_TOKEN`` (or ``GH_TOKEN``), ``GITHUB_REPOSITORY``,
         ``GITHUB_API_URL`` and the pull request number (see
-        :func:`pr_number_from_env`).
+        :func:`pr_number_from_env`). Outside Actions, ``origin_url`` (the
+        repository's ``origin`` remote) names the repository when
+        ``GITHUB_REPOSITORY`` is unset and it is a GitHub URL (on the host of
+        ``GITHUB_SERVER_URL``, default github.com).
         """
         env = os.environ if environ is None else environ
-        token = env.get("GITHUB_TOKEN", "").strip() or env.get("GH_TOKEN", "").strip()
+        token = token_from_env(env)
         if not token:
             raise ToolingError(f"GITHUB_TOKEN is not set (nor GH_TOKEN): {_TOKEN_HELP}")
         repository = env.get("GITHUB_REPOSITORY", "").strip()
+        if not repository and origin_url:
+            server = env.get("GITHUB_SERVER_URL", "").strip()
+            host = urllib.parse.urlsplit(server).hostname if server else None
+            repository = github_repository(origin_url, host or "github.com") or ""
+            if not repository:
+                raise ToolingError(
+                    "GITHUB_REPOSITORY is not set and origin is not a GitHub URL: set it to owner/name "
+                    "to open the pull request (or unset GITHUB_TOKEN to stop after the local commit)"
+                )
         if not repository:
             raise ToolingError(
                 "GITHUB_REPOSITORY is not set: set it to the repository as owner/name "
@@ -377,6 +389,27 @@ def post_sticky_comment(
             "(GITHUB_EVENT_PATH names the event) or set IAC_PR_NUMBER to the pull request number"
         )
     return forge.upsert_comment(forge.pr_number, marker, body)
+
+
+def token_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """The API token: ``GITHUB_TOKEN``, else ``GH_TOKEN``; None when neither is set."""
+    env = os.environ if environ is None else environ
+    return env.get("GITHUB_TOKEN", "").strip() or env.get("GH_TOKEN", "").strip() or None
+
+
+def github_repository(url: str, host: str = "github.com") -> str | None:
+    """``owner/name`` from a GitHub remote URL (https or SCP/ssh); None for other hosts."""
+    url = url.strip()
+    scp = re.fullmatch(r"[^@/]+@([^:/]+):(.+)", url)
+    if scp:
+        found_host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urllib.parse.urlsplit(url)
+        found_host, path = parts.hostname or "", parts.path
+    if found_host.lower() != host.lower():
+        return None
+    segments = [s for s in path.strip("/").removesuffix(".git").split("/") if s]
+    return "/".join(segments) if len(segments) == 2 else None
 
 
 def pr_number_from_env(environ: Mapping[str, str] | None = None) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tooling.errors import ToolingError
@@ -23,8 +24,27 @@ def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> proc.Result:
-    return proc.run(["git", *args], cwd=repo, ok_codes=ok_codes)
+def git(
+    repo: Path | None,
+    *args: str,
+    ok_codes: Sequence[int] = (0,),
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> proc.Result:
+    """``git ARGS`` in ``repo`` through the one runner (every git call in the tooling comes here)."""
+    return proc.run(["git", *args], cwd=repo, env=env, ok_codes=ok_codes, timeout=timeout)
+
+
+def out(repo: Path, *args: str) -> str:
+    """The stripped standard output of ``git ARGS`` (which must succeed)."""
+    return git(repo, *args).stdout.strip()
+
+
+def commit_sha(repo: Path, rev: str) -> str | None:
+    """The commit ``rev`` names, or None when it names none (no error)."""
+    result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1, 128))
+    sha = result.stdout.strip()
+    return sha if result.returncode == 0 and sha else None
 
 
 def zsplit(text: str) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tooling.errors import ToolingError
-from tooling.io import proc
+from tooling.io import git
 
 CATALOG = Path(__file__).resolve().parent.parent / "sandbox_catalog"
 _FIXED_DATE = "2025-01-01T00:00:00+00:00"
@@ -76,7 +76,7 @@ def _git(cwd: Path, *args: str) -> None:
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_SYSTEM": os.devnull,
     }
-    proc.run(["git", *args], cwd=cwd, env=env)
+    git.git(cwd, *args, env=env)
 
 
 def build_repo(src: Path, dest: Path, tags: Iterable[Release] | None = None) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tooling.errors import ToolingError
-from tooling.io import proc
+from tooling.io import git, proc
 from tooling.model.sources import RepoTags, Tag, remote_url
 
 __all__ = [
@@ -96,13 +96,13 @@ def parse_ls_remote(text: str) -> dict[str, Tag]:
 
 
 def ls_remote_args(url: str) -> list[str]:
-    """``git ls-remote --tags URL``: every tag, annotated ones with their peeled line."""
-    return ["git", "ls-remote", "--tags", url]
+    """``git ls-remote --tags URL`` (its arguments): every tag, annotated ones with their peeled line."""
+    return ["ls-remote", "--tags", url]
 
 
 def fetch_args(url: str) -> list[str]:
     """Mirror the tags of ``url`` (and the commits they need) into the current repository."""
-    return ["git", "fetch", "--quiet", "--force", "--no-tags", url, "+refs/tags/*:refs/tags/*"]
+    return ["fetch", "--quiet", "--force", "--no-tags", url, "+refs/tags/*:refs/tags/*"]
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ def list_tags(url: str, env: Mapping[str, str], token: Token | None = None) -> R
     """The tags of one repository; a failure is returned in ``error``, not raised."""
     start = time.perf_counter()
     try:
-        result = proc.run(ls_remote_args(url), env=_git_env(url, env, token), timeout=TIMEOUT)
+        result = git.git(None, *ls_remote_args(url), env=_git_env(url, env, token), timeout=TIMEOUT)
     except ToolingError as exc:
         return RepoTags(url, error=_failure(exc, token), seconds=time.perf_counter() - start)
     return RepoTags(url, parse_ls_remote(result.stdout), seconds=time.perf_counter() - start)
@@ -282,9 +282,9 @@ def fetch(url: str, cache_dir: Path, env: Mapping[str, str], token: Token | None
     repo = cache_path(cache_dir, url)
     if not (repo / "HEAD").exists():
         repo.parent.mkdir(parents=True, exist_ok=True)
-        proc.run(["git", "init", "--quiet", "--bare", str(repo)])
+        git.git(None, "init", "--quiet", "--bare", str(repo))
     try:
-        proc.run(fetch_args(url), cwd=repo, env=_git_env(url, env, token), timeout=TIMEOUT)
+        git.git(repo, *fetch_args(url), env=_git_env(url, env, token), timeout=TIMEOUT)
     except ToolingError as exc:
         raise ToolingError(f"cannot fetch {url}: {_failure(exc, token)}") from None
     return repo

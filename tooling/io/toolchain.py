@@ -39,6 +39,8 @@ from typing import Literal
 
 from tooling.errors import ToolingError
 from tooling.io import proc
+from tooling.io.config import cache_root
+from tooling.io.ui import say
 
 TOOL_VERSIONS_FILE = ".tool-versions"
 GITHUB = "https://github.com"
@@ -346,19 +348,10 @@ def host_platform() -> tuple[str, str]:
 # cache
 
 
-def cache_dir() -> Path:
-    """``$IAC_CACHE_DIR``, else ``${XDG_CACHE_HOME:-~/.cache}/iac-tooling``."""
-    explicit = os.environ.get("IAC_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iac-tooling"
-
-
 def cached_binary(name: str, version: str, cache: Path | None = None) -> Path:
     """Where the cache keeps ``name`` ``version``: ``<cache>/tools/<tool>/<version>/<binary>``."""
     tool = get_tool(name)
-    return (cache or cache_dir()) / "tools" / tool.name / version / tool.binary
+    return (cache or cache_root()) / "tools" / tool.name / version / tool.binary
 
 
 def cache_key(binary: Path | str) -> str:
@@ -518,7 +511,7 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
     """
     pins = read_pins(repo_root)
     pin_file = Path(repo_root) / TOOL_VERSIONS_FILE
-    memo = _VersionMemo(cache or cache_dir())
+    memo = _VersionMemo(cache or cache_root())
     found: list[InstalledTool] = []
     problems: list[str] = []
     for tool, version in pins:
@@ -553,10 +546,6 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
 
 # --------------------------------------------------------------------------
 # installing
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 class _Unavailable(Exception):
@@ -649,7 +638,7 @@ def _download(tool: Tool, version: str, target: Path, base_url: str) -> bool:
     try:
         os_name, arch = host_platform()
         asset = release_asset(tool.name, version, os_name, arch, base_url=base_url)
-        _say(f"{label}: downloading {asset.url}")
+        say(f"{label}: downloading {asset.url}")
         with _partial_dir(target.parent) as scratch:
             sums_file = scratch / "checksums"
             _fetch(asset.checksums_url, sums_file)
@@ -686,9 +675,9 @@ def _download(tool: Tool, version: str, target: Path, base_url: str) -> bool:
             reason = str(exc.reason)
         else:
             reason = str(exc) or type(exc).__name__
-        _say(f"{label}: download failed ({reason}); building from source instead")
+        say(f"{label}: download failed ({reason}); building from source instead")
         return False
-    _say(f"{label}: downloaded and verified against {asset.checksums_url}")
+    say(f"{label}: downloaded and verified against {asset.checksums_url}")
     return True
 
 
@@ -714,7 +703,7 @@ def _go_build(tool: Tool, version: str, target: Path) -> None:
             f"from source needs Go (https://go.dev/dl/), which is not on PATH. Install Go, or "
             f"install {tool.binary} {version} yourself and put it on PATH; then run `invoke setup` again."
         )
-    _say(f"{label}: building from Go module {recipe.module_query} (takes several minutes)")
+    say(f"{label}: building from Go module {recipe.module_query} (takes several minutes)")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(
         prefix=f"iac-{tool.binary}-build-", ignore_cleanup_errors=True
@@ -748,7 +737,7 @@ def _go_build(tool: Tool, version: str, target: Path) -> None:
                     f"Install {tool.binary} {version} yourself and put it on PATH, and report it."
                 )
             os.replace(built, target)
-    _say(f"{label}: built in {time.monotonic() - started:.0f} s, cached at {target}")
+    say(f"{label}: built in {time.monotonic() - started:.0f} s, cached at {target}")
 
 
 def _link(tool: Tool, version: str, binary: Path, bin_dir: Path) -> Path:
@@ -769,7 +758,7 @@ def _link(tool: Tool, version: str, binary: Path, bin_dir: Path) -> Path:
         shutil.copy2(binary, tmp)
         how = "copied"
     os.replace(tmp, link)
-    _say(f"{tool.binary} {version}: {how} {link} -> {binary}")
+    say(f"{tool.binary} {version}: {how} {link} -> {binary}")
     return link
 
 
@@ -789,23 +778,23 @@ def _resolve(
         try:
             got = _probe(tool, target, memo)
         except ToolingError as exc:
-            _say(f"{label}: the cached binary is unusable ({exc}); replacing it")
+            say(f"{label}: the cached binary is unusable ({exc}); replacing it")
         else:
             if got == version:
-                _say(f"{label}: cached at {target}")
+                say(f"{label}: cached at {target}")
                 return "cache", target
-            _say(f"{label}: the cached binary at {target} is {got}; replacing it")
+            say(f"{label}: the cached binary at {target} is {got}; replacing it")
     if search_path:
         for candidate in _path_candidates(tool.binary):
             try:
                 got = _probe(tool, candidate, memo)
             except ToolingError as exc:
-                _say(f"{label}: skipping {candidate} ({exc})")
+                say(f"{label}: skipping {candidate} ({exc})")
                 continue
             if got == version:
-                _say(f"{label}: found on PATH at {candidate}")
+                say(f"{label}: found on PATH at {candidate}")
                 return "path", Path(os.path.realpath(candidate))
-            _say(f"{label}: skipping {candidate} (version {got})")
+            say(f"{label}: skipping {candidate} (version {got})")
     if download and tool.asset and _download(tool, version, target, release_base):
         return "download", target
     _go_build(tool, version, target)
@@ -833,7 +822,7 @@ def ensure_tool(
     tool = get_tool(name)
     if not _EXACT_VERSION.fullmatch(version):
         raise ToolingError(f"{tool.name} {version!r} is not an exact version like 1.2.3")
-    cache = cache or cache_dir()
+    cache = cache or cache_root()
     memo = _VersionMemo(cache)
     try:
         source, path = _resolve(
@@ -865,13 +854,13 @@ def setup(
     shadows it there.
     """
     bin_dir = bin_dir or scripts_dir()
-    cache = cache or cache_dir()
+    cache = cache or cache_root()
     installed = [
         ensure_tool(tool.name, version, cache=cache, bin_dir=bin_dir)
         for tool, version in read_pins(repo_root, test_tools=test_tools)
     ]
     if not _on_path(bin_dir):
-        _say(
+        say(
             f"note: {bin_dir} is not on PATH: activate the virtual environment so tasks find the tools"
         )
         return installed
@@ -885,7 +874,7 @@ def setup(
         except ToolingError:
             got = "unusable"
         if got != item.version:
-            _say(
+            say(
                 f"warning: {exe} ({got}) comes before {bin_dir} on PATH and shadows "
                 f"{item.binary} {item.version}: remove it or put {bin_dir} first on PATH"
             )

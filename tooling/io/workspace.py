@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.io import config
@@ -39,7 +40,18 @@ class Workspace:
         return self.root / ".iac" / "cache"
 
     def model(self, tree: Tree | None = None) -> Model:
+        """The model of ``tree`` (default: the working tree, read now)."""
         return load(tree or WorkTree(self.root), self.cache_dir)
+
+    @cached_property
+    def current_model(self) -> Model:
+        """The working tree's model, loaded once per run and shared (plan, tool environment)."""
+        return self.model()
+
+    @cached_property
+    def policy(self) -> dict[str, Any]:
+        """policy.toml, read once per run (see :func:`tooling.io.config.read_policy`)."""
+        return config.read_policy(self.root)
 
     @cached_property
     def tool_env(self) -> dict[str, str]:
@@ -49,7 +61,7 @@ class Workspace:
         rewrites = list(self.settings.module_rewrites)
         if self.settings.module_sources == "sandbox":
             built = sandbox.build(self.settings.cache_dir)
-            sources = [u.source for u in self.model().units.values() if u.source]
+            sources = [u.source for u in self.current_model.units.values() if u.source]
             rewrites.extend(sandbox.rewrites(sources, built))
         env = terragrunt.base_env(config.git_rewrite_env(tuple(rewrites)) if rewrites else {})
         if not self.settings.state_bucket:
