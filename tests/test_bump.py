@@ -11,17 +11,13 @@ from typing import Any
 
 import pytest
 
-from tooling.commands.bump import (
-    Identity,
-    dirty_message,
-    parse_ident,
-    parse_tag_messages,
-)
+from tooling.commands.converge import dirty_message
 from tooling.core import bump
 from tooling.core.bump import Changelog, Pin, UnitText
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.forge import github_repository
+from tooling.io.git import Identity, parse_ident, parse_tag_messages
 from tooling.io.tags import Token
 from tooling.model.repo import Change
 from tooling.model.sources import RepoTags, Tag, parse_source, remote_url

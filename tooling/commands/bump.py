@@ -26,22 +26,23 @@ Rules the flow keeps:
 from __future__ import annotations
 
 import json
-import os
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
+from tooling.commands.converge import (
+    Outcome,
+    close_superseded,
+    converge,
+    discover,
+    open_context,
+    read_changelog,
+    recover,
+    unit_texts,
+)
 from tooling.core.bump import (
     BumpPlan,
-    Changelog,
-    Pin,
-    UnitText,
     apply_changes,
     changed_lines,
-    changelog_sections,
-    commit_message,
     inventory,
     match_units,
     outdated_report,
@@ -54,395 +55,11 @@ from tooling.core.bump import (
     split_globs,
 )
 from tooling.errors import ToolingError
-from tooling.io import forge as forges
 from tooling.io import git as gitw
-from tooling.io import proc, tags
+from tooling.io import tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
-from tooling.model.repo import Change, Tree, WorkTree
-from tooling.model.sources import RepoTags
-from tooling.model.versions import parse_version
-
-LABELS = ("dependencies",)
-MAJOR_LABELS = ("dependencies", "major-update")
-
-
-
-
-# --------------------------------------------------------------------------- pure helpers
-
-
-@dataclass(frozen=True)
-class Identity:
-    name: str
-    email: str
-
-    def env(self) -> dict[str, str]:
-        return {
-            "GIT_AUTHOR_NAME": self.name,
-            "GIT_AUTHOR_EMAIL": self.email,
-            "GIT_COMMITTER_NAME": self.name,
-            "GIT_COMMITTER_EMAIL": self.email,
-        }
-
-
-_IDENT_RE = re.compile(r"^(?P<name>.*?) <(?P<email>[^>]*)> -?\d+ [+-]\d{4}$")
-
-
-def parse_ident(text: str) -> Identity | None:
-    """``git var GIT_AUTHOR_IDENT`` output -> identity."""
-    match = _IDENT_RE.match(text.strip())
-    return Identity(match.group("name"), match.group("email")) if match else None
-
-
-def dirty_message(changes: Sequence[Change]) -> str:
-    kinds = {"A": "added/untracked", "M": "modified", "D": "deleted", "R": "renamed"}
-    shown = [f"{c.path} ({kinds.get(c.status, c.status)})" for c in changes[:20]]
-    more = f" and {len(changes) - 20} more" if len(changes) > 20 else ""
-    return (
-        "the working tree has uncommitted changes: "
-        + ", ".join(shown)
-        + more
-        + ". Commit or stash them (git stash --include-untracked) and run again."
-    )
-
-
-def parse_tag_messages(text: str) -> dict[str, str]:
-    """``for-each-ref`` records (name NUL type NUL message RS) -> annotated tag messages."""
-    out: dict[str, str] = {}
-    for record in text.split("\x1e"):
-        fields = record.lstrip("\n").split("\x00")
-        if len(fields) == 3 and fields[1] == "tag" and fields[2].strip():
-            out[fields[0]] = fields[2].strip()
-    return out
-
-
-# --------------------------------------------------------------------------- the repository
-
-
-@dataclass
-class _Ctx:
-    ws: Workspace
-    has_origin: bool
-    default_ref: str
-    base_branch: str
-    default_sha: str
-    original: str
-    identity: Identity
-    forge: forges.Forge | None
-    git_token: tags.Token | None
-    #: module repositories fetched in this run (for changelogs), by URL
-    fetched: dict[str, Path | str] = field(default_factory=dict)
-
-    @property
-    def module_env(self) -> dict[str, str]:
-        return self.ws.tool_env
-
-    def foreign_authors(self, sha: str) -> list[str]:
-        """Author emails on ``sha`` (since the default branch) that are not the bot's."""
-        emails = gitw.out(self.ws.root, "log", "--format=%ae", f"{self.default_sha}..{sha}").split()
-        mine = self.identity.email.casefold()
-        return sorted({e for e in emails if e.casefold() != mine})
-
-    def restore(self) -> None:
-        """Back to the branch (or commit) the user was on."""
-        gitw.git(self.ws.root, "checkout", "--quiet", self.original)
-
-
-def _bot_identity(root: Path) -> Identity:
-    name = os.environ.get("IAC_BUMP_AUTHOR_NAME", "").strip()
-    email = os.environ.get("IAC_BUMP_AUTHOR_EMAIL", "").strip()
-    if email:
-        return Identity(name or "iac-tooling bump", email)
-    result = gitw.git(root, "var", "GIT_AUTHOR_IDENT", ok_codes=(0, 128))
-    ident = parse_ident(result.stdout) if result.returncode == 0 else None
-    if ident is None:
-        raise ToolingError(
-            "no git identity to commit with: set IAC_BUMP_AUTHOR_NAME and IAC_BUMP_AUTHOR_EMAIL "
-            "(or git config user.name / user.email)"
-        )
-    return Identity(name or ident.name, ident.email)
-
-
-def _forge(root: Path, has_origin: bool) -> forges.Forge | None:
-    """The pull request API when a token is set (else the flow stops after the local commit)."""
-    if not forges.token_from_env():
-        return None
-    origin = gitw.out(root, "remote", "get-url", "origin") if has_origin else None
-    return forges.Forge.from_env(origin_url=origin)
-
-
-def _open(ws: Workspace, *, fetch: bool, need_clean: bool) -> _Ctx:
-    root = ws.root
-    if need_clean:
-        dirty = gitw.uncommitted(root)
-        if dirty:
-            raise ToolingError(dirty_message(dirty))
-    has_origin = "origin" in gitw.out(root, "remote").split()
-    if fetch and has_origin:
-        gitw.git(root, "fetch", "--quiet", "--prune", "origin")
-    default_ref = gitw.default_branch(root)
-    default_sha = gitw.commit_sha(root, default_ref)
-    if default_sha is None:  # pragma: no cover - default_branch checked it exists
-        raise ToolingError(f"cannot resolve the default branch {default_ref}")
-    head = gitw.git(root, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1)).stdout.strip()
-    return _Ctx(
-        ws=ws,
-        has_origin=has_origin,
-        default_ref=default_ref,
-        base_branch=default_ref.removeprefix("origin/"),
-        default_sha=default_sha,
-        original=head or gitw.out(root, "rev-parse", "HEAD"),
-        identity=_bot_identity(root),
-        forge=_forge(root, has_origin),
-        git_token=tags.token_from_env(),
-    )
-
-
-def _unit_texts(ws: Workspace, tree: Tree) -> list[UnitText]:
-    """Every unit with its own file and the .hcl files it reads, as text."""
-    model = ws.model(tree)
-    out = []
-    for path in model.order:
-        unit = model.units[path]
-        unit_file = f"{path}/terragrunt.hcl"
-        files = []
-        for name in [unit_file, *(r for r in unit.reads if r.endswith(".hcl") and r != unit_file)]:
-            try:
-                files.append((name, tree.read(name).decode("utf-8", "surrogateescape")))
-            except ToolingError:
-                continue
-        out.append(UnitText(path, unit.tier, tuple(files)))
-    return out
-
-
-def _discover(
-    env: Mapping[str, str], token: tags.Token | None, pins: Sequence[Pin]
-) -> dict[str, RepoTags]:
-    urls: dict[str, str] = {}
-    for pin in pins:
-        urls.setdefault(pin.identity, pin.url)
-    return tags.discover(urls, env, token)
-
-
-# --------------------------------------------------------------------------- changelog
-
-
-def read_changelog(ctx: _Ctx, plan: BumpPlan) -> Changelog:
-    """What changed between the oldest pinned version and the target, from the module repository."""
-    if plan.url not in ctx.fetched:  # once per repository per run, failures included
-        try:
-            ctx.fetched[plan.url] = tags.fetch(
-                plan.url, ctx.ws.cache_dir, ctx.module_env, ctx.git_token
-            )
-        except ToolingError as exc:
-            ctx.fetched[plan.url] = str(exc)
-    repo = ctx.fetched[plan.url]
-    if isinstance(repo, str):
-        return Changelog(error=repo)
-    target = parse_version(plan.target.name)
-    old = plan.oldest
-    if target is None:  # pragma: no cover - plans only target version tags
-        return Changelog(error=f"{plan.target.name} is not a version")
-
-    def run(*args: str, ok: Sequence[int] = (0,)) -> proc.Result:
-        return gitw.git(repo, *args, ok_codes=ok)
-
-    in_range = sorted(
-        (v for v in (parse_version(t) for t in plan.tags) if v is not None),
-        key=lambda v: v.precedence(),
-    )
-    in_range = [v for v in in_range if v.prefix == target.prefix and old < v and v <= target]
-    messages = parse_tag_messages(
-        run(
-            "for-each-ref",
-            "--format=%(refname:strip=2)%00%(objecttype)%00%(contents:subject)%0a%0a%(contents:body)%1e",
-            "refs/tags",
-        ).stdout
-    )
-    tag_messages = tuple((v.text, messages[v.text]) for v in in_range if v.text in messages)
-    subjects: tuple[str, ...] = ()
-    if not tag_messages:
-        old_tag = plan.tags.get(old.text)
-        rev = [f"{old_tag.commit}..{plan.target.commit}"] if old_tag else [plan.target.commit]
-        log = run("log", "--no-merges", "--format=%s", "--max-count=50", *rev, ok=(0, 128))
-        subjects = tuple(line for line in log.stdout.splitlines() if line.strip())
-    section: str | None = None
-    found_path: str | None = None
-    subdirs = sorted({c.pin.source.subdir for c in plan.changes if c.pin.source.subdir})
-    for candidate in [*(f"{s}/CHANGELOG.md" for s in subdirs), "CHANGELOG.md"]:
-        shown = run("show", f"{plan.target.commit}:{candidate}", ok=(0, 128))
-        if shown.returncode == 0:
-            section = changelog_sections(shown.stdout, old, target)
-            if section:
-                found_path = f"{candidate} at {plan.target.name}"
-                break
-    return Changelog(tag_messages, subjects, section, found_path)
-
-
-# --------------------------------------------------------------------------- converge
-
-
-@dataclass(frozen=True)
-class Outcome:
-    plan: BumpPlan
-    #: opened | updated | committed | skipped | failed
-    status: str
-    detail: str
-    pr_number: int | None = None
-    pr_url: str | None = None
-    commit: str | None = None
-    title: str = ""
-    body: str = ""
-
-
-def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", "surrogateescape")
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.write_bytes(text.encode("utf-8", "surrogateescape"))
-
-
-def converge(ctx: _Ctx, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) -> Outcome:
-    """Make the branch and pull request for ``plan`` exist and be current.
-
-    Leaves the bump branch checked out when it committed (the caller moves
-    back); raises :class:`ToolingError` on a failure to act on.
-    """
-    branch = plan.branch
-    title, body = pr_title(plan), pr_body(plan, log)
-    pull: forges.JSONObject | None = None
-    if ctx.forge is not None:
-        pull = ctx.forge.find_pull(branch, "all")
-        if pull is not None and pull.get("state") == "closed":
-            number = pull.get("number")
-            if pull.get("merged_at") and not reopen_closed:
-                return Outcome(
-                    plan, "skipped", f"#{number} from {branch} was merged already; not reopened"
-                )
-            if not reopen_closed:
-                return Outcome(
-                    plan,
-                    "skipped",
-                    f"#{number} ({plan.target.name}) was closed without merging: not reopened for "
-                    f"this version; a newer release gets a new pull request",
-                )
-            pull = None  # asked for by name (bump-module): a new pull request from that branch
-    remote_sha = gitw.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
-    local_sha = gitw.commit_sha(ctx.ws.root, f"refs/heads/{branch}")
-    for sha, where in ((remote_sha, f"origin/{branch}"), (local_sha, branch)):
-        foreign = ctx.foreign_authors(sha) if sha else []
-        if foreign:
-            return Outcome(
-                plan,
-                "skipped",
-                f"{where} carries commits by {', '.join(foreign)} (not the bot, "
-                f"{ctx.identity.email}): not rebuilt nor force-pushed. Land or move that work, "
-                "or delete the branch, and run again",
-            )
-
-    gitw.git(ctx.ws.root, "checkout", "--quiet", "--no-track", "-B", branch, ctx.default_sha)
-    texts = {f: _read_text(ctx.ws.root / f) for f in plan.files}
-    for file, text in apply_changes(texts, plan.changes).items():
-        _write_text(ctx.ws.root / file, text)
-    gitw.git(ctx.ws.root, "add", "--", *plan.files)
-    gitw.git(ctx.ws.root, "commit", "--quiet", "-m", commit_message(plan), env=ctx.identity.env())
-    commit = gitw.out(ctx.ws.root, "rev-parse", "HEAD")
-    if ctx.forge is None:
-        return Outcome(
-            plan,
-            "committed",
-            f"committed {commit[:12]} on {branch}",
-            commit=commit,
-            title=title,
-            body=body,
-        )
-
-    if not ctx.has_origin:
-        raise ToolingError("there is no remote named origin to push the bump branch to")
-    same = remote_sha is not None and _same_change(ctx, remote_sha, commit)
-    if same:
-        # identical content on the same base: keep the pushed commit, do not push
-        gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", str(remote_sha))
-        commit = str(remote_sha)
-    else:
-        gitw.git(
-            ctx.ws.root,
-            "push",
-            "--quiet",
-            f"--force-with-lease=refs/heads/{branch}:{remote_sha or ''}",
-            "origin",
-            f"refs/heads/{branch}:refs/heads/{branch}",
-        )
-    if pull is not None:
-        pr = ctx.forge.update_pull(int(pull["number"]), title=title, body=body)
-        status = "updated"
-    else:
-        pr = ctx.forge.create_pull(title, body, head=branch, base=ctx.base_branch)
-        status = "opened"
-    number = int(pr["number"])
-    ctx.forge.add_labels(number, MAJOR_LABELS if plan.major else LABELS)
-    pushed = "branch already current" if same else "pushed"
-    return Outcome(
-        plan,
-        status,
-        f"{pushed}; {status} #{number}",
-        pr_number=number,
-        pr_url=str(pr.get("html_url") or ""),
-        commit=commit,
-        title=title,
-        body=body,
-    )
-
-
-def _same_change(ctx: _Ctx, remote_sha: str, commit: str) -> bool:
-    """The remote branch is one commit on the current default branch with our tree."""
-    out = gitw.git(
-        ctx.ws.root,
-        "rev-parse", f"{remote_sha}^{{tree}}", f"{commit}^{{tree}}", f"{remote_sha}^", ok_codes=(0, 128)
-    ).stdout.split()
-    return len(out) == 3 and out[0] == out[1] and out[2] == ctx.default_sha
-
-
-def _recover(ctx: _Ctx) -> None:
-    """After a failure mid-way: drop our edits (the tree was clean) and go back."""
-    gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", ok_codes=(0, 128))
-    gitw.git(ctx.ws.root, "checkout", "--quiet", ctx.original, ok_codes=(0, 1, 128))
-
-
-def _close_superseded(ctx: _Ctx, plan: BumpPlan, number: int) -> list[int]:
-    """Close open bump pull requests of the same release stream for older versions."""
-    if ctx.forge is None:
-        return []
-    prefix = f"bump/{plan.module}-"
-    target = parse_version(plan.target.name)
-    if target is None:  # pragma: no cover
-        return []
-    pinned_major = max(c.pin.current.major for c in plan.changes)
-    names = gitw.out(
-        ctx.ws.root,
-        "for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/origin/{prefix}*"
-    ).split()
-    closed = []
-    for name in names:
-        if name == plan.branch or not name.startswith(prefix):
-            continue
-        version = parse_version(name[len(prefix) :])
-        if version is None or version.prefix != target.prefix or not version < target:
-            continue
-        superseded = version.major > pinned_major if plan.major else version.major == target.major
-        if not superseded:
-            continue
-        pull = ctx.forge.find_pull(name, "open")
-        if pull is None:
-            continue
-        old = int(pull["number"])
-        ctx.forge.comment(old, f"Superseded by #{number} ({plan.module} {plan.target.name}).")
-        ctx.forge.update_pull(old, state="closed")
-        closed.append(old)
-    return closed
-
+from tooling.model.repo import WorkTree
 
 # --------------------------------------------------------------------------- commands
 
@@ -467,9 +84,9 @@ def bump_module(
 ) -> int:
     """``invoke bump-module``: one module to one tag, in every (selected) unit pinning it."""
     say(ws.settings.describe())
-    ctx = _open(ws, fetch=not dry_run, need_clean=not dry_run)
+    ctx = open_context(ws, fetch=not dry_run, need_clean=not dry_run)
     tree = gitw.tree_at(ws.root, ctx.default_sha)
-    inv = inventory(_unit_texts(ws, tree))
+    inv = inventory(unit_texts(ws, tree))
     pins = select_module(inv.pins, module)
     globs = split_globs(units)
     pins = select_pins(pins, globs)
@@ -491,7 +108,7 @@ def bump_module(
     try:
         outcome = converge(ctx, plan, log, reopen_closed=True)
     except BaseException:
-        _recover(ctx)
+        recover(ctx)
         raise
     if outcome.status == "skipped":
         raise ToolingError(f"{plan.branch}: {outcome.detail}")
@@ -515,8 +132,8 @@ def outdated(ws: Workspace, *, as_json: bool = False) -> int:
     not be listed (the others are still reported).
     """
     say(ws.settings.describe())
-    inv = inventory(_unit_texts(ws, WorkTree(ws.root)))
-    repos = _discover(ws.tool_env, tags.token_from_env(), inv.pins)
+    inv = inventory(unit_texts(ws, WorkTree(ws.root)))
+    repos = discover(ws.tool_env, tags.token_from_env(), inv.pins)
     report = outdated_report(inv, repos)
     if as_json:
         print(json.dumps(report, indent=2))
@@ -561,12 +178,12 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
     (every other module is still handled).
     """
     say(ws.settings.describe())
-    ctx = _open(ws, fetch=True, need_clean=True)
+    ctx = open_context(ws, fetch=True, need_clean=True)
     tree = gitw.tree_at(ws.root, ctx.default_sha)
-    inv = inventory(_unit_texts(ws, tree))
+    inv = inventory(unit_texts(ws, tree))
     globs = split_globs(units)
     pins = select_pins(inv.pins, globs)
-    repos = _discover(ctx.module_env, ctx.git_token, pins)
+    repos = discover(ctx.module_env, ctx.git_token, pins)
     failed = 0
     for identity, repo in sorted(repos.items()):
         if not repo.ok:
@@ -584,10 +201,10 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
             try:
                 outcome = converge(ctx, plan, read_changelog(ctx, plan), reopen_closed=False)
                 if outcome.pr_number is not None:
-                    for old in _close_superseded(ctx, plan, outcome.pr_number):
+                    for old in close_superseded(ctx, plan, outcome.pr_number):
                         say(f"closed #{old}: superseded by #{outcome.pr_number}")
             except ToolingError as exc:
-                _recover(ctx)
+                recover(ctx)
                 outcome = Outcome(plan, "failed", str(exc))
             outcomes.append(outcome)
             kind = " (major)" if plan.major else ""
@@ -596,3 +213,4 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
         ctx.restore()
     failed += sum(1 for o in outcomes if o.status == "failed")
     return 1 if failed else 0
+

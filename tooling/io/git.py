@@ -7,9 +7,11 @@ itself.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tooling.errors import ToolingError
@@ -99,6 +101,41 @@ def parse_porcelain_paths(text: str) -> list[Change]:
         status = "D" if "D" in xy else "A" if xy in ("??", "A ", "AM") else "M"
         out.append(Change(status, path))
         i += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who commits: name and email (the four GIT_AUTHOR_*/GIT_COMMITTER_* variables)."""
+
+    name: str
+    email: str
+
+    def env(self) -> dict[str, str]:
+        return {
+            "GIT_AUTHOR_NAME": self.name,
+            "GIT_AUTHOR_EMAIL": self.email,
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": self.email,
+        }
+
+
+_IDENT_RE = re.compile(r"^(?P<name>.*?) <(?P<email>[^>]*)> -?\d+ [+-]\d{4}$")
+
+
+def parse_ident(text: str) -> Identity | None:
+    """``git var GIT_AUTHOR_IDENT`` output -> identity."""
+    match = _IDENT_RE.match(text.strip())
+    return Identity(match.group("name"), match.group("email")) if match else None
+
+
+def parse_tag_messages(text: str) -> dict[str, str]:
+    """``for-each-ref`` records (name NUL type NUL message RS) -> annotated tag messages."""
+    out: dict[str, str] = {}
+    for record in text.split("\x1e"):
+        fields = record.lstrip("\n").split("\x00")
+        if len(fields) == 3 and fields[1] == "tag" and fields[2].strip():
+            out[fields[0]] = fields[2].strip()
     return out
 
 
