@@ -4,6 +4,12 @@
   (never 0.0.0.0), one per test session.
 - ``aws_env``: environment variables that point boto3/OpenTofu at it with
   throwaway credentials.
+
+Two suites (README, "Tests"): a test that runs tofu, terragrunt or act, or a
+real state backend, is marked ``e2e``. Tests that use one of
+:data:`E2E_FIXTURES` are marked here; modules that start the tools some other
+way say so with ``pytestmark = pytest.mark.e2e``. ``pytest -m "not e2e"`` is
+the fast suite.
 """
 
 from __future__ import annotations
@@ -15,6 +21,15 @@ from dataclasses import dataclass
 import pytest
 
 pytest_plugins = ["infra_fixtures"]
+
+#: fixtures that bring up the pinned tools or a state backend: a test using one is end to end
+E2E_FIXTURES = frozenset({"tools", "example_repo", "moto_server", "aws_env"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,31 @@ def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, env=full, check=True, capture_output=True, text=True
     ).stdout
+
+
+def edit(repo: Path, rel: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the file ``rel`` of ``repo`` (which must contain it)."""
+    path = repo / rel
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    path.write_text(text.replace(old, new))
+
+
+def s3_state_bucket(monkeypatch: pytest.MonkeyPatch, aws_env: Mapping[str, str], name: str) -> tuple[Any, str]:
+    """A new bucket on the moto server, made this test's state backend; (the boto3 client, the bucket)."""
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=aws_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    bucket = name.lower().replace("_", "-")[:60]
+    s3.create_bucket(Bucket=bucket)
+    monkeypatch.setenv("IAC_STATE_BUCKET", bucket)
+    monkeypatch.setenv("IAC_STATE_ENDPOINT", aws_env["AWS_ENDPOINT_URL"])
+    return s3, bucket
+
+
+def bucket_keys(s3: Any, bucket: str) -> set[str]:
+    """Every object key in ``bucket``."""
+    return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
 
 
 def commit_all(repo: Path, message: str) -> str:
@@ -92,7 +118,7 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
                 "GITHUB_TOKEN", "GH_TOKEN", "IAC_EXECUTOR", "IAC_APP_STATE_BUCKET", "IAC_APP_STATE_REGION",
                 "IAC_APP_STATE_ENDPOINT", "GOOGLE_APPLICATION_CREDENTIALS", "IAC_GIT_TOKEN",
                 "IAC_GIT_TOKEN_HOST", "IAC_BUMP_AUTHOR_EMAIL", "IAC_BUMP_AUTHOR_NAME", "IAC_ECHO_COMMANDS",
-                "IAC_PR_NUMBER", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EVENT_PATH"):
+                "IAC_PR_NUMBER", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EVENT_PATH", "GITHUB_SERVER_URL"):
         monkeypatch.delenv(key, raising=False)
 
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from infra_fixtures import commit_all, git, invoke
+from infra_fixtures import commit_all, edit, git, invoke
 
 from tooling.commands.pipeline import compute_affected
 from tooling.core.changes import Affected
@@ -27,16 +27,9 @@ def _branch(repo: Path, name: str = "feature") -> None:
     git(repo, "checkout", "--quiet", "-b", name)
 
 
-def _edit(repo: Path, rel: str, old: str, new: str) -> None:
-    path = repo / rel
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {rel}"
-    path.write_text(text.replace(old, new))
-
-
 def test_a_unit_added_on_main_after_the_branch_point_is_not_reported(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "dns ttl")
     git(example_repo, "checkout", "--quiet", "main")
     shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/mail")
@@ -51,9 +44,9 @@ def test_a_unit_added_on_main_after_the_branch_point_is_not_reported(example_rep
 def test_a_shared_file_beside_a_unit_selects_every_unit_that_reads_it(example_repo: Path) -> None:
     # network's folder holds vlans.yaml; network and vms both read it
     (example_repo / "live/cluster/network/vlans.yaml").write_text("servers: 40\n")
-    _edit(example_repo, "live/cluster/network/terragrunt.hcl", "vlan_id   = 40",
+    edit(example_repo, "live/cluster/network/terragrunt.hcl", "vlan_id   = 40",
           'vlan_id   = yamldecode(file("vlans.yaml")).servers')
-    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "inputs = {",
+    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "inputs = {",
           'locals {\n  vlans = yamldecode(file("${get_terragrunt_dir()}/../network/vlans.yaml"))\n}\n\ninputs = {')
     commit_all(example_repo, "shared vlans file")
     _branch(example_repo)
@@ -99,7 +92,7 @@ def test_root_or_tier_file_selects_exactly_the_units_below_it(
 
 def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
     commit_all(example_repo, "bump vm module")
     result = _affected(example_repo)
     assert _paths(result) == [("live/cluster/vms", "modified")]
@@ -112,7 +105,7 @@ def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(example
 def test_a_deleted_unit_is_reported_after_the_others_in_reverse_dependency_order(example_repo: Path) -> None:
     _branch(example_repo)
     git(example_repo, "rm", "-r", "--quiet", "live/cluster/os", "live/cluster/gitops")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "retire the cluster's OS and GitOps")
     result = _affected(example_repo)
     assert _paths(result) == [
@@ -136,8 +129,8 @@ def test_a_renamed_unit_is_moved_with_moved_from(example_repo: Path) -> None:
 
 def test_uncommitted_adds_staged_unstaged_and_untracked_changes(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")  # unstaged
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", '"example-org"', '"example-org-2"')
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")  # unstaged
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", '"example-org"', '"example-org-2"')
     git(example_repo, "add", "live/cloud/iam/terragrunt.hcl")  # staged
     shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/mail")  # untracked
     assert _affected(example_repo).units == ()
@@ -152,7 +145,7 @@ def test_uncommitted_adds_staged_unstaged_and_untracked_changes(example_repo: Pa
 
 def test_unparseable_hcl_is_an_error_naming_file_and_line(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
     commit_all(example_repo, "broken")
     ran = invoke(example_repo, "affected", "--base", "main")
     assert ran.returncode == 1
@@ -164,7 +157,7 @@ def test_unparseable_hcl_is_an_error_naming_file_and_line(example_repo: Path) ->
 
 def test_affected_json_is_the_only_thing_on_stdout(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
     commit_all(example_repo, "bump iam")
     ran = invoke(example_repo, "affected", "--base", "main", "--json")
     assert ran.returncode == 0, ran.stderr
@@ -203,7 +196,7 @@ def test_units_json_lists_every_unit_with_its_facts(example_repo: Path) -> None:
 
 def test_graph_groups_units_by_tier_and_highlights_the_affected_ones(example_repo: Path) -> None:
     _branch(example_repo)
-    _edit(example_repo, "live/cluster/os/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
+    edit(example_repo, "live/cluster/os/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
     commit_all(example_repo, "bump os")
     ran = invoke(example_repo, "graph", "--affected", "--base", "main")
     assert ran.returncode == 0, ran.stderr

@@ -14,9 +14,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from infra_fixtures import GIT_ENV, apply_unit, commit_all, invoke, read_summary, units_by_path
+from infra_fixtures import (
+    GIT_ENV,
+    apply_unit,
+    bucket_keys,
+    commit_all,
+    invoke,
+    read_summary,
+    s3_state_bucket,
+    units_by_path,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -163,19 +171,6 @@ def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(example_repo
     assert results["live/cloud/dns"]["result"] == "applied"
 
 
-def _s3(monkeypatch: pytest.MonkeyPatch, aws_env: dict[str, str], name: str) -> Any:
-    s3 = boto3.client("s3", endpoint_url=aws_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
-    bucket = f"apply-{name}".lower().replace("_", "-")[:60]
-    s3.create_bucket(Bucket=bucket)
-    monkeypatch.setenv("IAC_STATE_BUCKET", bucket)
-    monkeypatch.setenv("IAC_STATE_ENDPOINT", aws_env["AWS_ENDPOINT_URL"])
-    return s3, bucket
-
-
-def _keys(s3: Any, bucket: str) -> set[str]:
-    return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
-
-
 def _popen_apply(repo: Path, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "invoke", "apply", "--plans", str(out)],
@@ -186,14 +181,14 @@ def _popen_apply(repo: Path, out: Path) -> subprocess.Popen[str]:
 def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_lock(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     _local_unit(example_repo, "slow", SLOW_MODULE)
     commit_all(example_repo, "slow unit")
     _plan(example_repo, tmp_path / "a", "--unit", "live/cloud/slow")
     _plan(example_repo, tmp_path / "b", "--unit", "live/cloud/slow")
     first = _popen_apply(example_repo, tmp_path / "a")
     deadline = time.monotonic() + 60
-    while "live/cloud/slow/terraform.tfstate.tflock" not in _keys(s3, bucket):
+    while "live/cloud/slow/terraform.tfstate.tflock" not in bucket_keys(s3, bucket):
         assert time.monotonic() < deadline and first.poll() is None, "the first apply never took the lock"
         time.sleep(0.1)
     second = _popen_apply(example_repo, tmp_path / "b")
@@ -205,13 +200,13 @@ def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_loc
     assert b["live/cloud/slow"]["result"] == "failed"
     assert "locked by another run (lock ID " in b["live/cloud/slow"]["reason"]
     assert "force-unlock" not in out2.replace("before any force-unlock", "")
-    assert not any(k.endswith(".tflock") for k in _keys(s3, bucket))
+    assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket))
 
 
 def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     _local_unit(example_repo, "slow", SLOW_MODULE, body='\ninputs = {\n  seconds = 20\n}\n')
     (example_repo / "live/cloud/zz-last").mkdir()
     (example_repo / "live/cloud/zz-last/terragrunt.hcl").write_text(
@@ -228,7 +223,7 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
         if "live/cloud/dns: applied" in line:
             break
     deadline = time.monotonic() + 60
-    while "live/cloud/slow/terraform.tfstate.tflock" not in _keys(s3, bucket):
+    while "live/cloud/slow/terraform.tfstate.tflock" not in bucket_keys(s3, bucket):
         assert time.monotonic() < deadline, "".join(seen)
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
@@ -240,7 +235,7 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
     results = {u["path"]: u["result"] for u in doc["units"]}
     assert doc["interrupted"] is True
     assert results == {"live/cloud/dns": "applied", "live/cloud/slow": "failed", "live/cloud/zz-last": "not-run"}
-    assert not any(k.endswith(".tflock") for k in _keys(s3, bucket)), "the lock was not released"
+    assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket)), "the lock was not released"
     replan = _plan(example_repo, tmp_path / "again", "--unit", "live/cloud/dns", "--unit", "live/cloud/slow",
                    "--unit", "live/cloud/zz-last")
     status = {u["path"]: u["status"] for u in replan["units"]}

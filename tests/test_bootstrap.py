@@ -994,7 +994,9 @@ fi
 """
 
 
-def test_seed_hands_values_to_vault_on_stdin_only(tmp_path: Path) -> None:
+@pytest.fixture
+def fake_vault(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A ``vault`` on PATH that records its arguments and stdin; (log prefix, environment)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "vault").write_text(FAKE_VAULT, encoding="utf-8")
@@ -1005,6 +1007,11 @@ def test_seed_hands_values_to_vault_on_stdin_only(tmp_path: Path) -> None:
         VAULT_LOG=str(log),
         VAULT_ADDR="http://127.0.0.1:8200",
     )
+    return log, env
+
+
+def test_seed_hands_values_to_vault_on_stdin_only(fake_vault: tuple[Path, dict[str, str]]) -> None:
+    log, env = fake_vault
     result = sh(SEED_SH, stdin=SEED_INPUT, env=env)
     assert result.returncode == 0, result.stderr
     argv = Path(f"{log}.argv").read_text(encoding="utf-8")
@@ -1026,17 +1033,8 @@ def test_seed_hands_values_to_vault_on_stdin_only(tmp_path: Path) -> None:
     ]
 
 
-def test_seed_refuses_a_missing_value(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "vault").write_text(FAKE_VAULT, encoding="utf-8")
-    (bin_dir / "vault").chmod(0o755)
-    log = tmp_path / "vault"
-    env = clean_env(
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        VAULT_LOG=str(log),
-        VAULT_ADDR="http://127.0.0.1:8200",
-    )
+def test_seed_refuses_a_missing_value(fake_vault: tuple[Path, dict[str, str]]) -> None:
+    log, env = fake_vault
     result = sh(SEED_SH, "--only", "proxmox", stdin="only-the-id\n", env=env)
     assert result.returncode == 1
     assert "no value for api_token_secret" in result.stderr

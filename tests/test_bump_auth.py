@@ -27,24 +27,6 @@ TOKEN = "iacgit_s3cr3t_0123456789abcdef"
 SOURCE_PATH = "platform-modules/terraform-private.git"
 
 
-@pytest.fixture(autouse=True)
-def _no_bump_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own token, bot identity or GitHub settings must not leak into these runs."""
-    for key in (
-        "IAC_GIT_TOKEN",
-        "IAC_GIT_TOKEN_HOST",
-        "IAC_BUMP_AUTHOR_NAME",
-        "IAC_BUMP_AUTHOR_EMAIL",
-        "IAC_ECHO_COMMANDS",
-        "GITHUB_SERVER_URL",
-        "GITHUB_REPOSITORY",
-        "GITHUB_API_URL",
-        "IAC_PR_NUMBER",
-        "GITHUB_EVENT_PATH",
-    ):
-        monkeypatch.delenv(key, raising=False)
-
-
 @dataclass
 class GitServer:
     url: str

@@ -23,24 +23,6 @@ from tooling.model.versions import parse_version
 MODULE = "terraform-proxmox"
 
 
-@pytest.fixture(autouse=True)
-def _no_bump_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own token, bot identity or GitHub settings must not leak into these runs."""
-    for key in (
-        "IAC_GIT_TOKEN",
-        "IAC_GIT_TOKEN_HOST",
-        "IAC_BUMP_AUTHOR_NAME",
-        "IAC_BUMP_AUTHOR_EMAIL",
-        "IAC_ECHO_COMMANDS",
-        "GITHUB_SERVER_URL",
-        "GITHUB_REPOSITORY",
-        "GITHUB_API_URL",
-        "IAC_PR_NUMBER",
-        "GITHUB_EVENT_PATH",
-    ):
-        monkeypatch.delenv(key, raising=False)
-
-
 # --------------------------------------------------------------------------- helpers
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from infra_fixtures import REPO, commit_all, git, invoke
+from infra_fixtures import REPO, commit_all, edit, git, invoke
 
 from tooling.commands import ci as ci_flow
 from tooling.core import ci, executors
@@ -25,13 +25,6 @@ from tooling.io import config
 
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"]}
 LAN = {"executor": "lan", "runs_on": ["self-hosted", "lan"]}
-
-
-def _edit(repo: Path, rel: str, old: str, new: str) -> None:
-    path = repo / rel
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {rel}"
-    path.write_text(text.replace(old, new))
 
 
 def _matrix(repo: Path, *args: str) -> dict[str, Any]:
@@ -130,8 +123,8 @@ def test_the_expected_identities_match_the_roles_bootstrap_creates() -> None:
 
 def test_a_cluster_only_change_lists_only_the_lan_executor_and_its_units(example_repo: Path) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "vm-bump")
-    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
-    _edit(example_repo, "live/cluster/tier.hcl", "gate       = \"auto\"", "gate       = \"auto\" # reviewed")
+    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    edit(example_repo, "live/cluster/tier.hcl", "gate       = \"auto\"", "gate       = \"auto\" # reviewed")
     commit_all(example_repo, "bump the vm module; touch the cluster tier file")
     doc = _matrix(example_repo, "--base", "main")
     assert doc == {
@@ -143,8 +136,8 @@ def test_a_cluster_only_change_lists_only_the_lan_executor_and_its_units(example
 
 def test_a_mixed_change_lists_both_executors_hosted_first(example_repo: Path) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "mixed")
-    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "a cloud and a cluster change")
     assert _matrix(example_repo, "--base", "main") == {
         "include": [{**HOSTED, "units": ["live/cloud/dns"]}, {**LAN, "units": ["live/cluster/vms"]}]
@@ -176,8 +169,8 @@ def test_the_workflow_guard_accepts_the_real_matrix_and_refuses_a_misrouted_one(
     example_repo: Path, tmp_path: Path
 ) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "mixed")
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", "include \"root\"", "# iam\ninclude \"root\"")
-    _edit(example_repo, "live/cluster/network/terragrunt.hcl", "include \"root\"", "# network\ninclude \"root\"")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "include \"root\"", "# iam\ninclude \"root\"")
+    edit(example_repo, "live/cluster/network/terragrunt.hcl", "include \"root\"", "# network\ninclude \"root\"")
     commit_all(example_repo, "comments in two tiers")
     doc = _matrix(example_repo, "--base", "main")
     assert [leg["executor"] for leg in doc["include"]] == ["hosted", "lan"]

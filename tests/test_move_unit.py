@@ -10,15 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from infra_fixtures import (
     apply_unit,
+    bucket_keys,
     commit_all,
     git,
     invoke,
     plan_one,
     read_summary,
+    s3_state_bucket,
     units_by_path,
 )
 
@@ -33,19 +34,6 @@ OLD_KEY, NEW_KEY = f"{OLD}/terraform.tfstate", f"{NEW}/terraform.tfstate"
 
 def _local(repo: Path, key: str) -> Path:
     return repo / ".iac" / "state" / key
-
-
-def _s3(monkeypatch: pytest.MonkeyPatch, aws_env: dict[str, str], name: str) -> tuple[Any, str]:
-    s3 = boto3.client("s3", endpoint_url=aws_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
-    bucket = f"move-{name}".lower().replace("_", "-")[:60]
-    s3.create_bucket(Bucket=bucket)
-    monkeypatch.setenv("IAC_STATE_BUCKET", bucket)
-    monkeypatch.setenv("IAC_STATE_ENDPOINT", aws_env["AWS_ENDPOINT_URL"])
-    return s3, bucket
-
-
-def _keys(s3: Any, bucket: str) -> set[str]:
-    return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
 
 
 def _body(s3: Any, bucket: str, key: str) -> bytes:
@@ -105,14 +93,14 @@ def test_a_move_onto_a_key_that_holds_state_is_refused_and_changes_nothing(examp
 def test_s3_state_moves_with_the_folder_and_the_moved_unit_plans_clean(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"move-{tmp_path.name}")
     apply_unit(example_repo, OLD, tmp_path / "a1")
     before = _body(s3, bucket, OLD_KEY)
 
     ran = invoke(example_repo, "move-unit", OLD, NEW)
     assert ran.returncode == 0, ran.output
     assert f"s3://{bucket}/{NEW_KEY}" in ran.stderr
-    assert _keys(s3, bucket) == {NEW_KEY, OLD_KEY + moving.BACKUP_SUFFIX}
+    assert bucket_keys(s3, bucket) == {NEW_KEY, OLD_KEY + moving.BACKUP_SUFFIX}
     assert _body(s3, bucket, NEW_KEY) == before
     assert _body(s3, bucket, OLD_KEY + moving.BACKUP_SUFFIX) == before
     assert not (example_repo / ".iac" / "state").exists(), "S3 state must not be written locally"
@@ -121,13 +109,13 @@ def test_s3_state_moves_with_the_folder_and_the_moved_unit_plans_clean(
     assert result.status == "no-changes", result.error
 
     assert invoke(example_repo, "move-unit", OLD, NEW, "--remove-backup").returncode == 0
-    assert _keys(s3, bucket) == {NEW_KEY}
+    assert bucket_keys(s3, bucket) == {NEW_KEY}
 
 
 def test_s3_refuses_a_target_key_that_holds_state(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"move-{tmp_path.name}")
     apply_unit(example_repo, OLD, tmp_path / "a1")
     s3.put_object(Bucket=bucket, Key=NEW_KEY, Body=b'{"version": 4, "lineage": "someone-else"}')
 
@@ -135,7 +123,7 @@ def test_s3_refuses_a_target_key_that_holds_state(
     assert ran.returncode == 1
     assert f"s3://{bucket}/{NEW_KEY} already holds state" in ran.stderr
     assert _body(s3, bucket, NEW_KEY) == b'{"version": 4, "lineage": "someone-else"}'
-    assert OLD_KEY in _keys(s3, bucket)
+    assert OLD_KEY in bucket_keys(s3, bucket)
     assert (example_repo / OLD / "terragrunt.hcl").exists()
 
 

@@ -8,16 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import apply_unit, commit_all, git, invoke, read_summary, units_by_path
+from infra_fixtures import apply_unit, commit_all, edit, git, invoke, read_summary, units_by_path
 
 pytestmark = pytest.mark.e2e
-
-
-def _edit(repo: Path, rel: str, old: str, new: str) -> None:
-    path = repo / rel
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {rel}"
-    path.write_text(text.replace(old, new))
 
 
 def _plan(repo: Path, out: Path, *args: str, env: dict[str, str] | None = None) -> tuple[Any, dict[str, Any], str]:
@@ -33,7 +26,7 @@ def test_a_one_line_module_bump_plans_exactly_that_unit_and_shows_its_changes(
     apply_unit(example_repo, "live/cluster/network", tmp_path / "a1")
     apply_unit(example_repo, "live/cluster/vms", tmp_path / "a2")
     git(example_repo, "checkout", "--quiet", "-b", "bump-vm")
-    _edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
     commit_all(example_repo, "bump the vm module to v1.2.0")
     out = tmp_path / "plans"
     ran, summary, comment = _plan(example_repo, out, "--base", "main")
@@ -56,7 +49,7 @@ def test_a_one_line_module_bump_plans_exactly_that_unit_and_shows_its_changes(
 def test_a_forced_replacement_is_listed_in_the_warnings_block(example_repo: Path, tmp_path: Path) -> None:
     apply_unit(example_repo, "live/cloud/dns", tmp_path / "a1")
     git(example_repo, "checkout", "--quiet", "-b", "major")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v2.0.0")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v2.0.0")
     commit_all(example_repo, "dns v2")
     ran, summary, comment = _plan(example_repo, tmp_path / "plans", "--base", "main")
     assert ran.returncode == 0, ran.output
@@ -78,7 +71,7 @@ def test_a_deleted_unit_with_state_gets_a_destroy_plan_from_the_base_revision_fi
     apply_unit(example_repo, "live/cloud/legacy", tmp_path / "a1")
     git(example_repo, "checkout", "--quiet", "-b", "retire")
     git(example_repo, "rm", "-r", "--quiet", "live/cloud/legacy")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "retire the legacy unit")
     ran, summary, comment = _plan(example_repo, tmp_path / "plans", "--base", "main")
     assert ran.returncode == 0, ran.output
@@ -95,8 +88,8 @@ def test_a_deleted_unit_with_state_gets_a_destroy_plan_from_the_base_revision_fi
 
 def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(example_repo: Path, tmp_path: Path) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "typo")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v9.9.9")
-    _edit(example_repo, "live/cluster/network/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v9.9.9")
+    edit(example_repo, "live/cluster/network/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
     commit_all(example_repo, "two bumps, one wrong")
     ran, summary, comment = _plan(example_repo, tmp_path / "plans", "--base", "main")
     assert ran.returncode == 1
@@ -148,8 +141,8 @@ def test_a_plan_over_the_comment_budget_keeps_counts_and_warnings_in_valid_markd
     git(example_repo, "push", "--quiet", "origin", "main")
     apply_unit(example_repo, "live/cloud/dns", tmp_path / "a1")
     git(example_repo, "checkout", "--quiet", "-b", "major")
-    _edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v2.0.0")
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v2.0.0")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "?ref=v1.0.0", "?ref=v1.1.0")
     commit_all(example_repo, "dns v2, iam v1.1")
     out = tmp_path / "plans"
     ran, summary, comment = _plan(example_repo, out, "--base", "main")
@@ -195,7 +188,7 @@ def test_executor_filter_plans_only_that_executors_units(example_repo: Path, tmp
 
 
 def test_units_that_need_admin_credentials_are_withheld_on_pull_requests(example_repo: Path, tmp_path: Path) -> None:
-    _edit(example_repo, "live/cloud/iam/terragrunt.hcl", "inputs = {", "locals {\n  plan_on_pr = false\n}\n\ninputs = {")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "inputs = {", "locals {\n  plan_on_pr = false\n}\n\ninputs = {")
     commit_all(example_repo, "iam needs admin to plan")
     pr = {"GITHUB_EVENT_NAME": "pull_request"}
     ran, summary, comment = _plan(example_repo, tmp_path / "p1", "--unit", "live/cloud/iam", "--unit", "live/cloud/dns", env=pr)

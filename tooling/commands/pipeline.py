@@ -17,10 +17,11 @@ from typing import Any
 
 from tooling.commands import move as moving
 from tooling.commands import preflight
-from tooling.commands.plans import Progress, Target, plan_unit, run_all
+from tooling.commands.plans import Progress, plan_unit, run_all
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result
+from tooling.core.targets import select_targets
 from tooling.errors import UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -106,70 +107,17 @@ def _pr_context() -> bool:
     return os.environ.get("GITHUB_EVENT_NAME", "") in ("pull_request", "pull_request_review")
 
 
-def select_targets(
-    model: Model,
-    *,
-    root: Path,
-    all_units: bool,
-    units: Sequence[str],
-    change: Affected | None,
-    executor: str | None,
-    on_pr: bool,
-    base_root: Path | None = None,
-    base_model: Model | None = None,
-) -> list[Target]:
-    """What to plan, as data: pure over the models and the affected set."""
-    targets: list[Target] = []
-    wanted: dict[str, str] = {}
-    if all_units:
-        wanted = dict.fromkeys(model.order, "all")
-    elif units:
-        for raw in units:
-            path = raw.rstrip("/")
-            if path not in model.units:
-                raise UsageError(f"--unit {raw}: no unit at {path} (see `invoke units`)")
-            wanted[path] = "named"
-    elif change is not None:
-        wanted = {u.path: u.change for u in change.units if u.change != "deleted"}
-    for path in model.order:
-        if path not in wanted:
-            continue
-        unit = model.units[path]
-        if executor and unit.executor != executor:
-            continue
-        preset = reason = None
-        if wanted[path] == "moved" and moving.moved_unit_blocked(root, model, change, path):
-            moved_from = next(u.moved_from for u in change.units if u.path == path) if change else None
-            preset = "blocked"
-            reason = (
-                f"moved from {moved_from}: its state key changes. Migrate the state first "
-                f"(`invoke move-unit {moved_from} {path}` does both), or this plan would destroy and recreate everything."
-            )
-        elif on_pr and not unit.plan_on_pr:
-            preset = "withheld"
-            reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
-        targets.append(
-            Target(
-                path, unit.tier, unit.executor, wanted[path], root / path,
-                dependencies=unit.dependencies, preset=preset, preset_reason=reason, source=unit.source,
-                gate_class=unit.gate,
-            )
-        )
-    if change is not None and not all_units and not units:
-        for item in change.units:
-            if item.change != "deleted" or (executor and item.executor != executor):
-                continue
-            base_unit = base_model.units.get(item.path) if base_model else None
-            targets.insert(
-                0,
-                Target(
-                    item.path, item.tier, item.executor, "deleted",
-                    (base_root or root) / item.path, destroy=True,
-                    source=base_unit.source if base_unit else None,
-                    gate_class="manual",
-                ),
-            )
-    return targets
+def blocked_moves(root: Path, model: Model, change: Affected | None, executor: str | None) -> set[str]:
+    """The moved units that must wait: their state is still at the old key (the state stores tell)."""
+    if change is None:
+        return set()
+    return {
+        u.path
+        for u in change.units
+        if u.change == "moved"
+        and not (executor and u.executor != executor)
+        and moving.moved_unit_blocked(root, model, change, u.path)
+    }
 
 
 def write_summary(out_dir: Path, data: dict[str, Any]) -> Path:
@@ -214,8 +162,8 @@ def plan(
     on_pr = _pr_context()
     try:
         targets = select_targets(
-            model, root=root, all_units=all_units, units=units, change=change,
-            executor=executor, on_pr=on_pr, base_root=base_root, base_model=base_model,
+            model, root=root, all_units=all_units, units=units, change=change, executor=executor, on_pr=on_pr,
+            blocked_moves=blocked_moves(root, model, change, executor), base_root=base_root, base_model=base_model,
         )
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         if not targets:

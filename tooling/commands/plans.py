@@ -22,33 +22,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
+from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.errors import ToolingError
 from tooling.io import terragrunt
 
 PLAN_NAME = "plan.tfplan"
-
-
-@dataclass(frozen=True)
-class Target:
-    """One unit to plan (or to report without planning)."""
-
-    path: str
-    tier: str
-    executor: str
-    change: str  # added | modified | deleted | moved | all
-    run_dir: Path  # where terragrunt runs (a base worktree for deleted units)
-    dependencies: tuple[str, ...] = ()
-    destroy: bool = False
-    preset: str | None = None  # withheld | blocked: reported, not planned
-    preset_reason: str | None = None
-    source: str | None = None
-    gate_class: str = "auto"
 
 
 def sha256_file(path: Path) -> str:

@@ -1,0 +1,108 @@
+"""What ``invoke plan`` plans, as data. Pure: no git, no state store, no files.
+
+:func:`select_targets` turns the head model, the affected set and the options
+into :class:`Target` records, in DAG order, deleted units (planned as destroys
+from the base revision) first. Whether a moved unit must wait for its state to
+be migrated needs the state stores, so the caller works that out first and
+passes the answer in ``blocked_moves``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tooling.core.changes import Affected
+from tooling.errors import UsageError
+from tooling.model.repo import Model
+
+
+@dataclass(frozen=True)
+class Target:
+    """One unit to plan (or to report without planning)."""
+
+    path: str
+    tier: str
+    executor: str
+    change: str  # added | modified | deleted | moved | all | named
+    run_dir: Path  # where terragrunt runs (a base worktree for deleted units)
+    dependencies: tuple[str, ...] = ()
+    destroy: bool = False
+    preset: str | None = None  # withheld | blocked: reported, not planned
+    preset_reason: str | None = None
+    source: str | None = None
+    gate_class: str = "auto"
+
+
+def select_targets(
+    model: Model,
+    *,
+    root: Path,
+    all_units: bool,
+    units: Sequence[str],
+    change: Affected | None,
+    executor: str | None,
+    on_pr: bool,
+    blocked_moves: Collection[str] = (),
+    base_root: Path | None = None,
+    base_model: Model | None = None,
+) -> list[Target]:
+    """What to plan: ``--all``, the ``--unit`` paths, or the affected units, for one executor.
+
+    A moved unit in ``blocked_moves`` is reported ``blocked`` (its state must be
+    migrated first); on a pull request a unit with ``plan_on_pr = false`` is
+    ``withheld``. Raises :class:`UsageError` for a ``--unit`` that is not a unit.
+    """
+    targets: list[Target] = []
+    wanted: dict[str, str] = {}
+    if all_units:
+        wanted = dict.fromkeys(model.order, "all")
+    elif units:
+        for raw in units:
+            path = raw.rstrip("/")
+            if path not in model.units:
+                raise UsageError(f"--unit {raw}: no unit at {path} (see `invoke units`)")
+            wanted[path] = "named"
+    elif change is not None:
+        wanted = {u.path: u.change for u in change.units if u.change != "deleted"}
+    moved_from = {u.path: u.moved_from for u in change.units} if change is not None else {}
+    for path in model.order:
+        if path not in wanted:
+            continue
+        unit = model.units[path]
+        if executor and unit.executor != executor:
+            continue
+        preset = reason = None
+        if wanted[path] == "moved" and path in blocked_moves:
+            old = moved_from.get(path)
+            preset = "blocked"
+            reason = (
+                f"moved from {old}: its state key changes. Migrate the state first "
+                f"(`invoke move-unit {old} {path}` does both), or this plan would destroy and recreate everything."
+            )
+        elif on_pr and not unit.plan_on_pr:
+            preset = "withheld"
+            reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
+        targets.append(
+            Target(
+                path, unit.tier, unit.executor, wanted[path], root / path,
+                dependencies=unit.dependencies, preset=preset, preset_reason=reason, source=unit.source,
+                gate_class=unit.gate,
+            )
+        )
+    if change is not None and not all_units and not units:
+        for item in change.units:
+            if item.change != "deleted" or (executor and item.executor != executor):
+                continue
+            base_unit = base_model.units.get(item.path) if base_model else None
+            targets.insert(
+                0,
+                Target(
+                    item.path, item.tier, item.executor, "deleted",
+                    (base_root or root) / item.path, destroy=True,
+                    source=base_unit.source if base_unit else None,
+                    gate_class="manual",
+                ),
+            )
+    return targets
