@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +31,11 @@ from typing import Any
 from tooling.core import executors
 from tooling.core.executors import Executor
 from tooling.errors import ToolingError
+from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 ENV_EXECUTOR = "IAC_EXECUTOR"
 GCP_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def foreign_units(units: Iterable[tuple[str, str | None]], executor: str) -> list[str]:
@@ -154,9 +150,9 @@ def check_identity(executor: Executor) -> None:
     if problems:
         raise ToolingError("preflight refused:\n  - " + "\n  - ".join(problems))
     if arn:
-        _say(f"preflight: AWS identity {arn} is executor {executor.name}'s")
+        say(f"preflight: AWS identity {arn} is executor {executor.name}'s")
     if gcp:
-        _say(f"preflight: Google Cloud identity {gcp.service_account or gcp.audience} is executor {executor.name}'s")
+        say(f"preflight: Google Cloud identity {gcp.service_account or gcp.audience} is executor {executor.name}'s")
 
 
 def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:
