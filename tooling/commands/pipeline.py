@@ -11,13 +11,12 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tooling.commands import move as moving
 from tooling.commands import preflight
-from tooling.commands.plans import Progress, plan_unit, run_all
+from tooling.commands.plans import Progress, run_batch
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result
@@ -171,9 +170,8 @@ def plan(
         env = ws.tool_env if targets else {}
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
-        planner = partial(plan_unit, lock=not on_pr)
-        results = run_all(
-            targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)), planner=planner
+        results = run_batch(
+            targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)), lock=not on_pr
         )
     finally:
         if worktree is not None:

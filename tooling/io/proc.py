@@ -12,9 +12,10 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from tooling.errors import ToolingError
 
@@ -90,6 +91,66 @@ def run(
     if proc.returncode not in ok_codes:
         raise CalledProcessError(result, cwd)
     return result
+
+
+def stream(
+    args: Sequence[str],
+    on_line: Callable[[str, str], None],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Run ``args``, calling ``on_line(stream, line)`` ("stdout" or "stderr") for every
+    line as it arrives, from two reader threads; return the exit code.
+
+    The two streams keep separate pipes: a long write on one never splits a
+    line of the other. If we are interrupted (Ctrl-C, or ``on_line`` raises),
+    the child gets one SIGINT (Terragrunt passes it to OpenTofu, which stops
+    and releases its state lock) and up to 60 s to exit before it is killed;
+    then the exception propagates.
+    """
+    import signal
+    import threading
+
+    argv = tuple(str(a) for a in args)
+    if _echo_enabled():
+        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+    try:
+        child = subprocess.Popen(
+            argv, cwd=cwd, env=child_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, errors="replace",
+        )
+    except FileNotFoundError as exc:
+        raise ToolingError(f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again.") from exc
+    failure: list[BaseException] = []
+
+    def pump(name: str, pipe: IO[str]) -> None:
+        try:
+            for line in pipe:
+                if not failure:
+                    on_line(name, line)
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    assert child.stdout is not None and child.stderr is not None
+    err_reader = threading.Thread(target=pump, args=("stderr", child.stderr), daemon=True)
+    err_reader.start()
+    try:
+        pump("stdout", child.stdout)
+        err_reader.join()
+        code = child.wait()
+        if failure:
+            raise failure[0]
+        return code
+    except BaseException:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        raise
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

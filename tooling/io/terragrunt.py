@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,46 @@ def plan_args(
     if detailed_exitcode:
         args.append("-detailed-exitcode")
     return args
+
+
+def run_all_plan_args(
+    filters: Sequence[str],
+    out_dir: Path,
+    report_file: Path,
+    *,
+    parallelism: int,
+    destroy: bool = False,
+    lock_timeout: str = "0s",
+    lock: bool = True,
+) -> list[str]:
+    """``terragrunt run --all plan`` over exactly the units the ``filters`` select.
+
+    One Terragrunt process plans them all in DAG order, ``parallelism`` at a
+    time; each unit's plan file lands in ``out_dir/<unit path>/tfplan.tfplan``
+    and its outcome in the JSON ``report_file``. The log is JSON lines at debug
+    level: the runner's debug markers say when each unit starts and finishes
+    (see :mod:`tooling.core.runlog`). A failing unit does not stop independent
+    ones; its dependents exit early.
+    """
+    lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
+    selection = [arg for query in filters for arg in ("--filter", query)]
+    args = [
+        "terragrunt", "run", "--all", "--non-interactive", "--no-color", "--log-format", "json",
+        "--log-level", "debug", "--parallelism", str(max(1, parallelism)), *selection,
+        "--no-filters-file", "--out-dir", str(out_dir), "--report-file", str(report_file),
+        "--report-format", "json", "--summary-disable",
+        "--", "plan", "-input=false", lock_arg,
+    ]
+    if destroy:
+        args.append("-destroy")
+    return args
+
+
+def stream(
+    args: list[str], cwd: Path, env: Mapping[str, str], on_line: Callable[[str, str], None]
+) -> int:
+    """Run a terragrunt command in ``cwd``, handing each output line to ``on_line`` as it arrives."""
+    return proc.stream(args, on_line, cwd=cwd, env=env)
 
 
 def apply_args(plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
