@@ -301,15 +301,16 @@ def run_batch(
                 progress.finish(results[t.path])
     groups: dict[tuple[Path, bool], list[Target]] = {}
     for t in planned:
-        udir = unit_out_dir(out_dir, t.path)
-        udir.mkdir(parents=True, exist_ok=True)
-        (udir / "plan.log").write_text("")
         failed = next((d for d in t.dependencies if results.get(d) and results[d].status in ("error", "not-planned")), None)
         if failed is not None:
             results[t.path] = _unplanned(t, out_dir, f"not planned: its dependency {failed} failed")
         elif not t.run_dir.is_dir():
+            log = unit_out_dir(out_dir, t.path) / "plan.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            why = f"{t.path}: folder not found at the revision being planned"
+            log.write_text(f"[error: {why}]\n")
             results[t.path] = replace(
-                _unplanned(t, out_dir, f"{t.path}: folder not found at the revision being planned"), status="error"
+                _unplanned(t, out_dir, why), status="error", log_file=log.relative_to(out_dir).as_posix()
             )
         else:
             root = _tree_root(t)
@@ -337,7 +338,7 @@ def _tree_root(t: Target) -> Path | None:
 def _unplanned(t: Target, out_dir: Path, why: str) -> Result:
     return Result(
         t.path, t.tier, t.executor, t.change, "not-planned", error=why, destroy=t.destroy, source=t.source,
-        gate_class=t.gate_class, log_file=(unit_out_dir(out_dir, t.path) / "plan.log").relative_to(out_dir).as_posix(),
+        gate_class=t.gate_class,
     )
 
 
@@ -475,7 +476,8 @@ class _Batch:
         results: dict[str, Result] = {}
         for path, run in self.units.items():  # DAG order: a dependency's result is known first
             results[path] = result = self._result(run, report.get(path), results)
-            self._write_log(run, result)
+            if result.status != "not-planned":  # like one process per unit: nothing ran, no log
+                self._write_log(run, result)
             self._report(run, result)
         return results
 
@@ -515,7 +517,7 @@ class _Batch:
         cause = str((entry or {}).get("Cause") or "").strip() or None
         if result == "early exit":
             failed = next((d for d in t.dependencies if d in done and done[d].status in ("error", "not-planned")), None)
-            return replace(base, status="not-planned",
+            return replace(base, status="not-planned", log_file=None,
                            error=f"not planned: its dependency {failed or cause or 'upstream'} failed")
         if run.finished is not None or result == "failed":
             return replace(base, error=self._failure(run, run.finished.error if run.finished else cause))
@@ -531,6 +533,7 @@ class _Batch:
         return cause or terragrunt.error_summary(text) or "failed"
 
     def _write_log(self, run: _UnitRun, result: Result) -> None:
+        unit_out_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
         head = (
             f"$ {' '.join(self.args[:2])} --all … plan{' -destroy' if self.destroy else ''}"
             f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
