@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, git, invoke, read_summary, units_by_path
 
-from tooling.commands.pipeline import select_targets, summary_document
+from tooling.commands.pipeline import summary_document
 from tooling.commands.plans import Progress, plan_unit, run_all, run_batch
+from tooling.core.gates import parse_policy
+from tooling.core.targets import select_targets
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -110,7 +112,8 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     per_unit_out = tmp_path / "per-unit"
     per_unit_out.mkdir()
     one_by_one = run_all(targets, per_unit_out, ws.tool_env, jobs=2, planner=plan_unit)
-    reference = summary_document(one_by_one, base=None, head=summary["head"], executor=None, root=example_repo)
+    reference = summary_document(one_by_one, base=None, head=summary["head"], executor=None, root=example_repo,
+                                 policy=parse_policy(ws.policy))
     assert _shape(summary) == _shape(reference)
     for ours, theirs in zip(summary["units"], reference["units"], strict=True):
         for key in ("path", "status", "counts", "changes", "output_changes", "gate", "plan_file", "text_file",
