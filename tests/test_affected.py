@@ -143,16 +143,31 @@ def test_uncommitted_adds_staged_unstaged_and_untracked_changes(example_repo: Pa
     assert result.uncommitted is True
 
 
-def test_unparseable_hcl_is_an_error_naming_file_and_line(example_repo: Path) -> None:
+def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_load(example_repo: Path) -> None:
     _branch(example_repo)
     edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
-    commit_all(example_repo, "broken")
-    ran = invoke(example_repo, "affected", "--base", "main")
-    assert ran.returncode == 1
-    assert "live/cloud/iam/terragrunt.hcl:" in ran.stderr
-    line = next(i for i, text in enumerate((example_repo / "live/cloud/iam/terragrunt.hcl").read_text().splitlines(), 1) if 'github_org "' in text)
-    assert f"live/cloud/iam/terragrunt.hcl:{line}" in ran.stderr
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    commit_all(example_repo, "broken iam, changed dns")
+    ran = invoke(example_repo, "affected", "--base", "main", "--json")
+    assert ran.returncode == 0, ran.stderr
     assert "Traceback" not in ran.stderr
+    units = {u["path"]: u for u in json.loads(ran.stdout)["units"]}
+    assert set(units) == {"live/cloud/dns", "live/cloud/iam"}
+    assert units["live/cloud/dns"]["error"] is None
+    line = next(i for i, text in enumerate((example_repo / "live/cloud/iam/terragrunt.hcl").read_text().splitlines(), 1) if 'github_org "' in text)
+    assert f"live/cloud/iam/terragrunt.hcl:{line}" in units["live/cloud/iam"]["error"]
+    # the unit the model cannot read is selected by any change, even one far from it
+    git(example_repo, "checkout", "--quiet", "-b", "only-dns", "main")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
+    commit_all(example_repo, "broken iam on main")
+    git(example_repo, "branch", "--quiet", "-f", "main", "HEAD")
+    with (example_repo / "live/cluster/network/terragrunt.hcl").open("a") as fh:
+        fh.write("# a comment\n")
+    commit_all(example_repo, "cluster edit")
+    text = invoke(example_repo, "affected", "--base", "main")
+    assert text.returncode == 0, text.stderr
+    assert "live/cloud/iam" in text.stderr + text.stdout
+    assert "the model cannot evaluate it" in text.stderr + text.stdout
 
 
 def test_affected_json_is_the_only_thing_on_stdout(example_repo: Path) -> None:
@@ -172,6 +187,7 @@ def test_affected_json_is_the_only_thing_on_stdout(example_repo: Path) -> None:
             "reasons": ["live/cloud/iam/terragrunt.hcl"],
             "tier": "cloud",
             "executor": "hosted",
+            "error": None,
         }
     ]
     assert doc["dependents"] == [

@@ -83,6 +83,21 @@ class RenamedTree:
             raise ToolingError(f"{path}: not in the renamed view")
         return self.inner.read(mapped)
 
+    def is_dir(self, path: str) -> bool:
+        mapped = self._map(path.rstrip("/") + "/")
+        return mapped is not None and self.inner.is_dir(mapped.rstrip("/"))
+
+    def files_under(self, folder: str) -> list[str]:
+        return sorted(p for p in (self._unmap(f) for f in self.inner.files_under(folder)) if p)
+
+    def _unmap(self, path: str) -> str | None:
+        if path.startswith(self.real):
+            return self.virtual + path[len(self.real):]
+        return None if path.startswith(self.virtual) else path
+
+    def realpath(self, path: str) -> str:
+        return path
+
     def unit_files(self) -> list[str]:
         out = []
         for path in self.inner.unit_files():

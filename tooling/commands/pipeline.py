@@ -93,6 +93,8 @@ def print_affected(result: Affected) -> None:
         say(f"  {unit.change:<9} {unit.path}{extra}")
         for reason in unit.reasons:
             say(f"              because {reason} changed")
+        if unit.error:
+            say(f"              and the model cannot evaluate it: {unit.error}")
     if result.dependents:
         say("dependents (re-planned after their upstream applies):")
         for dep in result.dependents:

@@ -5,6 +5,13 @@ The rules (each has its own test):
 - a changed file that units read selects exactly those units (``modified``),
   wherever it sits: a file beside one unit but read by others selects all its
   readers; a file nothing reads (a README) selects nothing;
+- any change under a unit's folder (its ``.terraform.lock.hcl``, a
+  ``.tfvars`` beside it, a sub-folder) selects the unit (``modified``), as
+  Terragrunt copies the folder into every run; only the files that cannot
+  change a plan are exempt (:data:`NO_PLAN_FILES`: documentation);
+- a unit the model cannot fully evaluate (``Unit.error``) is selected by any
+  change at all, with the error as its reason: its plan then fails or shows
+  the truth, and nothing is skipped silently;
 - a new ``terragrunt.hcl`` -> ``added``; a removed one -> ``deleted`` (to be
   destroyed from the base revision); a renamed one -> ``moved`` with
   ``moved_from``: its state key changes, so it must be migrated, never
@@ -17,8 +24,9 @@ The rules (each has its own test):
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +41,8 @@ class AffectedUnit:
     tier: str
     executor: str
     moved_from: str | None = None
+    #: the model cannot fully evaluate this unit (it is then affected by any change)
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +52,7 @@ class AffectedUnit:
             "reasons": list(self.reasons),
             "tier": self.tier,
             "executor": self.executor,
+            "error": self.error,
         }
 
 
@@ -72,6 +83,33 @@ class Affected:
             "units": [u.to_json() for u in self.units],
             "dependents": [d.to_json() for d in self.dependents],
         }
+
+
+#: files under a unit's folder that cannot change a plan (fnmatch on the file name):
+#: documentation. A unit that reads one (``file("README.md")``) is still selected by
+#: the read rule. Documented in docs/commands.md ("What a change affects").
+NO_PLAN_FILES = ("*.md", "*.markdown", "*.rst", "*.adoc", "LICENSE", "LICENSE.*", "CODEOWNERS")
+
+
+def folder_affects(path: str, unit_dir: str) -> bool:
+    """Whether a change to ``path`` affects the unit in ``unit_dir`` by the folder rule."""
+    prefix = "" if unit_dir in ("", ".") else unit_dir + "/"
+    if not path.startswith(prefix):
+        return False
+    name = posixpath.basename(path)
+    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in NO_PLAN_FILES)
+
+
+def _folder_units(path: str, units: Mapping[str, Unit]) -> list[str]:
+    """The units whose folder holds ``path`` (nearest first), by the folder rule."""
+    found = []
+    folder = posixpath.dirname(path)
+    while True:
+        if (folder or ".") in units and folder_affects(path, folder or "."):
+            found.append(folder or ".")
+        if not folder:
+            return found
+        folder = posixpath.dirname(folder)
 
 
 def _unit_dir(path: str) -> str | None:
@@ -113,6 +151,7 @@ def affected(
     deleted: dict[str, list[str]] = {}
 
     rank = {"modified": 0, "added": 1, "moved": 2}
+    blind = [p for p in head.order if head.units[p].error]
 
     def select(unit: str, how: str, why: str) -> None:
         # the strongest kind wins: a moved unit whose files also changed is still `moved`
@@ -146,6 +185,11 @@ def affected(
             assert path is not None
             for unit in _readers_of(path, exact, dirs):
                 select(unit, "modified", path)
+            for unit in _folder_units(path, head.units):
+                select(unit, "modified", path)
+            for unit in blind:
+                if unit not in reasons:  # any change may matter to it: the first one says so
+                    select(unit, "modified", path)
 
     # A unit moved to a folder that existed before is still a move, not an add.
     for unit, old in moved_from.items():
@@ -161,6 +205,7 @@ def affected(
             tier=head.units[p].tier,
             executor=head.units[p].executor,
             moved_from=moved_from.get(p),
+            error=head.units[p].error,
         )
         for p in chosen
     ]

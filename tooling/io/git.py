@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tooling.errors import ToolingError
 from tooling.io import proc
-from tooling.model.repo import Change, GitTree
+from tooling.model.repo import LIVE_DIR, Change, GitTree
 
 
 def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -84,6 +84,11 @@ def parse_ls_tree(text: str) -> dict[str, str]:
         if len(parts) >= 3 and parts[1] == "blob":
             out[path] = parts[2]
     return out
+
+
+def parse_ls_tree_links(text: str) -> set[str]:
+    """``git ls-tree -r -z --full-tree REV`` -> the paths that are symbolic links (mode 120000)."""
+    return {record.partition("\t")[2] for record in zsplit(text) if record.startswith("120000 ")}
 
 
 def parse_porcelain_paths(text: str) -> list[Change]:
@@ -186,15 +191,26 @@ def default_branch(repo: Path) -> str:
     raise ToolingError("cannot find the default branch: pass --base REF")
 
 
-def tree_at(repo: Path, rev: str, tree_sha: str | None = None) -> GitTree:
+def tree_at(
+    repo: Path, rev: str, tree_sha: str | None = None, live: str | tuple[str, ...] = LIVE_DIR
+) -> GitTree:
     """A :class:`GitTree` for ``rev``; files are listed (one ``ls-tree``) only when needed."""
     if tree_sha is None:
         tree_sha = git(repo, "rev-parse", f"{rev}^{{tree}}").stdout.strip()
+    listing: list[str] = []
+
+    def ls_tree() -> str:
+        if not listing:
+            listing.append(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout)
+        return listing[0]
+
     return GitTree(
         repo,
         tree_sha,
-        lambda: parse_ls_tree(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).stdout),
+        lambda: parse_ls_tree(ls_tree()),
         lambda shas: cat_blobs(repo, shas),
+        live=live,
+        links=lambda: parse_ls_tree_links(ls_tree()),
     )
 
 

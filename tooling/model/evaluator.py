@@ -1,11 +1,15 @@
 """The Terragrunt evaluator: one unit's configuration, evaluated the way Terragrunt does.
 
-Path functions are evaluated in the context of the *unit*, even inside an
-included file; every file the configuration reads is recorded.
+Terragrunt evaluates every function against the configuration being parsed
+(its ``TerragruntConfigPath``): the *unit* for the unit's own file and the
+files it includes, the *read file* inside ``read_terragrunt_config()``. A
+:class:`Scope` is that configuration; each :class:`ConfigFile` carries the
+scope it is evaluated in. Every file the configuration reads is recorded.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +21,9 @@ from tooling.model.exprs import (
     READ_FUNCTIONS,
     UNKNOWN,
     binary,
+    blocks_of,
     locals_exprs,
+    mentions_reads,
     norm,
     to_str,
 )
@@ -27,11 +33,29 @@ from tooling.model.units import UNIT_FILE
 if TYPE_CHECKING:
     from tooling.model.loader import Loader
 
+#: what ``find_in_parent_folders()`` looks for without an argument (Terragrunt's rule)
+DEFAULT_PARENT_FILE = "terragrunt.hcl"
+#: the file ``terragrunt stack generate`` writes beside a generated unit: its ``values``
+VALUES_FILE = "terragrunt.values.hcl"
+
+
+@dataclass
+class Scope:
+    """The configuration being parsed: what ``get_terragrunt_dir()`` and relative paths refer to."""
+
+    config: str  # repo-relative path of the configuration file
+    includes: dict[str, ConfigFile] = field(default_factory=dict)
+
+    @property
+    def dir(self) -> str:
+        return posixpath.dirname(self.config)
+
 
 @dataclass
 class ConfigFile:
     path: str  # repo-relative
     body: Body
+    scope: Scope
     locals_cache: dict[str, Any] = field(default_factory=dict)
 
 
@@ -42,17 +66,20 @@ class UnitEvaluator:
         self.loader = loader
         self.unit_dir = unit_dir  # repo-relative
         self.reads: dict[str, None] = {}
-        self.includes: dict[str, ConfigFile] = {}
+        #: what the model could not work out: the unit is then affected by any change
+        self.problems: list[str] = []
         self._evaluating: set[tuple[str, str]] = set()
+        self._loop: list[dict[str, Any]] = []
+        self._values: Any = None
 
     # -- paths
     def abs(self, rel: str) -> str:
         return f"{self.loader.root_posix}/{rel}" if rel not in ("", ".") else self.loader.root_posix
 
-    def rel(self, path: str) -> str:
-        """Repo-relative form of an absolute or unit-relative path."""
+    def rel(self, path: str, base: str | None = None) -> str:
+        """Repo-relative form of an absolute path, or of one relative to ``base`` (the unit)."""
         if not path.startswith("/"):
-            return norm(f"{self.unit_dir}/{path}")
+            return norm(f"{self.unit_dir if base is None else base}/{path}")
         prefix = self.loader.root_prefix
         if path.startswith(prefix):
             return norm(path[len(prefix) :])
@@ -61,13 +88,19 @@ class UnitEvaluator:
     def read(self, rel: str) -> None:
         self.reads[rel] = None
 
+    def unresolved(self, file: ConfigFile, what: str) -> None:
+        self.problems.append(f"{file.path}: cannot work out {what}")
+
     # -- functions
     def call(self, name: str, args: list[Any], file: ConfigFile) -> Any:
         fn = getattr(self, f"fn_{name}", None)
         if fn is not None:
             return fn(args, file)
-        if name in READ_FUNCTIONS and args and isinstance(args[0], str):
-            self.read(self.rel(args[0]))
+        if name in READ_FUNCTIONS:
+            if args and isinstance(args[0], str):
+                self.read(self.rel(args[0], file.scope.dir))
+            else:
+                self.unresolved(file, f"the file {name}() reads")
             return UNKNOWN
         pure = PURE_FUNCTIONS.get(name)
         if pure is not None and not any(a is UNKNOWN for a in args):
@@ -78,77 +111,132 @@ class UnitEvaluator:
         return UNKNOWN
 
     def fn_find_in_parent_folders(self, args: list[Any], file: ConfigFile) -> Any:
-        name = args[0] if args else "root.hcl"
+        name = args[0] if args else DEFAULT_PARENT_FILE
         if not isinstance(name, str):
+            self.unresolved(file, "the name find_in_parent_folders() looks for")
             return UNKNOWN
-        found = self.loader.find_up(posixpath.dirname(self.unit_dir), name)
+        # Terragrunt starts in the folder above the configuration being parsed
+        found = self.loader.find_up(posixpath.dirname(file.scope.dir), name)
         if found is not None:
-            self.read(found)
+            if not self.loader.tree.is_dir(found):
+                self.read(found)
             return self.abs(found)
         if len(args) > 1:
             return args[1]
         raise ToolingError(
-            f"{file.path}: find_in_parent_folders({name!r}) finds nothing above {self.unit_dir}. "
+            f"{file.path}: find_in_parent_folders({name!r}) finds nothing above {file.scope.dir}. "
             "Create the file or fix the name."
         )
 
     def fn_get_terragrunt_dir(self, args: list[Any], file: ConfigFile) -> Any:
-        return self.abs(self.unit_dir)
+        return self.abs(file.scope.dir)
 
     def fn_get_original_terragrunt_dir(self, args: list[Any], file: ConfigFile) -> Any:
         return self.abs(self.unit_dir)
 
     def fn_get_parent_terragrunt_dir(self, args: list[Any], file: ConfigFile) -> Any:
-        return self.abs(posixpath.dirname(file.path))
+        target = self._include_dir(args, file)
+        return self.abs(target if target is not None else posixpath.dirname(file.path))
 
     def fn_path_relative_to_include(self, args: list[Any], file: ConfigFile) -> Any:
         target = self._include_dir(args, file)
-        return posixpath.relpath(self.unit_dir, target) if target is not None else "."
+        return posixpath.relpath(file.scope.dir, target) if target is not None else "."
 
     def fn_path_relative_from_include(self, args: list[Any], file: ConfigFile) -> Any:
         target = self._include_dir(args, file)
-        return posixpath.relpath(target, self.unit_dir) if target is not None else "."
+        return posixpath.relpath(target, file.scope.dir) if target is not None else "."
 
     def _include_dir(self, args: list[Any], file: ConfigFile) -> str | None:
-        if args and isinstance(args[0], str) and args[0] in self.includes:
-            return posixpath.dirname(self.includes[args[0]].path)
-        if file.path != posixpath.join(self.unit_dir, UNIT_FILE):
+        includes = file.scope.includes
+        if args and isinstance(args[0], str) and args[0] in includes:
+            return posixpath.dirname(includes[args[0]].path)
+        if file.path != file.scope.config:
             return posixpath.dirname(file.path)
-        if len(self.includes) == 1:
-            return posixpath.dirname(next(iter(self.includes.values())).path)
+        if len(includes) == 1:
+            return posixpath.dirname(next(iter(includes.values())).path)
         return None
 
     def fn_get_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
         return self.loader.root_posix
 
     def fn_get_path_from_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
-        return self.unit_dir
+        return file.scope.dir
 
     def fn_get_path_to_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
-        return posixpath.relpath(".", self.unit_dir)
+        return posixpath.relpath(".", file.scope.dir)
 
     def fn_get_env(self, args: list[Any], file: ConfigFile) -> Any:
         # The model must not depend on who runs it: use the documented default.
         return args[1] if len(args) > 1 else UNKNOWN
 
+    def fn_mark_as_read(self, args: list[Any], file: ConfigFile) -> Any:
+        if not args or not isinstance(args[0], str):
+            self.unresolved(file, "the file mark_as_read() marks")
+            return UNKNOWN
+        self.read(self.rel(args[0], file.scope.dir))
+        return args[0]
+
+    def fn_mark_glob_as_read(self, args: list[Any], file: ConfigFile) -> Any:
+        if not args or not isinstance(args[0], str):
+            self.unresolved(file, "the pattern mark_glob_as_read() marks")
+            return UNKNOWN
+        pattern = self.rel(args[0], file.scope.dir)
+        fixed = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
+        base = fixed.rsplit("/", 1)[0] if "/" in fixed else ""
+        matched = [p for p in self.loader.tree.files_under(base) if _glob_match(p, pattern)]
+        for path in matched:
+            self.read(path)
+        return [self.abs(p) for p in matched]
+
     def fn_read_terragrunt_config(self, args: list[Any], file: ConfigFile) -> Any:
         if not args or not isinstance(args[0], str):
+            self.unresolved(file, "the file read_terragrunt_config() reads")
             return UNKNOWN
-        rel = self.rel(args[0])
-        if not self.loader.tree.exists(rel):
+        rel = self.rel(args[0], file.scope.dir)
+        if not self.loader.tree.exists(rel) or self.loader.tree.is_dir(rel):
             if len(args) > 1:
                 return args[1]
             raise ToolingError(f"{file.path}: read_terragrunt_config: {rel} does not exist")
         self.read(rel)
-        target = self.loader.file(rel)
-        self.scan_reads(target)
+        # the read file is parsed as a configuration of its own: its paths, its includes
+        target = self.loader.file(rel, Scope(rel))
+        self.include_all(target)
+        for each in (target, *target.scope.includes.values()):
+            self.scan_reads(each)
         return {
             "locals": self.all_locals(target),
-            "inputs": self.attr(target, target.body, "inputs"),
+            "inputs": UNKNOWN,
+            "dependency": self.dependency_paths(target),
         }
 
-    def fn_try(self, args: list[Any], file: ConfigFile) -> Any:
-        return next((a for a in args if a is not UNKNOWN), UNKNOWN)
+    def include_all(self, config: ConfigFile) -> None:
+        """Resolve the include blocks of ``config`` into its scope (their reads recorded)."""
+        for _btype, labels, inner, line in blocks_of(config.body, "include"):
+            name = labels[0] if labels else ""
+            path_entry = inner["a"].get("path")
+            if path_entry is None:
+                raise ToolingError(f"{config.path}:{line}: include {name!r} has no path")
+            target = self.eval(path_entry[0], config)
+            if not isinstance(target, str):
+                raise ToolingError(f"{config.path}:{line}: cannot work out the path of include {name!r}")
+            rel = self.rel(target, config.scope.dir)
+            if not self.loader.tree.exists(rel):
+                raise ToolingError(
+                    f"{config.path}:{line}: include {name!r} points at {rel}, which does not exist"
+                )
+            self.read(rel)
+            config.scope.includes[name] = self.loader.file(rel, config.scope)
+
+    def dependency_paths(self, config: ConfigFile) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for _b, labels, inner, _line in blocks_of(config.body, "dependency"):
+            entry = inner["a"].get("config_path")
+            try:
+                value = self.eval(entry[0], config) if entry else UNKNOWN
+            except ToolingError:
+                value = UNKNOWN
+            out[labels[0] if labels else ""] = {"config_path": value, "outputs": UNKNOWN}
+        return out
 
     # -- expressions
     def eval(self, expr: Expr, file: ConfigFile) -> Any:
@@ -162,13 +250,13 @@ class UnitEvaluator:
             return "".join(to_str(p) for p in parts)
         if kind == "var":
             root, keys = expr[1], expr[2]
-            if root in ("local", "include") and keys:
-                return self.traverse(self.variable(root, str(keys[0]), file), keys[1:], file)
-            return UNKNOWN
+            return self.traverse(self.variable(root, keys, file), keys[1:], file)
         if kind == "post":
             keys = [k if isinstance(k, str | int) else self.eval(k, file) for k in expr[2]]
             return self.traverse(self.eval(expr[1], file), keys, file)
         if kind == "call":
+            if expr[1] in ("try", "can"):
+                return self.guarded(expr[1], expr[2], file)
             args = [self.eval(a, file) for a in expr[2]]
             return self.call(expr[1], args, file)
         if kind == "obj":
@@ -182,11 +270,60 @@ class UnitEvaluator:
         if kind == "cond":
             cond = self.eval(expr[1], file)
             if cond is UNKNOWN:
+                # either branch may be taken: see the reads of both
+                self.eval(expr[2], file)
+                self.eval(expr[3], file)
                 return UNKNOWN
             return self.eval(expr[2] if cond else expr[3], file)
         if kind == "bin":
             return binary(expr[1], self.eval(expr[2], file), self.eval(expr[3], file))
+        if kind == "for":
+            return self.for_expr(expr, file)
         return UNKNOWN
+
+    def guarded(self, name: str, args: list[Expr], file: ConfigFile) -> Any:
+        """``try()``/``can()``: an argument that fails is skipped, as Terragrunt does."""
+        for arg in args:
+            try:
+                value = self.eval(arg, file)
+            except ToolingError:
+                if name == "can":
+                    return False
+                continue
+            if name == "can":
+                return True if value is not UNKNOWN else UNKNOWN
+            return value
+        return False if name == "can" else UNKNOWN
+
+    def for_expr(self, expr: Expr, file: ConfigFile) -> Any:
+        _kind, names, coll_expr, key_expr, value_expr, cond_expr = expr
+        coll = self.eval(coll_expr, file)
+        if isinstance(coll, dict):
+            items: list[tuple[Any, Any]] = list(coll.items())
+        elif isinstance(coll, list):
+            items = list(enumerate(coll))
+        else:
+            if mentions_reads(expr):
+                self.unresolved(file, "the collection of a for expression that reads files")
+            return UNKNOWN
+        tuple_out: list[Any] = []
+        obj_out: dict[str, Any] = {}
+        for key, value in items:
+            frame = dict(zip(names, (key, value) if len(names) == 2 else (value,), strict=False))
+            self._loop.append(frame)
+            try:
+                if cond_expr is not None:
+                    cond = self.eval(cond_expr, file)
+                    if cond is False:
+                        continue
+                result = self.eval(value_expr, file)
+                if key_expr is None:
+                    tuple_out.append(result)
+                else:
+                    obj_out[to_str(self.eval(key_expr, file))] = result
+            finally:
+                self._loop.pop()
+        return tuple_out if key_expr is None else obj_out
 
     def traverse(self, value: Any, keys: Sequence[Any], file: ConfigFile) -> Any:
         for key in keys:
@@ -200,15 +337,48 @@ class UnitEvaluator:
                 return UNKNOWN
         return value
 
-    def variable(self, root: str, name: str, file: ConfigFile) -> Any:
+    def variable(self, root: str, keys: Sequence[Any], file: ConfigFile) -> Any:
+        """The value of ``root.keys[0]`` (the rest of ``keys`` is traversed by the caller)."""
+        for frame in reversed(self._loop):
+            if root in frame:
+                return self.traverse(frame[root], keys[:1], file)
+        if not keys:
+            return UNKNOWN
+        name = str(keys[0])
         if root == "local":
             return self.local(file, name)
         if root == "include":
-            inc = self.includes.get(name)
+            inc = file.scope.includes.get(name)
             if inc is None:
                 return UNKNOWN
-            return {"locals": self.all_locals(inc), "inputs": UNKNOWN}
+            return {"locals": self.all_locals(inc), "inputs": UNKNOWN, "dependency": self.dependency_paths(inc)}
+        if root == "feature":
+            return self.feature(file, name)
+        if root == "values":
+            return self.traverse(self.values(), [name], file)
         return UNKNOWN
+
+    def feature(self, file: ConfigFile, name: str) -> Any:
+        """``feature.NAME``: its ``default`` (a flag set on the command line is not the model's)."""
+        scope = file.scope
+        for config in (self.loader.file(scope.config, scope), *scope.includes.values()):
+            for _b, labels, inner, _line in blocks_of(config.body, "feature"):
+                if labels and labels[0] == name and "default" in inner["a"]:
+                    return {"value": self.eval(inner["a"]["default"][0], config)}
+        return UNKNOWN
+
+    def values(self) -> Any:
+        """``values.*``: what a stack passed to the unit, from the generated values file."""
+        if self._values is None:
+            path = norm(f"{self.unit_dir}/{VALUES_FILE}")
+            self._values = UNKNOWN
+            if self.loader.tree.exists(path):
+                self.read(path)
+                values_file = self.loader.file(path, Scope(path))
+                self._values = {
+                    name: self.eval(entry[0], values_file) for name, entry in values_file.body["a"].items()
+                }
+        return self._values
 
     def local(self, file: ConfigFile, name: str) -> Any:
         if name in file.locals_cache:
@@ -220,15 +390,23 @@ class UnitEvaluator:
         if name not in exprs:
             return UNKNOWN
         self._evaluating.add(key)
+        saved, self._loop = self._loop, []
         try:
             value = self.eval(exprs[name][0], file)
         finally:
             self._evaluating.discard(key)
+            self._loop = saved
         file.locals_cache[name] = value
         return value
 
     def all_locals(self, file: ConfigFile) -> dict[str, Any]:
-        return {name: self.local(file, name) for name in locals_exprs(file.body)}
+        out: dict[str, Any] = {}
+        for name in locals_exprs(file.body):
+            try:
+                out[name] = self.local(file, name)
+            except ToolingError:
+                out[name] = UNKNOWN  # only an error if used, as in Terragrunt's try()
+        return out
 
     def attr(self, file: ConfigFile, body: Body, name: str) -> Any:
         entry = body["a"].get(name)
@@ -236,10 +414,20 @@ class UnitEvaluator:
 
     def scan_reads(self, file: ConfigFile) -> None:
         """Evaluate every read function (and find_in_parent_folders) anywhere in ``file``."""
-        for expr in self.loader.read_calls(file):
-            if expr[1] == "read_terragrunt_config" or expr[1] == "find_in_parent_folders":
+        for expr, guarded in self.loader.read_calls(file):
+            try:
                 self.eval(expr, file)
-            elif expr[2]:
-                arg = self.eval(expr[2][0], file)
-                if isinstance(arg, str):
-                    self.read(self.rel(arg))
+            except ToolingError:
+                if not guarded:
+                    raise
+
+
+def _glob_match(path: str, pattern: str) -> bool:
+    """Go's ``filepath.Glob`` semantics: ``*`` stays within one folder."""
+    parts, pattern_parts = path.split("/"), pattern.split("/")
+    return len(parts) == len(pattern_parts) and all(
+        fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pattern_parts, strict=True)
+    )
+
+
+__all__ = ["DEFAULT_PARENT_FILE", "UNIT_FILE", "VALUES_FILE", "ConfigFile", "Scope", "UnitEvaluator"]

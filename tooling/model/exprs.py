@@ -101,39 +101,62 @@ def locals_exprs(body: Body) -> dict[str, list[Any]]:
     return out
 
 
-SCANNED = READ_FUNCTIONS | {"find_in_parent_folders"}
+SCANNED = READ_FUNCTIONS | {"find_in_parent_folders", "mark_as_read", "mark_glob_as_read"}
+#: functions that catch the errors of their arguments, as Terragrunt's do
+GUARDS = frozenset({"try", "can"})
 
 
-def outer_calls(body: Body) -> Iterable[Expr]:
-    """Calls of read functions, not descending into them (their arguments are evaluated with them)."""
-    stack: list[Expr] = [e for e, _line in body["a"].values()]
+def mentions_reads(expr: Any) -> bool:
+    """Whether ``expr`` calls a read function anywhere inside."""
+    if isinstance(expr, tuple):
+        if expr and expr[0] == "call" and expr[1] in SCANNED:
+            return True
+        return any(mentions_reads(part) for part in expr[1:])
+    if isinstance(expr, list):
+        return any(mentions_reads(part) for part in expr)
+    return False
+
+
+def outer_calls(body: Body) -> Iterable[tuple[Expr, bool]]:
+    """Calls of read functions, not descending into them (their arguments are evaluated with them).
+
+    Each comes with ``guarded``: whether it sits inside ``try()``/``can()``,
+    where Terragrunt catches its errors. A ``for`` expression that holds a read
+    call is yielded whole: the call's argument is usually the loop variable.
+    """
+    stack: list[tuple[Expr, bool]] = [(e, False) for e, _line in body["a"].values()]
     blocks = list(body["b"])
     while blocks:
         _btype, _labels, inner, _line = blocks.pop()
-        stack.extend(e for e, _l in inner["a"].values())
+        stack.extend((e, False) for e, _l in inner["a"].values())
         blocks.extend(inner["b"])
     while stack:
-        expr = stack.pop()
-        if expr[0] == "call" and expr[1] in SCANNED:
-            yield expr
-            continue
+        expr, guarded = stack.pop()
         kind = expr[0]
+        if kind == "call" and expr[1] in SCANNED:
+            yield expr, guarded
+            continue
+        if kind == "for":
+            if mentions_reads(expr):
+                yield expr, guarded
+            continue
         if kind in ("tmpl", "tup"):
-            stack.extend(expr[1])
+            stack.extend((e, guarded) for e in expr[1])
         elif kind == "call":
-            stack.extend(expr[2])
+            inner_guard = guarded or expr[1] in GUARDS
+            stack.extend((e, inner_guard) for e in expr[2])
         elif kind == "obj":
             for key, value in expr[1]:
-                stack.extend((key, value))
+                stack.extend(((key, guarded), (value, guarded)))
         elif kind == "cond":
-            stack.extend(expr[1:])
+            stack.extend((e, guarded) for e in expr[1:])
         elif kind == "bin":
-            stack.extend(expr[2:])
+            stack.extend((e, guarded) for e in expr[2:])
         elif kind == "post":
-            stack.append(expr[1])
-            stack.extend(k for k in expr[2] if isinstance(k, tuple))
+            stack.append((expr[1], guarded))
+            stack.extend((k, guarded) for k in expr[2] if isinstance(k, tuple))
         elif kind == "opaque":
-            stack.extend(expr[2])
+            stack.extend((e, guarded) for e in expr[2])
 
 
 def blocks_of(body: Body, btype: str) -> list[list[Any]]:

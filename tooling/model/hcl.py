@@ -11,6 +11,8 @@ Terragrunt evaluator in :mod:`tooling.model.repo` walks. Expressions become tupl
 ``("obj", [[k, v]])``   an object constructor (keys are expressions)
 ``("tup", [expr...])``  a tuple constructor
 ``("cond", c, a, b)``   ``c ? a : b``
+``("for", [names], coll, key, value, cond)``  a ``for`` expression (``key`` is None
+                        for a tuple, ``cond`` None without ``if``)
 ``("bin", op, l, r)``   a binary operation
 ``("post", e, [k])``    a traversal applied to any expression
 ``("unknown", line)``   anything the evaluator does not model (for expressions ...)
@@ -39,7 +41,7 @@ Expr = tuple[Any, ...]
 
 _PARSER: Any = None
 _CALLS: Any = None
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 #: attributes whose values the model never evaluates; only the calls in them
 #: (file(), read_tfvars_file()...) matter, so converting them whole is waste
 OPAQUE_ATTRIBUTES = frozenset({"inputs", "mock_outputs"})
@@ -84,7 +86,8 @@ def parse(data: bytes, filename: str) -> Body:
     root = tree.root_node
     if root.has_error:
         line, col, what = _first_error(root)
-        snippet = data.splitlines()[line - 1].decode(errors="replace").strip() if data else ""
+        lines = data.splitlines()
+        snippet = lines[line - 1].decode(errors="replace").strip() if 0 < line <= len(lines) else ""
         raise HclSyntaxError(
             f"{filename}:{line}:{col}: HCL syntax error ({what}): {snippet!r}. "
             "Fix the file (`terragrunt hcl fmt` shows the same error) and run again."
@@ -252,6 +255,8 @@ class _Converter:
                         key = ("lit", key[1])
                     elems.append([key, self.expr(v)])
             return ("obj", elems)
+        if t == "for_expr":
+            return self.for_expr(kids[0])
         if t == "conditional":
             c, a, b = (e for e in kids if e.type == "expression")
             return ("cond", self.expr(c), self.expr(a), self.expr(b))
@@ -261,6 +266,24 @@ class _Converter:
             op = self.text(op_node)[left.end_byte - op_node.start_byte : right.start_byte - op_node.start_byte].strip()
             return ("bin", op, self.term(left), self.term(right))
         return ("unknown", node.start_point[0] + 1)
+
+    def for_expr(self, node: Any) -> Expr:
+        """``[for k, v in coll : value if cond]`` / ``{for ... : key => value}``."""
+        names: list[str] = []
+        coll: Expr = ("unknown", node.start_point[0] + 1)
+        exprs: list[Expr] = []
+        cond: Expr | None = None
+        for kid in node.named_children:
+            if kid.type == "for_intro":
+                names = [self.text(c) for c in kid.named_children if c.type == "identifier"]
+                coll = next((self.expr(c) for c in kid.named_children if c.type == "expression"), coll)
+            elif kid.type == "expression":
+                exprs.append(self.expr(kid))
+            elif kid.type == "for_cond":
+                cond = next((self.expr(c) for c in kid.named_children if c.type == "expression"), None)
+        key = exprs[0] if node.type == "for_object_expr" and len(exprs) > 1 else None
+        value = exprs[-1] if exprs else ("unknown", node.start_point[0] + 1)
+        return ("for", names, coll, key, value, cond)
 
     def template(self, node: Any) -> Expr:
         parts: list[Expr] = []

@@ -6,6 +6,7 @@ files through the :class:`~tooling.model.trees.Tree` and the parse cache.
 
 from __future__ import annotations
 
+import dataclasses
 import marshal
 import os
 import posixpath
@@ -14,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.model.evaluator import ConfigFile, UnitEvaluator
+from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
 from tooling.model.hcl import Body, Expr, ParseCache
 from tooling.model.trees import GitTree, Tree
-from tooling.model.units import META_KEYS, Model, Unit, toposort
+from tooling.model.units import META_KEYS, Model, Unit, dag_order
 
-MODEL_CACHE_VERSION = 5
+MODEL_CACHE_VERSION = 6
 
 
 class Loader:
@@ -30,7 +31,7 @@ class Loader:
         self.root_posix = tree.root.as_posix()
         self.root_prefix = self.root_posix.rstrip("/") + "/"
         self._bodies: dict[str, Body] = {}
-        self._read_calls: dict[str, list[Expr]] = {}
+        self._read_calls: dict[str, list[tuple[Expr, bool]]] = {}
         self._found: dict[tuple[str, str], str | None] = {}
 
     def find_up(self, directory: str, name: str) -> str | None:
@@ -38,7 +39,9 @@ class Loader:
         key = (directory, name)
         if key not in self._found:
             candidate = norm(f"{directory}/{name}") if directory not in ("", ".") else norm(name)
-            if self.tree.exists(candidate):
+            if candidate.startswith("../"):
+                self._found[key] = None  # above the repository: not part of the model
+            elif self.tree.exists(candidate):
                 self._found[key] = candidate
             elif directory in ("", "."):
                 self._found[key] = None
@@ -46,48 +49,79 @@ class Loader:
                 self._found[key] = self.find_up(posixpath.dirname(directory), name)
         return self._found[key]
 
-    def read_calls(self, file: ConfigFile) -> list[Expr]:
+    def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:
         """The outermost read-function calls of a file (static, computed once per file)."""
         calls = self._read_calls.get(file.path)
         if calls is None:
             calls = self._read_calls[file.path] = list(outer_calls(file.body))
         return calls
 
-    def file(self, rel: str) -> ConfigFile:
+    def file(self, rel: str, scope: Scope) -> ConfigFile:
         body = self._bodies.get(rel)
         if body is None:
             body = self._bodies[rel] = self.cache.get(
                 self.tree.sha(rel), lambda: self.tree.read(rel), rel
             )
-        return ConfigFile(rel, body)
+        return ConfigFile(rel, body, scope)
+
+
+#: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)
+_REMOTE_PREFIXES = ("github.com/", "git@", "bitbucket.org/", "gitlab.com/")
+
+
+def local_source_dir(source: str) -> str | None:
+    """The folder of a local module source (``./m``, ``../m``, ``m``, ``/abs``), or None if remote."""
+    if "::" in source or "://" in source or source.startswith(_REMOTE_PREFIXES):
+        return None
+    first = source.split("/", 1)[0]
+    if "." in first and first not in (".", "..") and "/" in source:
+        return None  # a host name: go-getter's S3/GCS and other detectors
+    path = source.split("?", 1)[0]
+    if "//" in path:  # "dir//subdir": the whole folder is copied
+        path = path.split("//", 1)[0]
+    return path
+
+
+def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
+    """The unit in ``unit_file``; one it cannot evaluate carries the error instead of raising."""
+    try:
+        return _unit(loader, unit_file)
+    except (ToolingError, RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
+        # one unit the model cannot read must not blind the rest: it is kept, with the error
+        unit_dir = posixpath.dirname(unit_file) or "."
+        if not isinstance(exc, ToolingError):
+            exc = ToolingError(f"{unit_file}: cannot evaluate ({type(exc).__name__}: {exc})")
+        return Unit(
+            path=unit_dir,
+            tier=_default_tier(unit_dir),
+            executor="hosted",
+            gate="auto",
+            plan_on_pr=True,
+            source=None,
+            ref=None,
+            dependencies=(),
+            reads=(unit_file,),
+            state_key=None,
+            state_bucket=None,
+            error=str(exc),
+        )
+
+
+def _default_tier(unit_dir: str) -> str:
+    parts = unit_dir.split("/")
+    return parts[1] if len(parts) > 2 else parts[-1]
 
 
 def _unit(loader: Loader, unit_file: str) -> Unit:
-    unit_dir = posixpath.dirname(unit_file)
+    unit_dir = posixpath.dirname(unit_file) or "."
     ev = UnitEvaluator(loader, unit_dir)
-    unit = loader.file(unit_file)
+    unit = loader.file(unit_file, Scope(unit_file))
     ev.read(unit_file)
     lines: dict[str, int] = {}
 
     # includes first: their locals are visible through include.NAME
-    files = [unit]
-    for _btype, labels, inner, line in blocks_of(unit.body, "include"):
-        name = labels[0] if labels else ""
-        path_entry = inner["a"].get("path")
-        if path_entry is None:
-            raise ToolingError(f"{unit_file}:{line}: include {name!r} has no path")
-        target = ev.eval(path_entry[0], unit)
-        if not isinstance(target, str):
-            raise ToolingError(f"{unit_file}:{line}: cannot work out the path of include {name!r}")
-        rel = ev.rel(target)
-        if not loader.tree.exists(rel):
-            raise ToolingError(
-                f"{unit_file}:{line}: include {name!r} points at {rel}, which does not exist"
-            )
-        ev.read(rel)
-        ev.includes[name] = loader.file(rel)
-        files.append(ev.includes[name])
-
+    ev.include_all(unit)
+    files = [unit, *unit.scope.includes.values()]
     for file in files:
         ev.scan_reads(file)
 
@@ -101,22 +135,25 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
     source_str = source if isinstance(source, str) else None
     if source is not None and source_str is None:
         source_str = "<unresolved>"
-    if source_str and (source_str.startswith(("./", "../")) or posixpath.isabs(source_str)):
-        local_dir = ev.rel(source_str.split("//")[0] if "//" in source_str[3:] else source_str)
-        ev.read(local_dir.rstrip("/") + "/")
+        ev.unresolved(unit, "terraform.source")
+    local_dir = local_source_dir(source) if isinstance(source, str) else None
+    if local_dir is not None:
+        ev.read(loader.tree.realpath(ev.rel(local_dir)).rstrip("/") + "/")
 
     deps: dict[str, None] = {}
     for file in files:
         for _b, labels, inner, line in blocks_of(file.body, "dependency"):
+            name = labels[0] if labels else ""
+            if ev.attr(file, inner, "enabled") is False:
+                continue  # Terragrunt ignores a disabled dependency
             entry = inner["a"].get("config_path")
             value = ev.eval(entry[0], file) if entry else None
             if not isinstance(value, str):
-                raise ToolingError(
-                    f"{file.path}:{line}: dependency {labels[0] if labels else ''!r}: cannot work out config_path"
-                )
-            deps[ev.rel(value)] = None
+                raise ToolingError(f"{file.path}:{line}: dependency {name!r}: cannot work out config_path")
+            dep = loader.tree.realpath(ev.rel(value))
+            deps[dep] = None
             if file is unit:
-                lines[f"dependency:{ev.rel(value)}"] = line
+                lines[f"dependency:{dep}"] = line
         for _b, _labels, inner, line in blocks_of(file.body, "dependencies"):
             entry = inner["a"].get("paths")
             value = ev.eval(entry[0], file) if entry else None
@@ -125,7 +162,7 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
                     f"{file.path}:{line}: dependencies.paths: cannot work out the list of paths"
                 )
             for v in value:
-                deps[ev.rel(v)] = None
+                deps[loader.tree.realpath(ev.rel(v))] = None
 
     meta: dict[str, Any] = {}
     unit_locals = locals_exprs(unit.body)
@@ -136,17 +173,15 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
             if value is not UNKNOWN:
                 meta[key] = value
                 continue
-        for inc in reversed(list(ev.includes.values())):
+        for inc in reversed(list(unit.scope.includes.values())):
             if key in locals_exprs(inc.body):
                 meta[key] = ev.local(inc, key)
                 break
 
     state_key, state_bucket = _state(ev, files)
-    parts = unit_dir.split("/")
-    default_tier = parts[1] if len(parts) > 2 else parts[-1]
     return Unit(
         path=unit_dir,
-        tier=_str(meta.get("tier"), default_tier),
+        tier=_str(meta.get("tier"), _default_tier(unit_dir)),
         executor=_str(meta.get("executor"), "hosted"),
         gate=_str(meta.get("gate"), "auto"),
         plan_on_pr=meta.get("plan_on_pr") is not False,
@@ -157,6 +192,7 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
         state_key=state_key,
         state_bucket=state_bucket,
         line_of=lines,
+        error="; ".join(dict.fromkeys(ev.problems)) or None,
     )
 
 
@@ -208,9 +244,13 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     loader = Loader(tree, cache)
     units = {}
     for unit_file in unit_files:
-        unit = _unit(loader, unit_file)
+        unit = evaluate_unit(loader, unit_file)
         units[unit.path] = unit
-    model = Model(units, toposort(units))
+    order, stuck = dag_order(units)
+    for path in stuck:  # a cycle blinds only the units on it (and behind it)
+        cycle = f"dependency cycle between units: {', '.join(stuck)}. Remove one of the dependency blocks."
+        units[path] = dataclasses.replace(units[path], error=units[path].error or cycle)
+    model = Model(units, order + stuck)
     cache.save()
     if model_cache is not None:
         _save_model(model_cache, model)

@@ -14,11 +14,19 @@ from tooling.model.units import LIVE_DIR, UNIT_FILE
 
 
 class Tree(Protocol):
-    """Read-only view of a repository's files at one revision (or the working tree)."""
+    """Read-only view of a repository's files at one revision (or the working tree).
+
+    Both kinds answer the same way for the same files: a folder "exists"
+    (Terragrunt's ``find_in_parent_folders`` finds folders too), tool folders
+    (``.terraform``, ``.terragrunt-cache``...) hold no units, and units are
+    looked for only under the live folders.
+    """
 
     root: Path
 
     def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
 
     def sha(self, path: str) -> str: ...
 
@@ -26,42 +34,78 @@ class Tree(Protocol):
 
     def unit_files(self) -> list[str]: ...
 
+    def files_under(self, folder: str) -> list[str]: ...
+
+    def realpath(self, path: str) -> str: ...
+
     def fingerprint(self) -> str: ...
 
 
-_SKIP_DIRS = {
-    ".git",
-    ".terragrunt-cache",
-    ".terraform",
-    ".iac",
-    "__pycache__",
-    ".venv",
-    "node_modules",
-}
+#: folders that tools write into a checkout; never part of the model, even when committed
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".terragrunt-cache",
+        ".terragrunt-stack",
+        ".terraform",
+        ".iac",
+        "__pycache__",
+        ".venv",
+        "node_modules",
+    }
+)
+
+
+def skipped(path: str) -> bool:
+    """Whether ``path`` lies in a folder the model never reads (see :data:`SKIP_DIRS`)."""
+    return any(part in SKIP_DIRS for part in path.split("/")[:-1])
+
+
+def in_live(path: str, live: tuple[str, ...]) -> bool:
+    return any(folder in ("", ".") or path.startswith(f"{folder}/") for folder in live)
+
+
+def _is_unit_file(path: str, live: tuple[str, ...]) -> bool:
+    return path.rsplit("/", 1)[-1] == UNIT_FILE and in_live(path, live) and not skipped(path)
 
 
 class WorkTree:
     """The files on disk under ``root`` (what ``--uncommitted`` and plans see)."""
 
-    def __init__(self, root: Path, live: str = LIVE_DIR) -> None:
+    def __init__(self, root: Path, live: str | tuple[str, ...] = LIVE_DIR) -> None:
         self.root = root.resolve()
-        self.live = live
+        self.live = (live,) if isinstance(live, str) else tuple(live)
         self._files: dict[str, Path] = {}
+        self._dirs: set[str] = set()
         self._shas: dict[str, str] = {}
-        base = self.root / live
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
-            rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-            for name in filenames:
-                self._files[f"{rel}/{name}"] = Path(dirpath, name)
+        for folder in self.live:
+            base = self.root / folder
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+                rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                self._dirs.add(rel)
+                for name in filenames:
+                    self._files[name if rel == "." else f"{rel}/{name}"] = Path(dirpath, name)
         for entry in os.scandir(self.root):
             if entry.is_file():
                 self._files[entry.name] = Path(entry.path)
 
+    def _listed(self, path: str) -> bool:
+        return in_live(path, self.live)
+
     def exists(self, path: str) -> bool:
-        if path in self._files:
+        if path in self._files or path in self._dirs:
             return True
-        return not path.startswith(f"{self.live}/") and (self.root / path).exists()
+        if self._listed(path) or skipped(path + "/x") or path.startswith("../"):
+            return False
+        return (self.root / path).exists()
+
+    def is_dir(self, path: str) -> bool:
+        if path in self._dirs:
+            return True
+        if self._listed(path) or path.startswith("../"):
+            return False
+        return (self.root / path).is_dir()
 
     def read(self, path: str) -> bytes:
         try:
@@ -76,10 +120,27 @@ class WorkTree:
         return sha
 
     def unit_files(self) -> list[str]:
-        return sorted(p for p in self._files if p.rsplit("/", 1)[-1] == UNIT_FILE)
+        return sorted(p for p in self._files if _is_unit_file(p, self.live))
+
+    def files_under(self, folder: str) -> list[str]:
+        prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
+        if self._listed(prefix + "x"):
+            return sorted(p for p in self._files if p.startswith(prefix))
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root / folder):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+            rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            out.extend(name if rel == "." else f"{rel}/{name}" for name in filenames)
+        return sorted(out)
+
+    def realpath(self, path: str) -> str:
+        """``path`` with symbolic links resolved, when it stays inside the repository."""
+        real = os.path.realpath(self.root / path)
+        rel = os.path.relpath(real, self.root).replace(os.sep, "/")
+        return path if rel.startswith("../") or rel == ".." else rel
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha1()
+        digest = hashlib.sha1(repr(self.live).encode())
         for path in sorted(self._files):
             digest.update(path.encode())
             if path.endswith(".hcl"):
@@ -91,7 +152,8 @@ class GitTree:
     """The files of one git revision: listed with ``ls-tree`` (only when needed), read in batches.
 
     The tree SHA is the fingerprint, so a cached model is found without listing
-    a single file.
+    a single file. ``lister`` returns {path: blob sha}; ``links`` the paths that
+    are symbolic links (their blob is the link's target).
     """
 
     def __init__(
@@ -100,11 +162,16 @@ class GitTree:
         tree_sha: str,
         lister: Callable[[], Mapping[str, str]],
         reader: Callable[[list[str]], dict[str, bytes]],
+        live: str | tuple[str, ...] = LIVE_DIR,
+        links: Callable[[], set[str]] | None = None,
     ) -> None:
         self.root = root.resolve()
+        self.live = (live,) if isinstance(live, str) else tuple(live)
         self._tree_sha = tree_sha
         self._lister = lister
+        self._links = links
         self._listed: dict[str, str] | None = None
+        self._dirs: set[str] | None = None
         self._reader = reader
         self._blobs: dict[str, bytes] = {}
 
@@ -114,14 +181,49 @@ class GitTree:
             self._listed = dict(self._lister())  # path -> blob sha
         return self._listed
 
+    @property
+    def _folders(self) -> set[str]:
+        if self._dirs is None:
+            self._dirs = {"."}
+            for path in self._entries:
+                while "/" in path:
+                    path = path.rsplit("/", 1)[0]
+                    if path in self._dirs:
+                        break
+                    self._dirs.add(path)
+        return self._dirs
+
     def exists(self, path: str) -> bool:
-        return path in self._entries
+        return path in self._entries or path in self._folders
+
+    def is_dir(self, path: str) -> bool:
+        return path in self._folders
 
     def sha(self, path: str) -> str:
         try:
             return self._entries[path]
         except KeyError:
             raise ToolingError(f"{path}: not in the revision being read") from None
+
+    def files_under(self, folder: str) -> list[str]:
+        prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
+        return sorted(p for p in self._entries if p.startswith(prefix) and not skipped(p))
+
+    def realpath(self, path: str) -> str:
+        links = self._links() if self._links is not None else set()
+        if not links:
+            return path
+        parts = path.split("/")
+        for depth in range(len(parts), 0, -1):
+            head = "/".join(parts[:depth])
+            if head in links:
+                target = self.read(head).decode(errors="replace")
+                base = head.rsplit("/", 1)[0] if "/" in head else "."
+                resolved = os.path.normpath(f"{base}/{target}").replace(os.sep, "/")
+                rest = "/".join(parts[depth:])
+                joined = f"{resolved}/{rest}" if rest else resolved
+                return joined if joined.startswith("../") or joined == path else self.realpath(joined)
+        return path
 
     def prefetch(self, paths: Iterable[str]) -> None:
         wanted = [
@@ -139,11 +241,9 @@ class GitTree:
         return self._blobs[sha]
 
     def unit_files(self) -> list[str]:
-        return sorted(
-            p
-            for p in self._entries
-            if p.startswith(f"{LIVE_DIR}/") and p.rsplit("/", 1)[-1] == UNIT_FILE
-        )
+        return sorted(p for p in self._entries if _is_unit_file(p, self.live))
 
     def fingerprint(self) -> str:
-        return self._tree_sha
+        if self.live == (LIVE_DIR,):
+            return self._tree_sha
+        return hashlib.sha1(f"{self._tree_sha}|{self.live!r}".encode()).hexdigest()

@@ -33,6 +33,8 @@ class Unit:
     state_key: str | None
     state_bucket: str | None
     line_of: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+    #: why the model cannot fully evaluate the unit; such a unit is affected by any change
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -74,6 +76,18 @@ class Change:
 
 def toposort(units: Mapping[str, Unit]) -> tuple[str, ...]:
     """Dependencies first; ties broken by path so the order is stable. Cycles are errors."""
+    order, stuck = dag_order(units)
+    if stuck:
+        raise ToolingError(
+            "dependency cycle between units: "
+            + ", ".join(stuck)
+            + ". Remove one of the dependency blocks."
+        )
+    return order
+
+
+def dag_order(units: Mapping[str, Unit]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(order, stuck): dependencies first, ties by path; units on or behind a cycle are ``stuck``."""
     indegree = {path: 0 for path in units}
     children: dict[str, list[str]] = {path: [] for path in units}
     for unit in units.values():
@@ -91,14 +105,8 @@ def toposort(units: Mapping[str, Unit]) -> tuple[str, ...]:
             indegree[child] -= 1
             if indegree[child] == 0:
                 heapq.heappush(ready, child)
-    if len(order) != len(units):
-        stuck = sorted(p for p, d in indegree.items() if d > 0)
-        raise ToolingError(
-            "dependency cycle between units: "
-            + ", ".join(stuck)
-            + ". Remove one of the dependency blocks."
-        )
-    return tuple(order)
+    stuck = tuple(sorted(p for p, d in indegree.items() if d > 0))
+    return tuple(order), stuck
 
 
 def units_json(model: Model) -> str:
