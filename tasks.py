@@ -495,6 +495,49 @@ def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> No
     _run(go)
 
 
+@task(
+    help={
+        "path": "the folder to check (default: this repository's live folders, policy.toml [layout])",
+        "json": "print the report as JSON on stdout",
+    }
+)
+def crosscheck(c: Context, path: str = "", json_: bool = False) -> None:
+    """Compare change detection with Terragrunt's own `find --dependencies --reading`, per unit.
+
+    Lists every dependency or read file the two disagree on, the dangerous
+    direction (Terragrunt sees it, the model does not) first. Exit 1 on any
+    dangerous disagreement.
+    """
+    from tooling.commands import crosscheck as xcheck
+    from tooling.io import toolchain
+
+    def go() -> int:
+        toolchain.ensure_bin_dir_on_path()
+        if path:
+            return xcheck.run(Path(path), as_json=json_)
+        ws = _workspace()
+        ws.check_tools()
+        return xcheck.run(ws.root, as_json=json_, live=ws.layout.live)
+
+    _run(go)
+
+
+@task(
+    help={
+        "path": "the repository to examine (default: the current folder)",
+        "json": "print the findings as JSON on stdout",
+    }
+)
+def doctor(c: Context, path: str = "", json_: bool = False) -> None:
+    """What a Terragrunt repository needs to adopt this tooling, and what the model cannot read.
+
+    Read-only. Exit 1 when something must be done first.
+    """
+    from tooling.commands import doctor as doc
+
+    _run(lambda: doc.run(Path(path or "."), as_json=json_))
+
+
 ns = Collection(
     setup,
     units,
@@ -512,6 +555,8 @@ ns = Collection(
     outdated,
     bump_all,
     check,
+    crosscheck,
+    doctor,
     adopt,
     move_unit,
     app_plan,

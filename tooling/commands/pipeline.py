@@ -72,11 +72,11 @@ def compute_affected(
         changes = [*changes, *git.uncommitted(root)]
         head_model = ws.current_model
     else:
-        head_model = ws.model(git.tree_at(root, head_sha, head_tree))
+        head_model = ws.model(ws.tree_at(head_sha, head_tree))
     result = affected(
         changes,
         head_model,
-        lambda: ws.model(git.tree_at(root, merge_base)),
+        lambda: ws.model(ws.tree_at(merge_base)),
         base_sha=merge_base,
         head_sha=head_sha,
         uncommitted=uncommitted,
@@ -159,7 +159,7 @@ def plan(
         if any(u.change == "deleted" for u in change.units):
             worktree = git.add_worktree(root, root / ".iac" / "worktrees" / change.base[:12], change.base)
             base_root = worktree
-            base_model = ws.model(git.tree_at(root, change.base))
+            base_model = ws.model(ws.tree_at(change.base))
     on_pr = _pr_context()
     try:
         targets = select_targets(

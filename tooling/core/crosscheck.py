@@ -21,6 +21,7 @@ Terragrunt's answer for them is not an oracle.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,8 +40,12 @@ class Seen:
     reading: frozenset[str]
 
 
-def parse_find(text: str) -> dict[str, Seen]:
-    """``terragrunt find --json --dependencies --reading`` -> {unit path: what it sees}."""
+def parse_find(text: str, prefix: str = "") -> dict[str, Seen]:
+    """``terragrunt find --json --dependencies --reading`` -> {unit path: what it sees}.
+
+    ``prefix`` is the folder Terragrunt ran in, relative to the repository root:
+    its paths are relative to that folder.
+    """
     try:
         items = json.loads(text or "[]")
     except json.JSONDecodeError as exc:
@@ -51,16 +56,15 @@ def parse_find(text: str) -> dict[str, Seen]:
     for item in items:
         if not isinstance(item, dict) or item.get("type") != "unit" or not isinstance(item.get("path"), str):
             continue
-        out[_clean(item["path"])] = Seen(
-            frozenset(_clean(p) for p in item.get("dependencies") or ()),
-            frozenset(_clean(p) for p in item.get("reading") or ()),
+        out[_clean(item["path"], prefix)] = Seen(
+            frozenset(_clean(p, prefix) for p in item.get("dependencies") or ()),
+            frozenset(_clean(p, prefix) for p in item.get("reading") or ()),
         )
     return out
 
 
-def _clean(path: str) -> str:
-    path = path.removeprefix("./")
-    return path.rstrip("/") or "."
+def _clean(path: str, prefix: str = "") -> str:
+    return posixpath.normpath(posixpath.join(prefix, path)) if prefix not in ("", ".") else posixpath.normpath(path)
 
 
 _SUPPRESSED = re.compile(r"Suppressed parsing errors (\S+?):\d")
@@ -68,7 +72,10 @@ _MENTIONED = re.compile(r"(/\S+?/" + re.escape(UNIT_FILE) + r")\b")
 
 
 def unparsed_units(log: str, root: str) -> set[str]:
-    """Units whose configuration Terragrunt could not parse, from its ``--log-level debug`` output."""
+    """Units whose configuration Terragrunt could not parse, from its ``--log-level debug`` output.
+
+    ``root`` is the absolute repository root; the units are relative to it.
+    """
     prefix = root.rstrip("/") + "/"
     found: set[str] = set()
     for line in log.splitlines():
@@ -97,7 +104,7 @@ class Disagreement:
 class Report:
     compared: int  # units both sides know, Terragrunt could parse
     exact: int  # ... on which they agree exactly
-    blind: tuple[str, ...]  # units the model cannot evaluate (affected by any change)
+    blind: tuple[tuple[str, str], ...]  # (unit, error): the model cannot evaluate it (affected by any change)
     unparsed: tuple[str, ...]  # units Terragrunt cannot parse (left out)
     disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
 
@@ -115,7 +122,7 @@ class Report:
             "exact": self.exact,
             "dangerous": len(self.dangerous),
             "over_inclusion": len(self.over),
-            "blind": list(self.blind),
+            "blind": [{"unit": unit, "error": error} for unit, error in self.blind],
             "unparsed_by_terragrunt": list(self.unparsed),
             "disagreements": [d.to_json() for d in (*self.dangerous, *self.over)],
         }
@@ -157,7 +164,7 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
     """Every unit's disagreements, dangerous ones first (then by unit and path)."""
     skip = set(unparsed)
     found: list[Disagreement] = []
-    blind: list[str] = []
+    blind: list[tuple[str, str]] = []
     compared = exact = 0
     for path in sorted(set(theirs) | set(model.units)):
         if path in skip:
@@ -172,7 +179,7 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
             continue
         compared += 1
         if unit.error:
-            blind.append(path)
+            blind.append((path, unit.error))
             continue
         own = f"{path}/{UNIT_FILE}" if path != "." else UNIT_FILE
         reads = set(unit.reads) - {own}

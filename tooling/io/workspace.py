@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -9,16 +10,41 @@ from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.io import config
-from tooling.model.repo import Model, Tree, WorkTree, load
+from tooling.model.layout import Layout, layout_from
+from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
+
+
+def read_layout(root: Path) -> Layout:
+    """The layout of the repository at ``root`` (policy.toml ``[layout]``; today's by default)."""
+    policy = root / "policy.toml"
+    if not policy.is_file():
+        return Layout()
+    try:
+        data = tomllib.loads(policy.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ToolingError(f"{policy}: cannot read: {exc}") from None
+    return layout_from(data, str(policy))
+
+
+def is_root(candidate: Path) -> bool:
+    """Whether ``candidate`` holds the root file and the live folder(s) its layout names."""
+    layout = read_layout(candidate) if (candidate / "policy.toml").is_file() else Layout()
+    return (candidate / layout.root_file).is_file() and all((candidate / d).is_dir() for d in layout.live)
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The repository root: the nearest folder above ``start`` holding root.hcl and live/."""
+    """The repository root: the nearest folder above ``start`` holding the root file and live folder(s).
+
+    By default ``root.hcl`` and ``live/``; policy.toml ``[layout]`` names others.
+    """
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
-        if (candidate / "root.hcl").is_file() and (candidate / "live").is_dir():
+        if is_root(candidate):
             return candidate
-    raise ToolingError(f"{here}: not inside an infrastructure repository (no root.hcl with a live/ folder above it)")
+    raise ToolingError(
+        f"{here}: not inside an infrastructure repository (no root.hcl with a live/ folder above it, "
+        "nor the root_file and live folders a policy.toml [layout] names). Run `invoke doctor` there."
+    )
 
 
 @dataclass
@@ -39,9 +65,21 @@ class Workspace:
         """Per-repository cache (parse cache, models), inside the ignored .iac/ folder."""
         return self.root / ".iac" / "cache"
 
+    @cached_property
+    def layout(self) -> Layout:
+        return read_layout(self.root)
+
+    def work_tree(self) -> WorkTree:
+        return WorkTree(self.root, self.layout.live)
+
+    def tree_at(self, rev: str, tree_sha: str | None = None) -> GitTree:
+        from tooling.io import git
+
+        return git.tree_at(self.root, rev, tree_sha, live=self.layout.live)
+
     def model(self, tree: Tree | None = None) -> Model:
         """The model of ``tree`` (default: the working tree, read now)."""
-        return load(tree or WorkTree(self.root), self.cache_dir)
+        return load(tree or self.work_tree(), self.cache_dir)
 
     @cached_property
     def current_model(self) -> Model:

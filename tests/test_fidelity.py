@@ -1,0 +1,245 @@
+"""The model against Terragrunt 1.1.3 on small trees built here: one test per way it used to miss.
+
+Each tree is written by the test; wherever Terragrunt has an opinion, the pinned
+binary's ``find --json --dependencies --reading`` is the oracle (through the
+same comparison ``invoke crosscheck`` makes), and the test also asserts the
+specific fact, so that agreement cannot come from both sides seeing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from infra_fixtures import commit_all, git
+
+from tooling.commands import crosscheck
+from tooling.core.changes import NO_PLAN_FILES, affected
+from tooling.core.crosscheck import Report
+from tooling.io import git as gitw
+from tooling.model.repo import Change, Model, WorkTree, load
+
+pytestmark = pytest.mark.e2e
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def model(root: Path) -> Model:
+    return load(WorkTree(root, "."), None)
+
+
+def agree(root: Path) -> Report:
+    """Terragrunt and the model agree exactly on every unit of ``root``."""
+    report = crosscheck.check(root)
+    assert report.disagreements == (), crosscheck.render(report)
+    assert report.blind == (), report.blind
+    assert report.compared == report.exact
+    return report
+
+
+def select(model_: Model, *paths: str) -> list[str]:
+    result = affected([Change("M", p) for p in paths], model_, lambda: model_, base_sha="b", head_sha="h")
+    return [u.path for u in result.units]
+
+
+UNIT = 'terraform {\n  source = "git::https://example.com/m.git?ref=v1"\n}\n'
+
+
+# --------------------------------------------------------------------------- 1. unit folder
+
+
+def test_any_file_under_a_unit_folder_affects_it_except_documentation(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "app/terragrunt.hcl": UNIT,
+        "app/.terraform.lock.hcl": "# lock\n",
+        "app/extra.tfvars": "a = 1\n",
+        "app/sub/policy.json": "{}\n",
+        "app/README.md": "# docs\n",
+        "other/terragrunt.hcl": UNIT,
+    })
+    agree(root)
+    m = model(root)
+    assert select(m, "app/.terraform.lock.hcl") == ["app"]
+    assert select(m, "app/extra.tfvars") == ["app"]
+    assert select(m, "app/sub/policy.json") == ["app"]
+    assert select(m, "app/README.md") == []
+    assert "*.md" in NO_PLAN_FILES
+
+
+def test_lock_files_are_committed_not_ignored() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "live/cloud/dns/.terraform.lock.hcl"], cwd=repo, check=False
+    )
+    assert ignored.returncode == 1  # 1: not ignored
+
+
+# --------------------------------------------------------------------------- 2. mark_as_read
+
+
+def test_mark_as_read_and_mark_glob_as_read_are_reads(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "shared/one.yaml": "a: 1\n",
+        "shared/two.yaml": "b: 2\n",
+        "shared/skip.txt": "x\n",
+        "data/extra.json": "{}\n",
+        "app/terragrunt.hcl": UNIT + 'locals {\n  a = mark_as_read("${get_terragrunt_dir()}/../data/extra.json")\n'
+        '  b = mark_glob_as_read("${get_terragrunt_dir()}/../shared/*.yaml")\n}\n',
+    })
+    agree(root)
+    reads = set(model(root).units["app"].reads)
+    assert {"data/extra.json", "shared/one.yaml", "shared/two.yaml"} <= reads
+    assert "shared/skip.txt" not in reads
+
+
+# --------------------------------------------------------------------------- 3. read_terragrunt_config
+
+
+def test_a_read_file_resolves_its_own_paths_and_follows_its_includes(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        # the same names beside the unit: reading those would be the wrong file
+        "env/app/common.hcl": 'locals {\n  wrong = true\n}\n',
+        "env/app/region.hcl": 'locals {\n  wrong = true\n}\n',
+        "env/app/terragrunt.hcl": UNIT + 'locals {\n  cfg = read_terragrunt_config("${get_terragrunt_dir()}/../conf/env.hcl")\n}\n',
+        "env/conf/env.hcl": 'include "common" {\n  path = "${get_terragrunt_dir()}/common.hcl"\n}\n'
+        'locals {\n  region = read_terragrunt_config("region.hcl")\n'
+        '  parent = read_terragrunt_config(find_in_parent_folders("top.hcl"))\n}\n',
+        "env/conf/common.hcl": 'locals {\n  right = true\n}\n',
+        "env/conf/region.hcl": 'locals {\n  right = true\n}\n',
+        "top.hcl": 'locals {\n  x = 1\n}\n',
+    })
+    agree(root)
+    reads = set(model(root).units["env/app"].reads)
+    assert {"env/conf/env.hcl", "env/conf/common.hcl", "env/conf/region.hcl", "top.hcl"} <= reads
+    assert "env/app/common.hcl" not in reads and "env/app/region.hcl" not in reads
+
+
+def test_reads_inside_a_for_expression_are_seen(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "conf/a.hcl": 'locals {\n  v = 1\n}\n',
+        "conf/b.hcl": 'locals {\n  v = 2\n}\n',
+        "app/terragrunt.hcl": UNIT + 'locals {\n  names = ["a", "b"]\n'
+        '  all = [for n in local.names : read_terragrunt_config("${get_terragrunt_dir()}/../conf/${n}.hcl")]\n}\n',
+    })
+    agree(root)
+    assert {"conf/a.hcl", "conf/b.hcl"} <= set(model(root).units["app"].reads)
+
+
+# --------------------------------------------------------------------------- 4. symlinks
+
+
+def test_a_dependency_through_a_symlinked_folder_is_the_real_unit(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "real/db/terragrunt.hcl": UNIT,
+        "app/terragrunt.hcl": UNIT + 'dependency "db" {\n  config_path = "../links/db"\n}\n',
+    })
+    (root / "links").mkdir()
+    os.symlink("../real/db", root / "links" / "db")
+    agree(root)
+    m = model(root)
+    assert m.units["app"].dependencies == ("real/db",)
+    assert m.dependents()["real/db"] == ["app"]
+    # the git revision gives the same model (the link is a blob whose text is the target)
+    git(root, "init", "--quiet", "--initial-branch=main")
+    commit_all(root, "tree")
+    at_head = load(gitw.tree_at(root, "HEAD", live="."), None)
+    assert at_head.units["app"].dependencies == ("real/db",)
+
+
+# --------------------------------------------------------------------------- 5. local sources
+
+
+def test_a_local_source_without_dot_slash_is_local(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "app/modules/a/main.tf": 'output "x" {\n  value = 1\n}\n',
+        "app/terragrunt.hcl": 'terraform {\n  source = "modules/a"\n}\n',
+        "mods/b/main.tf": 'output "x" {\n  value = 1\n}\n',
+        "other/terragrunt.hcl": 'terraform {\n  source = "../mods/b"\n}\n',
+    })
+    agree(root)
+    m = model(root)
+    assert "app/modules/a/" in m.units["app"].reads
+    assert select(m, "mods/b/main.tf") == ["other"]
+
+
+# --------------------------------------------------------------------------- 6. one bad unit
+
+
+def test_one_unit_that_cannot_be_evaluated_does_not_blind_the_rest(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "good/terragrunt.hcl": UNIT,
+        "bad/terragrunt.hcl": 'locals {\n  x = \n',
+        "guarded/terragrunt.hcl": UNIT + 'locals {\n  c = try(read_terragrunt_config(find_in_parent_folders("nope.hcl")), {})\n}\n',
+        "off/terragrunt.hcl": UNIT + 'dependency "d" {\n  config_path = "../good"\n  enabled = false\n}\n',
+        "flagged/terragrunt.hcl": UNIT + 'feature "dep" {\n  default = "good"\n}\n'
+        'dependency "d" {\n  config_path = "../${feature.dep.value}"\n}\n',
+        "parent/marker/README.txt": "a folder\n",
+        "parent/child/terragrunt.hcl": UNIT + 'locals {\n  dir = find_in_parent_folders("marker")\n}\n',
+    })
+    m = model(root)
+    assert m.units["bad"].error and "bad/terragrunt.hcl:" in m.units["bad"].error
+    assert m.units["guarded"].error is None
+    assert m.units["off"].dependencies == ()
+    assert m.units["flagged"].dependencies == ("good",)
+    assert m.units["parent/child"].error is None
+    assert {"good", "bad"} <= set(select(m, "good/terragrunt.hcl"))
+    assert "bad" in select(m, "parent/marker/README.txt")  # affected by any change
+    (root / "bad/terragrunt.hcl").unlink()  # Terragrunt cannot parse it either: compare the rest
+    agree(root)
+
+
+# --------------------------------------------------------------------------- 7. layout, root file
+
+
+def test_find_in_parent_folders_without_argument_looks_for_terragrunt_hcl(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "terragrunt.hcl": 'locals {\n  legacy = true\n}\n',
+        "root.hcl": 'locals {\n  marker = true\n}\n',
+        "live/app/terragrunt.hcl": UNIT + 'include "root" {\n  path = find_in_parent_folders()\n}\n',
+    })
+    report = crosscheck.check(root)
+    assert report.dangerous == ()
+    assert "terragrunt.hcl" in model(root).units["live/app"].reads
+    assert "root.hcl" not in model(root).units["live/app"].reads
+
+
+def test_layout_settings_name_other_live_folders_and_root_file(tmp_path: Path, tools: None) -> None:
+    from tooling.io.workspace import Workspace, find_root
+
+    root = write(tmp_path, {
+        "policy.toml": '[layout]\nlive = ["prod", "stage"]\nroot_file = "common.hcl"\n',
+        "common.hcl": 'locals {\n  x = 1\n}\n',
+        "prod/app/terragrunt.hcl": UNIT + 'include "root" {\n  path = find_in_parent_folders("common.hcl")\n}\n',
+        "stage/app/terragrunt.hcl": UNIT,
+        "scratch/terragrunt.hcl": UNIT,  # outside the live folders: not a unit
+    })
+    assert find_root(root / "prod" / "app") == root.resolve()
+    ws = Workspace(root)
+    assert sorted(ws.model().units) == ["prod/app", "stage/app"]
+
+
+# --------------------------------------------------------------------------- 8. one model
+
+
+def test_working_tree_and_git_revision_give_the_same_model(tmp_path: Path, tools: None) -> None:
+    root = write(tmp_path, {
+        "live/app/terragrunt.hcl": UNIT + 'locals {\n  d = find_in_parent_folders("marker")\n}\n',
+        "live/marker/README.txt": "x\n",
+        "live/app/.terraform/modules/x/terragrunt.hcl": UNIT,
+        "live/app/.terragrunt-cache/abc/terragrunt.hcl": UNIT,
+    })
+    git(root, "init", "--quiet", "--initial-branch=main")
+    git(root, "add", "-f", ".")
+    git(root, "commit", "--quiet", "-m", "tree")
+    on_disk = load(WorkTree(root), None)
+    at_head = load(gitw.tree_at(root, "HEAD"), None)
+    assert list(on_disk.units) == ["live/app"]
+    assert on_disk.units == at_head.units
