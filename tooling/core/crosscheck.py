@@ -30,6 +30,7 @@ from typing import Any
 from tooling.core.changes import folder_affects
 from tooling.errors import ToolingError
 from tooling.model.repo import UNIT_FILE, Model, Unit
+from tooling.model.stacks import STACK_FILE
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def _clean(path: str, prefix: str = "") -> str:
     return posixpath.normpath(posixpath.join(prefix, path)) if prefix not in ("", ".") else posixpath.normpath(path)
 
 
-_SUPPRESSED = re.compile(r"Suppressed parsing errors (\S+?):\d")
+_SUPPRESSED = re.compile(r"(?:Suppressed parsing errors|Suppressing parse error for) (\S+?):[\d ]")
 _MENTIONED = re.compile(r"(/\S+?/" + re.escape(UNIT_FILE) + r")\b")
 
 
@@ -79,7 +80,7 @@ def unparsed_units(log: str, root: str) -> set[str]:
     prefix = root.rstrip("/") + "/"
     found: set[str] = set()
     for line in log.splitlines():
-        if "Suppressed parsing errors" not in line and "Error" not in line:
+        if "Suppress" not in line and "Error" not in line:
             continue
         paths = [m.group(1) for m in _SUPPRESSED.finditer(line)]
         paths += [m.group(1) for m in _MENTIONED.finditer(line)]
@@ -193,7 +194,9 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
         for read in sorted(seen.reading - reads):
             if not _covered(read, unit, dir_reads, upstream) and not _same_source_quirk(read, unit, model):
                 mine.append(Disagreement(path, "read", read, dangerous=True))
-        for read in sorted(reads - seen.reading - set(dir_reads)):
+        # a generated unit is made of its stack file; Terragrunt reads that when generating, not running
+        made_of = {r for r in reads if posixpath.basename(r) == STACK_FILE and "/.terragrunt-stack/" in f"/{path}/"}
+        for read in sorted(reads - seen.reading - set(dir_reads) - made_of):
             mine.append(Disagreement(path, "read", read, dangerous=False))
         if not mine:
             exact += 1

@@ -373,7 +373,7 @@ class UnitEvaluator:
             path = norm(f"{self.unit_dir}/{VALUES_FILE}")
             self._values = UNKNOWN
             if self.loader.tree.exists(path):
-                self.read(path)
+                # in the unit's own folder: the folder rule covers it (Terragrunt does not list it)
                 values_file = self.loader.file(path, Scope(path))
                 self._values = {
                     name: self.eval(entry[0], values_file) for name, entry in values_file.body["a"].items()

@@ -46,7 +46,6 @@ SKIP_DIRS = frozenset(
     {
         ".git",
         ".terragrunt-cache",
-        ".terragrunt-stack",
         ".terraform",
         ".iac",
         "__pycache__",

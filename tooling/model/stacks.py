@@ -1,0 +1,49 @@
+"""Terragrunt Stacks: the units a ``terragrunt.stack.hcl`` declares.
+
+``terragrunt stack generate`` writes each ``unit "NAME" { source, path, values }``
+to ``<stack folder>/.terragrunt-stack/<path>`` (its ``terragrunt.hcl`` from the
+catalog ``source``, the ``values`` beside it in ``terragrunt.values.hcl``).
+Generated folders are usually not committed, so the model ties each generated
+unit to what it is made of: the stack file (which holds the values) and, for a
+local catalog, the catalog unit's folder. A unit generated on disk is read
+like any other, plus those reads; one that is not generated (a git revision)
+is kept with an error, so any change plans it, through generation.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from tooling.errors import ToolingError
+from tooling.model.evaluator import Scope, UnitEvaluator
+from tooling.model.exprs import blocks_of, norm
+
+if TYPE_CHECKING:
+    from tooling.model.loader import Loader
+
+STACK_FILE = "terragrunt.stack.hcl"
+STACK_DIR = ".terragrunt-stack"
+
+
+def is_stack_file(path: str) -> bool:
+    return posixpath.basename(path) == STACK_FILE and f"/{STACK_DIR}/" not in f"/{path}"
+
+
+def declared_units(loader: Loader, stack_file: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(generated unit folder, the files and folders it is made of) for each ``unit`` block."""
+    folder = posixpath.dirname(stack_file) or "."
+    ev = UnitEvaluator(loader, folder)
+    config = loader.file(stack_file, Scope(stack_file))
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for _b, labels, inner, line in blocks_of(config.body, "unit"):
+        name = labels[0] if labels else ""
+        path = ev.attr(config, inner, "path")
+        if not isinstance(path, str):
+            raise ToolingError(f"{stack_file}:{line}: unit {name!r}: cannot work out its path")
+        made_of = [stack_file]
+        source = ev.attr(config, inner, "source")
+        if isinstance(source, str) and source.startswith(("./", "../", "/")):
+            made_of.append(ev.rel(source.split("//")[0] if "//" in source[3:] else source).rstrip("/") + "/")
+        out.append((norm(f"{folder}/{STACK_DIR}/{path}"), tuple(made_of)))
+    return out
