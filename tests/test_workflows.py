@@ -470,6 +470,7 @@ def test_check_runs_pre_commit_invoke_check_and_the_tests() -> None:
     script = "\n".join(runs(job) for job in jobs(doc).values())
     assert "pre-commit run --all-files" in script
     assert "invoke check" in script
+    assert "invoke crosscheck" in script
     assert "./dev test" in script
     for job in jobs(doc).values():
         assert job["permissions"] == {"contents": "read"}
