@@ -12,6 +12,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,16 @@ def _echo_enabled() -> bool:
     return os.environ.get("IAC_ECHO_COMMANDS", "") not in ("", "0", "false")
 
 
+_ECHO_LOCK = threading.Lock()
+
+
+def _echo(argv: Sequence[str]) -> None:
+    """Print ``+ command`` on stderr as one write, so lines from threads never interleave."""
+    with _ECHO_LOCK:
+        sys.stderr.write(f"+ {shlex.join(argv)}\n")
+        sys.stderr.flush()
+
+
 def run(
     args: Sequence[str],
     *,
@@ -69,7 +80,7 @@ def run(
     """
     argv = tuple(str(a) for a in args)
     if _echo_enabled():
-        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+        _echo(argv)
     try:
         proc = subprocess.run(
             argv,
@@ -110,11 +121,10 @@ def stream(
     then the exception propagates.
     """
     import signal
-    import threading
 
     argv = tuple(str(a) for a in args)
     if _echo_enabled():
-        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+        _echo(argv)
     try:
         child = subprocess.Popen(
             argv, cwd=cwd, env=child_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -174,11 +184,10 @@ def run_forwarding_signals(
     output, whether we were interrupted).
     """
     import signal
-    import threading
 
     argv = tuple(str(a) for a in args)
     if _echo_enabled():
-        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+        _echo(argv)
     try:
         child = subprocess.Popen(
             argv, cwd=cwd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
