@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from infra_fixtures import commit_all, git
+from infra_fixtures import commit_all, git, invoke
 
 from tooling.commands import crosscheck
 from tooling.core.changes import NO_PLAN_FILES, affected
@@ -243,3 +243,28 @@ def test_working_tree_and_git_revision_give_the_same_model(tmp_path: Path, tools
     at_head = load(gitw.tree_at(root, "HEAD"), None)
     assert list(on_disk.units) == ["live/app"]
     assert on_disk.units == at_head.units
+
+
+STALE_LOCK = '''provider "registry.opentofu.org/hashicorp/null" {
+  version     = "3.2.3"
+  constraints = "3.2.3"
+  hashes = [
+    "h1:I0Um8UkrMUb81Fxq/dxbr3HLP2cecTH2WMJiwKSrwQY=",
+  ]
+}
+'''
+
+
+def test_a_plan_never_rewrites_a_committed_lock_file(example_repo: Path, tmp_path: Path) -> None:
+    # a lock file whose selections differ from what the configuration needs: `tofu init`
+    # would rewrite it; the plan must fail instead, naming the change, and leave it as committed
+    lock = example_repo / "live/cloud/dns/.terraform.lock.hcl"
+    lock.write_text(STALE_LOCK)
+    commit_all(example_repo, "lock file")
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "out"))
+    assert ran.returncode == 1, ran.output
+    assert "Traceback" not in ran.output
+    assert lock.read_text() == STALE_LOCK
+    assert git(example_repo, "status", "--porcelain") == ""
+    summary = (tmp_path / "out" / "summary.json").read_text()
+    assert "dependency" in summary.lower() or "lock" in summary.lower()

@@ -104,15 +104,17 @@ def find_apps(root: Path, folders: Sequence[Path]) -> list[AppWorkspace]:
 def run(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = None) -> tuple[list[Violation], Model | None]:
     """Every violation in the repository at ``root`` (sorted by file and line), and the model
     (None when the configuration could not be read)."""
+    from tooling.model.layout import layout_from
     from tooling.model.repo import WorkTree, load
 
     pol = policy.parse_policy(config.read_policy(root))
     snap = snapshot(root)
     model: Model | None = None
     early: list[Violation] = []
-    if (root / "live").is_dir():
+    live = tuple(d for d in layout_from(config.read_policy(root)).live if (root / d).is_dir())
+    if live:
         try:
-            model = load(WorkTree(root), cache_dir)
+            model = load(WorkTree(root, live), cache_dir)
         except ToolingError as exc:
             early.append(policy.syntax_violation(exc))
         else:

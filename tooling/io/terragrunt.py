@@ -121,6 +121,9 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "TG_NON_INTERACTIVE": "true",
         "TG_NO_TIPS": "true",
         "CHECKPOINT_DISABLE": "1",
+        # lock files are committed: a plan verifies against them and never rewrites them
+        # (a provider change is made on purpose, with `terragrunt providers lock`; docs/bumps.md)
+        "TF_CLI_ARGS_init": "-lockfile=readonly",
     }
     tofu = shutil.which("tofu")
     if tofu:
