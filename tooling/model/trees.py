@@ -169,6 +169,7 @@ class GitTree:
         self._tree_sha = tree_sha
         self._lister = lister
         self._links = links
+        self._link_set: set[str] | None = None
         self._listed: dict[str, str] | None = None
         self._dirs: set[str] | None = None
         self._reader = reader
@@ -209,7 +210,9 @@ class GitTree:
         return sorted(p for p in self._entries if p.startswith(prefix) and not skipped(p))
 
     def realpath(self, path: str) -> str:
-        links = self._links() if self._links is not None else set()
+        if self._link_set is None:
+            self._link_set = self._links() if self._links is not None else set()
+        links = self._link_set
         if not links:
             return path
         parts = path.split("/")
