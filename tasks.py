@@ -22,16 +22,20 @@ ROOT = Path(__file__).resolve().parent
 
 @contextmanager
 def _errors() -> Iterator[None]:
+    import tooling.commands  # noqa: F401  (installs the one redaction step)
     from tooling.errors import ToolingError
+    from tooling.io.outdir import guard_streams
 
-    try:
-        yield
-    except ToolingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise Exit(code=exc.code) from None
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        raise Exit(code=130) from None
+    # every line the tooling prints passes through the one redaction step
+    with guard_streams():
+        try:
+            yield
+        except ToolingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise Exit(code=exc.code) from None
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            raise Exit(code=130) from None
 
 
 def _workspace() -> Any:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import pytest
 
+import tooling.commands  # noqa: F401  (installs the one redaction step, as every task does)
+
 pytest_plugins = ["infra_fixtures"]
 
 #: fixtures that bring up the pinned tools or a state backend: a test using one is end to end

@@ -50,8 +50,6 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 ADDRESS_RE = re.compile(rf"(?:module\.{_NAME}(?:{_INDEX})?\.)*{_NAME}\.{_NAME}(?:{_INDEX})?")
 
 
-
-
 # --------------------------------------------------------------------------- pure parts
 
 
@@ -59,7 +57,9 @@ def check_address(address: str) -> str:
     """The resource address, validated (a managed resource; data sources cannot be imported)."""
     value = address.strip()
     if re.match(r"(?:module\.[^.]+\.)*data\.", value):
-        raise UsageError(f"{address}: a data source is read, not adopted; give a managed resource's address")
+        raise UsageError(
+            f"{address}: a data source is read, not adopted; give a managed resource's address"
+        )
     if not ADDRESS_RE.fullmatch(value):
         raise UsageError(
             f"{address!r} is not a resource address: write it as in the plan, e.g. "
@@ -120,8 +120,13 @@ class Verdict:
         return not self.differences and bool(self.imports) and not self.managed_already
 
     def counts(self) -> dict[str, int]:
-        counts = {"import": len(self.imports) + sum(1 for d in self.differences if d.importing is not None),
-                  "add": 0, "change": 0, "destroy": 0}
+        counts = {
+            "import": len(self.imports)
+            + sum(1 for d in self.differences if d.importing is not None),
+            "add": 0,
+            "change": 0,
+            "destroy": 0,
+        }
         for diff in self.differences:
             if diff.action in ("create", "replace"):
                 counts["add"] += 1
@@ -163,7 +168,9 @@ def attribute_diffs(change: Mapping[str, Any]) -> tuple[AttributeDiff, ...]:
     after_s = change.get("after_sensitive") or {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ()
-    names = sorted(set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set()))
+    names = sorted(
+        set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set())
+    )
     out: list[AttributeDiff] = []
     for name in names:
         is_unknown = isinstance(unknown, dict) and _is_sensitive(unknown.get(name))
@@ -171,11 +178,13 @@ def attribute_diffs(change: Mapping[str, Any]) -> tuple[AttributeDiff, ...]:
             continue
         sens_b = isinstance(before_s, dict) and _is_sensitive(before_s.get(name))
         sens_a = isinstance(after_s, dict) and _is_sensitive(after_s.get(name))
-        out.append(AttributeDiff(
-            name,
-            _render(before.get(name), sensitive=sens_b or sens_a),
-            _render(after.get(name), sensitive=sens_b or sens_a, unknown=is_unknown),
-        ))
+        out.append(
+            AttributeDiff(
+                name,
+                _render(before.get(name), sensitive=sens_b or sens_a),
+                _render(after.get(name), sensitive=sens_b or sens_a, unknown=is_unknown),
+            )
+        )
     return tuple(out)
 
 
@@ -202,7 +211,8 @@ def judge(plan: Mapping[str, Any], address: str) -> Verdict:
         diffs.append(Difference(addr, action, import_id, attribute_diffs(change)))
     outputs = tuple(
         sorted(
-            name for name, change in (plan.get("output_changes") or {}).items()
+            name
+            for name, change in (plan.get("output_changes") or {}).items()
             if action_of((change or {}).get("actions") or []) != "no-op"
         )
     )
@@ -241,7 +251,9 @@ def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]
 def _plan(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path) -> None:
     ran = terragrunt.run(terragrunt.plan_args(plan_file), unit_dir, env, log)
     if ran.returncode != 0 or not plan_file.is_file():
-        raise ToolingError(f"the plan failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}")
+        raise ToolingError(
+            f"the plan failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}"
+        )
 
 
 def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool = False) -> int:
@@ -266,7 +278,9 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     try:
         ran = terragrunt.run(terragrunt.init_args(), unit_dir, env, log)
         if ran.returncode != 0:
-            raise ToolingError(f"terragrunt init failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}")
+            raise ToolingError(
+                f"terragrunt init failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}"
+            )
         work = terragrunt.work_dir(private / "cache", unit_dir / "terragrunt.hcl")
         import_file = work / IMPORT_FILE
         import_file.write_text(import_block(target, import_id))
@@ -275,21 +289,29 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         verdict = judge(_show(work, plan_file, env), target)
         if not verdict.clean or target not in {a for a, _ in verdict.imports}:
             if verdict.clean:  # clean, but ADDRESS was not among the imports
-                raise ToolingError(f"the plan does not import {target}; check the address (see the module's resources)")
+                raise ToolingError(
+                    f"the plan does not import {target}; check the address (see the module's resources)"
+                )
             say(refusal(path, target, verdict))
             return 1
         for addr, rid in verdict.imports:
             say(f"  = {addr}: imported from {rid!r}, no difference")
         if verdict.outputs:
-            say(f"  outputs that get values from the adopted resource: {', '.join(verdict.outputs)}")
+            say(
+                f"  outputs that get values from the adopted resource: {', '.join(verdict.outputs)}"
+            )
         c = verdict.counts()
         say(f"clean adoption: {c['import']} to import, 0 to add, 0 to change, 0 to destroy.")
         if not apply:
-            say(f"nothing was changed. Run `invoke adopt {path} {target} {import_id} --apply` to adopt it.")
+            say(
+                f"nothing was changed. Run `invoke adopt {path} {target} {import_id} --apply` to adopt it."
+            )
             return 0
         applied = terragrunt.run(terragrunt.apply_args(plan_file), unit_dir, env, log)
         if applied.returncode != 0:
-            raise ToolingError(f"applying the import plan failed:\n{terragrunt.error_summary(applied.stderr + chr(10) + applied.stdout)}")
+            raise ToolingError(
+                f"applying the import plan failed:\n{terragrunt.error_summary(applied.stderr + chr(10) + applied.stdout)}"
+            )
         import_file.unlink()
         import_file = None
         say(f"adopted {target} into the state of {path}; re-planning without the import block")

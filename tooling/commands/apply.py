@@ -52,8 +52,13 @@ class UnitApply:
     gate: str = "none"
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "result": self.result, "reason": self.reason, "cascaded": self.cascaded,
-                "gate": self.gate}
+        return {
+            "path": self.path,
+            "result": self.result,
+            "reason": self.reason,
+            "cascaded": self.cascaded,
+            "gate": self.gate,
+        }
 
 
 @dataclass
@@ -69,8 +74,13 @@ class ApplyRun:
 
 
 def binding_problems(
-    unit: Mapping[str, Any], *, plan_sha256: str | None, head: str, summary_head: str | None,
-    tools_now: Mapping[str, str], tools_then: Mapping[str, str],
+    unit: Mapping[str, Any],
+    *,
+    plan_sha256: str | None,
+    head: str,
+    summary_head: str | None,
+    tools_now: Mapping[str, str],
+    tools_then: Mapping[str, str],
 ) -> list[str]:
     """Why the saved plan is not the reviewed one (empty: it is)."""
     problems: list[str] = []
@@ -82,7 +92,9 @@ def binding_problems(
             f"(sha256 {plan_sha256[:12]}…, reviewed {str(unit.get('plan_sha256'))[:12]}…)"
         )
     if summary_head != head:
-        problems.append(f"the plans were made for commit {str(summary_head)[:12]}, HEAD is {head[:12]}: re-plan")
+        problems.append(
+            f"the plans were made for commit {str(summary_head)[:12]}, HEAD is {head[:12]}: re-plan"
+        )
     for name, version in tools_then.items():
         if tools_now.get(name) != version:
             problems.append(f"{name} {tools_now.get(name)} now, the plan was made with {version}")
@@ -96,7 +108,10 @@ _LOCK_WHO = re.compile(r"^\s*Who:\s*(.+)$", re.M)
 def explain_failure(output: str) -> tuple[str, str]:
     """(result, reason) for a failed ``apply``: stale plan and lock errors are named."""
     if "Saved plan is stale" in output:
-        return "refused", "state changed since this plan was made (OpenTofu: \"Saved plan is stale\"); re-plan"
+        return (
+            "refused",
+            'state changed since this plan was made (OpenTofu: "Saved plan is stale"); re-plan',
+        )
     if "Error acquiring the state lock" in output:
         lock_id = _LOCK_ID.search(output)
         who = _LOCK_WHO.search(output)
@@ -123,7 +138,9 @@ class Applier:
         self.approve = approve_manual
         summary_path = self.dir / "summary.json"
         if not summary_path.is_file():
-            raise ToolingError(f"{summary_path}: no summary.json; run `invoke plan --out {plans_dir}` first")
+            raise ToolingError(
+                f"{summary_path}: no summary.json; run `invoke plan --out {plans_dir}` first"
+            )
         try:
             self.summary: dict[str, Any] = json.loads(summary_path.read_text())
         except ValueError as exc:
@@ -141,10 +158,18 @@ class Applier:
         return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
 
     # -- helpers
-    def record(self, path: str, result: str, reason: str, *, cascaded: bool = False, gate: str = "none") -> None:
+    def record(
+        self, path: str, result: str, reason: str, *, cascaded: bool = False, gate: str = "none"
+    ) -> None:
         self.run.units.append(UnitApply(path, result, reason, cascaded, gate))
-        mark = {"applied": "✓", "no-changes": "=", "waiting-approval": "⏸", "refused": "✗", "failed": "✗",
-                "not-run": "-"}[result]
+        mark = {
+            "applied": "✓",
+            "no-changes": "=",
+            "waiting-approval": "⏸",
+            "refused": "✗",
+            "failed": "✗",
+            "not-run": "-",
+        }[result]
         print(f"  {mark} {path}: {result}" + (f" ({reason})" if reason else ""), flush=True)
 
     def run_dir(self, unit: Mapping[str, Any]) -> Path:
@@ -152,16 +177,22 @@ class Applier:
             if self.worktree is None:
                 base = self.summary.get("base")
                 if not base:
-                    raise ToolingError("summary.json has a destroy plan but no base revision; re-plan")
+                    raise ToolingError(
+                        "summary.json has a destroy plan but no base revision; re-plan"
+                    )
                 self.worktree = git.add_worktree(
-                    self.ws.root, self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}", str(base)
+                    self.ws.root,
+                    self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}",
+                    str(base),
                 )
             return self.worktree / str(unit["path"])
         return self.ws.root / str(unit["path"])
 
     def apply_plan(self, run_dir: Path, plan_file: Path) -> tuple[int, str]:
         args = terragrunt.apply_args(plan_file)
-        code, output, interrupted = proc.run_forwarding_signals(args, cwd=run_dir, env=self.ws.tool_env)
+        code, output, interrupted = proc.run_forwarding_signals(
+            args, cwd=run_dir, env=self.ws.tool_env
+        )
         if interrupted:
             self.run.interrupted = True
         log = plan_file.parent / "apply.log"
@@ -173,7 +204,9 @@ class Applier:
     def execute(self) -> ApplyRun:
         units: list[dict[str, Any]] = list(self.summary.get("units", []))
         # deleted units' destroy plans run last: nothing left may depend on them
-        ordered = [u for u in units if not u.get("destroy")] + [u for u in units if u.get("destroy")]
+        ordered = [u for u in units if not u.get("destroy")] + [
+            u for u in units if u.get("destroy")
+        ]
         try:
             for unit in ordered:
                 self.one(unit)
@@ -207,21 +240,34 @@ class Applier:
             self.record(path, "no-changes", "", gate=gate)
             return
         if status != "changes":
-            self.record(path, "not-run", f"plan status is {status}" + (f": {unit.get('error')}" if unit.get("error") else ""),
-                        gate=gate)
+            self.record(
+                path,
+                "not-run",
+                f"plan status is {status}"
+                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                gate=gate,
+            )
             return
         blocked = self.upstream_block(unit)
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=gate)
             return
         if gate == "manual" and not self.approve:
-            self.record(path, "waiting-approval", "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]),
-                        gate=gate)
+            self.record(
+                path,
+                "waiting-approval",
+                "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]),
+                gate=gate,
+            )
             return
         plan_file = self.dir / str(unit.get("plan_file"))
         problems = binding_problems(
-            unit, plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None, head=self.head,
-            summary_head=self.summary.get("head"), tools_now=self.tools_now, tools_then=self.summary.get("tools") or {},
+            unit,
+            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+            head=self.head,
+            summary_head=self.summary.get("head"),
+            tools_now=self.tools_now,
+            tools_then=self.summary.get("tools") or {},
         )
         if problems:
             self.record(path, "refused", "; ".join(problems), gate=gate)
@@ -233,7 +279,12 @@ class Applier:
         if code == 0 and not self.run.interrupted:
             self.record(path, "applied", "", gate=gate)
         elif self.run.interrupted:
-            self.record(path, "failed", "interrupted: OpenTofu stopped and saved what it had applied; re-plan", gate=gate)
+            self.record(
+                path,
+                "failed",
+                "interrupted: OpenTofu stopped and saved what it had applied; re-plan",
+                gate=gate,
+            )
         else:
             result, reason = explain_failure(output)
             self.record(path, result, reason, gate=gate)
@@ -257,36 +308,74 @@ class Applier:
         path = str(unit["path"])
         model_unit = self.model.units[path]
         out = self.dir / "cascade"
-        target = Target(path, model_unit.tier, model_unit.executor, "cascade", self.ws.root / path,
-                        model_unit.dependencies, gate_class=model_unit.gate, source=model_unit.source)
+        target = Target(
+            path,
+            model_unit.tier,
+            model_unit.executor,
+            "cascade",
+            self.ws.root / path,
+            model_unit.dependencies,
+            gate_class=model_unit.gate,
+            source=model_unit.source,
+        )
         print(f"  ↻ {path}: upstream applied; re-planning against its real outputs", flush=True)
         fresh = plan_unit(target, out, self.ws.tool_env)
         if fresh.status == "error":
-            self.record(path, "failed", f"re-plan after upstream apply failed: {fresh.error}", cascaded=True,
-                        gate=reviewed_gate)
+            self.record(
+                path,
+                "failed",
+                f"re-plan after upstream apply failed: {fresh.error}",
+                cascaded=True,
+                gate=reviewed_gate,
+            )
             return
-        gate = decide(status=fresh.status, declared=model_unit.gate, summary=fresh.summary, destroy=False,
-                      policy=self.policy)
+        gate = decide(
+            status=fresh.status,
+            declared=model_unit.gate,
+            summary=fresh.summary,
+            destroy=False,
+            policy=self.policy,
+        )
         if fresh.status == "no-changes":
-            self.record(path, "no-changes", "re-planned after upstream apply: nothing left to do", cascaded=True,
-                        gate=gate.decision)
+            self.record(
+                path,
+                "no-changes",
+                "re-planned after upstream apply: nothing left to do",
+                cascaded=True,
+                gate=gate.decision,
+            )
             return
         assert fresh.summary is not None and fresh.plan_file is not None
-        same = change_set([{"address": c.address, "action": c.action} for c in fresh.summary.changes]) == change_set(
-            unit.get("changes") or []
-        )
+        same = change_set(
+            [{"address": c.address, "action": c.action} for c in fresh.summary.changes]
+        ) == change_set(unit.get("changes") or [])
         if gate.decision == "manual" and not (self.approve and same):
-            why = ("the re-plan changes other resources than the approved plan" if self.approve
-                   else "manual gate: " + "; ".join(gate.reasons[:3]))
-            self.record(path, "waiting-approval", f"re-planned after upstream apply ({out / fresh.plan_file}); {why}",
-                        cascaded=True, gate=gate.decision)
+            why = (
+                "the re-plan changes other resources than the approved plan"
+                if self.approve
+                else "manual gate: " + "; ".join(gate.reasons[:3])
+            )
+            self.record(
+                path,
+                "waiting-approval",
+                f"re-planned after upstream apply ({out / fresh.plan_file}); {why}",
+                cascaded=True,
+                gate=gate.decision,
+            )
             return
         code, output = self.apply_plan(self.ws.root / path, out / fresh.plan_file)
         if code == 0 and not self.run.interrupted:
-            self.record(path, "applied", "re-planned against its upstream's real outputs, then applied",
-                        cascaded=True, gate=gate.decision)
+            self.record(
+                path,
+                "applied",
+                "re-planned against its upstream's real outputs, then applied",
+                cascaded=True,
+                gate=gate.decision,
+            )
         else:
-            result, reason = explain_failure(output) if not self.run.interrupted else ("failed", "interrupted")
+            result, reason = (
+                explain_failure(output) if not self.run.interrupted else ("failed", "interrupted")
+            )
             self.record(path, result, reason, cascaded=True, gate=gate.decision)
 
 
@@ -307,10 +396,16 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
     ]
     for u in run.units:
         reason = u.reason.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| `{u.path}` | {u.result}{' (cascaded)' if u.cascaded else ''} | {u.gate} | {reason} |")
+        lines.append(
+            f"| `{u.path}` | {u.result}{' (cascaded)' if u.cascaded else ''} | {u.gate} | {reason} |"
+        )
     cascaded = [u.path for u in run.units if u.cascaded]
     if cascaded:
-        lines += ["", "Cascaded (re-planned after their upstream applied): " + ", ".join(f"`{p}`" for p in cascaded)]
+        lines += [
+            "",
+            "Cascaded (re-planned after their upstream applied): "
+            + ", ".join(f"`{p}`" for p in cascaded),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -318,10 +413,17 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     print(ws.settings.describe(), flush=True)
     ws.check_tools()
     applier = Applier(ws, plans_dir, approve_manual=approve_manual)
-    preflight.check(ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])])
+    preflight.check(
+        ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
+    )
     run = applier.execute()
-    doc = {"head": applier.head, "plans_head": applier.summary.get("head"), "approve_manual": approve_manual,
-           "interrupted": run.interrupted, "units": [u.to_json() for u in run.units]}
+    doc = {
+        "head": applier.head,
+        "plans_head": applier.summary.get("head"),
+        "approve_manual": approve_manual,
+        "interrupted": run.interrupted,
+        "units": [u.to_json() for u in run.units],
+    }
     tmp = applier.dir / "apply.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
     os.replace(tmp, applier.dir / "apply.json")

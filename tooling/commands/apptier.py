@@ -36,7 +36,6 @@ import fnmatch
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
-from tooling.io import config, git, proc, terragrunt
+from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
@@ -59,8 +58,6 @@ EXECUTOR = "hosted"
 _CONFIG_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
 #: backend attributes that name a state object or prefix
 _KEY_ATTRIBUTES = frozenset({"key", "prefix", "workspace_key_prefix", "path", "workspace_dir"})
-
-
 
 
 # --------------------------------------------------------------------------- policy and names
@@ -83,17 +80,21 @@ def parse_policy(data: Mapping[str, Any]) -> AppPolicy:
     if not isinstance(apps, dict):
         raise ToolingError(
             "policy.toml has no [apps] table: add one with allowed_resource_types, the resource "
-            "types an application may own (e.g. [\"aws_db_instance\", \"aws_s3_bucket\"])"
+            'types an application may own (e.g. ["aws_db_instance", "aws_s3_bucket"])'
         )
     allowed = apps.get("allowed_resource_types")
     if not isinstance(allowed, list) or not all(isinstance(t, str) and t for t in allowed):
-        raise ToolingError("policy.toml: [apps] allowed_resource_types must be a list of resource types (patterns)")
+        raise ToolingError(
+            "policy.toml: [apps] allowed_resource_types must be a list of resource types (patterns)"
+        )
     buckets = apps.get("foundation_state_buckets", [])
     if not isinstance(buckets, list) or not all(isinstance(b, str) for b in buckets):
-        raise ToolingError("policy.toml: [apps] foundation_state_buckets must be a list of bucket names")
+        raise ToolingError(
+            "policy.toml: [apps] foundation_state_buckets must be a list of bucket names"
+        )
     gate = apps.get("gate", "auto")
     if gate not in ("auto", "manual"):
-        raise ToolingError(f"policy.toml: [apps] gate = {gate!r}: use \"auto\" or \"manual\"")
+        raise ToolingError(f'policy.toml: [apps] gate = {gate!r}: use "auto" or "manual"')
     return AppPolicy(tuple(allowed), tuple(buckets), gate)
 
 
@@ -128,8 +129,14 @@ class AppState:
         return f"local state {self.path}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "bucket": self.bucket, "key": self.key, "region": self.region,
-                "endpoint": self.endpoint, "path": self.path}
+        return {
+            "backend": self.backend,
+            "bucket": self.bucket,
+            "key": self.key,
+            "region": self.region,
+            "endpoint": self.endpoint,
+            "path": self.path,
+        }
 
 
 def state_for(app: str, root: Path, env: Mapping[str, str]) -> AppState:
@@ -139,7 +146,9 @@ def state_for(app: str, root: Path, env: Mapping[str, str]) -> AppState:
     if bucket is None:
         return AppState("local", key, path=str(root / ".iac" / "app-state" / key))
     return AppState(
-        "s3", key, bucket=bucket,
+        "s3",
+        key,
+        bucket=bucket,
         region=env.get("IAC_APP_STATE_REGION") or env.get("IAC_STATE_REGION") or "us-east-1",
         endpoint=env.get("IAC_APP_STATE_ENDPOINT") or env.get("IAC_STATE_ENDPOINT") or None,
     )
@@ -192,14 +201,31 @@ def backend_config_args(state: AppState) -> list[str]:
 
 
 def init_args(app_dir: Path, state: AppState) -> list[str]:
-    return ["tofu", f"-chdir={app_dir}", "init", "-input=false", "-no-color", "-reconfigure",
-            *backend_config_args(state)]
+    return [
+        "tofu",
+        f"-chdir={app_dir}",
+        "init",
+        "-input=false",
+        "-no-color",
+        "-reconfigure",
+        *backend_config_args(state),
+    ]
 
 
-def plan_args(app_dir: Path, plan_file: Path, *, lock: bool = True, lock_timeout: str = "0s") -> list[str]:
+def plan_args(
+    app_dir: Path, plan_file: Path, *, lock: bool = True, lock_timeout: str = "0s"
+) -> list[str]:
     """``lock=False``: plan without the state lock (a read-only plan role cannot write lock files)."""
     lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
-    return ["tofu", f"-chdir={app_dir}", "plan", "-input=false", "-no-color", lock_arg, f"-out={plan_file}"]
+    return [
+        "tofu",
+        f"-chdir={app_dir}",
+        "plan",
+        "-input=false",
+        "-no-color",
+        lock_arg,
+        f"-out={plan_file}",
+    ]
 
 
 def show_args(app_dir: Path, plan_file: Path) -> list[str]:
@@ -207,8 +233,16 @@ def show_args(app_dir: Path, plan_file: Path) -> list[str]:
 
 
 def apply_args(app_dir: Path, plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
-    return ["tofu", f"-chdir={app_dir}", "apply", "-input=false", "-no-color", "-auto-approve",
-            f"-lock-timeout={lock_timeout}", str(plan_file)]
+    return [
+        "tofu",
+        f"-chdir={app_dir}",
+        "apply",
+        "-input=false",
+        "-no-color",
+        "-auto-approve",
+        f"-lock-timeout={lock_timeout}",
+        str(plan_file),
+    ]
 
 
 # --------------------------------------------------------------------------- the configuration
@@ -243,7 +277,9 @@ def _static(expr: Any) -> str | None:
 def _settings_hcl(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for name, (expr, _line) in attrs.items():
-        if isinstance(expr, (tuple, list)) and expr and expr[0] == "obj":  # config = { bucket = ..., key = ... }
+        if (
+            isinstance(expr, (tuple, list)) and expr and expr[0] == "obj"
+        ):  # config = { bucket = ..., key = ... }
             for key, value in expr[1]:
                 k, v = _static(key), _static(value)
                 if k is not None and v is not None:
@@ -281,10 +317,20 @@ def _scan_hcl(body: Mapping[str, Any], where: str, found: list[Found], modules: 
         elif btype == "terraform":
             for sub_type, sub_labels, sub_body, sub_line in inner["b"]:
                 if sub_type == "backend":
-                    found.append(Found("backend", f"{where}:{sub_line}", sub_labels[0] if sub_labels else "?",
-                                       tuple(_settings_hcl(sub_body["a"]))))
+                    found.append(
+                        Found(
+                            "backend",
+                            f"{where}:{sub_line}",
+                            sub_labels[0] if sub_labels else "?",
+                            tuple(_settings_hcl(sub_body["a"])),
+                        )
+                    )
         elif btype == "data" and labels and labels[0] == "terraform_remote_state":
-            found.append(Found("remote_state", at, "terraform_remote_state", tuple(_settings_hcl(inner["a"]))))
+            found.append(
+                Found(
+                    "remote_state", at, "terraform_remote_state", tuple(_settings_hcl(inner["a"]))
+                )
+            )
         elif btype == "module":
             source = _static(inner["a"].get("source", [None])[0])
             if source and source.startswith(("./", "../")):
@@ -302,11 +348,19 @@ def _scan_json(doc: Any, where: str, found: list[Found], modules: list[str]) -> 
             for backends in _as_list(block.get("backend", [])):
                 if isinstance(backends, dict):
                     for btype, settings in backends.items():
-                        found.append(Found("backend", where, btype, tuple(_settings_json(settings))))
+                        found.append(
+                            Found("backend", where, btype, tuple(_settings_json(settings)))
+                        )
     for data in _as_list(doc.get("data", [])):
         if isinstance(data, dict) and "terraform_remote_state" in data:
-            found.append(Found("remote_state", where, "terraform_remote_state",
-                               tuple(_settings_json(data["terraform_remote_state"]))))
+            found.append(
+                Found(
+                    "remote_state",
+                    where,
+                    "terraform_remote_state",
+                    tuple(_settings_json(data["terraform_remote_state"])),
+                )
+            )
     for mods in _as_list(doc.get("module", [])):
         if isinstance(mods, dict):
             for body in mods.values():
@@ -351,7 +405,9 @@ def scan_config(app_dir: Path) -> list[Found]:
     return found
 
 
-def config_problems(found: Sequence[Found], app: str, policy: AppPolicy, buckets: Sequence[str]) -> list[str]:
+def config_problems(
+    found: Sequence[Found], app: str, policy: AppPolicy, buckets: Sequence[str]
+) -> list[str]:
     """What the app's configuration may not do. Pure."""
     problems: list[str] = []
     own = f"{APPS_PREFIX}{app}/"
@@ -364,21 +420,30 @@ def config_problems(found: Sequence[Found], app: str, policy: AppPolicy, buckets
                     "ask the platform team, or move it to the foundation"
                 )
             continue
-        what = {"backend": f'backend "{item.label}"', "remote_state": "terraform_remote_state",
-                "tfbackend": "backend config file"}[item.kind]
+        what = {
+            "backend": f'backend "{item.label}"',
+            "remote_state": "terraform_remote_state",
+            "tfbackend": "backend config file",
+        }[item.kind]
         for attr, value in item.settings:
             if attr == "bucket" and value in buckets:
                 problems.append(
                     f"{item.where}: {what} points at the foundation state bucket {value}: application "
                     f"state lives in the app-tier bucket under {own} only"
                 )
-            elif attr in _KEY_ATTRIBUTES and (value.startswith(FOUNDATION_PREFIX) or f"/{FOUNDATION_PREFIX}" in value):
+            elif attr in _KEY_ATTRIBUTES and (
+                value.startswith(FOUNDATION_PREFIX) or f"/{FOUNDATION_PREFIX}" in value
+            ):
                 problems.append(
                     f"{item.where}: {what} {attr} = {value!r} points at the foundation's state "
                     f"({FOUNDATION_PREFIX}...): the two tiers never share a state; remove it "
                     f"(the pipeline sets the key {state_key(app)})"
                 )
-            elif attr in _KEY_ATTRIBUTES and value.startswith(APPS_PREFIX) and not value.startswith(own):
+            elif (
+                attr in _KEY_ATTRIBUTES
+                and value.startswith(APPS_PREFIX)
+                and not value.startswith(own)
+            ):
                 problems.append(
                     f"{item.where}: {what} {attr} = {value!r} points at another application's state; "
                     f"app {app} owns {own} only"
@@ -419,7 +484,9 @@ def resolve_dir(directory: Path) -> Path:
     app_dir = directory.resolve()
     if not app_dir.is_dir():
         raise UsageError(f"--dir {directory}: no such folder")
-    if not any(p.name.endswith(_CONFIG_SUFFIXES) for p in app_dir.iterdir() if p.name != OVERRIDE_FILE):
+    if not any(
+        p.name.endswith(_CONFIG_SUFFIXES) for p in app_dir.iterdir() if p.name != OVERRIDE_FILE
+    ):
         raise UsageError(f"--dir {directory}: no OpenTofu files (*.tf, *.tf.json, *.tofu) in it")
     return app_dir
 
@@ -470,14 +537,20 @@ def prepare(ws: Workspace, app: str, directory: Path) -> Prepared:
     state = state_for(name, ws.root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
     buckets = foundation_buckets(policy, os.environ)
-    refuse(state_problems(state, buckets) + config_problems(scan_config(app_dir), name, policy, buckets), name)
+    refuse(
+        state_problems(state, buckets)
+        + config_problems(scan_config(app_dir), name, policy, buckets),
+        name,
+    )
     return Prepared(name, app_dir, policy, state, app_env(ws, name))
 
 
 def _init(prep: Prepared, log: Path) -> None:
     ran = terragrunt.run(init_args(prep.app_dir, prep.state), prep.app_dir, prep.env, log)
     if ran.returncode != 0:
-        raise ToolingError(f"`tofu init` failed: {terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}")
+        raise ToolingError(
+            f"`tofu init` failed: {terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}"
+        )
 
 
 def _show(prep: Prepared, plan_file: Path) -> dict[str, Any]:
@@ -486,72 +559,100 @@ def _show(prep: Prepared, plan_file: Path) -> dict[str, Any]:
 
 def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -> int:
     """``invoke app-plan``: plan the app's folder; write OUT/summary.json and OUT/comment.md."""
+    out_dir = (out or ws.root / ".iac" / "app-plans" / check_name(app)).resolve()
+    # checked and locked now; emptied only once the app's configuration passed its checks
+    with outdir.ReportDir.claim(out_dir, outdir.PLAN_LAYOUT, root=ws.root) as folder:
+        prep = prepare(ws, app, directory)
+        folder.reset()
+        return _plan_into(ws, prep, folder)
+
+
+def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     import dataclasses
     import time
 
-    from tooling.commands import pipeline
+    from tooling.commands import pipeline, secrets
     from tooling.commands.plans import _plan_text, sha256_file
-    from tooling.core import gates, report
+    from tooling.core import gates, redact, report
     from tooling.core.planjson import summarize
     from tooling.core.results import Result
 
-    prep = prepare(ws, app, directory)
-    out_dir = (out or ws.root / ".iac" / "app-plans" / prep.app).resolve()
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
+    out_dir = folder.path
     path = f"{APPS_PREFIX}{prep.app}"
     udir = out_dir / "units" / path
     udir.mkdir(parents=True)
     plan_path = udir / "plan.tfplan"
     log = udir / "plan.log"
-    log.write_text("")
+    outdir.write_text(log, "")
     started = time.monotonic()
-    result = Result(path, TIER, EXECUTOR, "named", "error", log_file=log.relative_to(out_dir).as_posix(),
-                    gate_class=prep.policy.gate)
+    result = Result(
+        path,
+        TIER,
+        EXECUTOR,
+        "named",
+        "error",
+        log_file=log.relative_to(out_dir).as_posix(),
+        gate_class=prep.policy.gate,
+    )
     try:
         with backend_override(prep.app_dir, prep.state.backend):
             _init(prep, log)
             # Pull request plans run with the app's read-only role and are never
             # applied (main re-plans): they do not take the state lock.
             on_pr = os.environ.get("GITHUB_EVENT_NAME") == "pull_request"
-            ran = terragrunt.run(plan_args(prep.app_dir, plan_path, lock=not on_pr), prep.app_dir, prep.env, log)
+            ran = terragrunt.run(
+                plan_args(prep.app_dir, plan_path, lock=not on_pr), prep.app_dir, prep.env, log
+            )
             if ran.returncode != 0 or not plan_path.exists():
                 raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
             data = _show(prep, plan_path)
-        text_path = udir / "plan.txt"
-        text_path.write_text(_plan_text(ran.stdout))
+        secrets.register(redact.sensitive_in_plan(data))
+        text_path = outdir.write_text(udir / "plan.txt", _plan_text(ran.stdout))
         summary = summarize(data)
         result = dataclasses.replace(
-            result, status="changes" if summary.has_changes else "no-changes", counts=summary.counts,
-            plan_file=plan_path.relative_to(out_dir).as_posix(), plan_sha256=sha256_file(plan_path),
-            summary=summary, text_file=text_path.relative_to(out_dir).as_posix(),
+            result,
+            status="changes" if summary.has_changes else "no-changes",
+            counts=summary.counts,
+            plan_file=plan_path.relative_to(out_dir).as_posix(),
+            plan_sha256=sha256_file(plan_path),
+            summary=summary,
+            text_file=text_path.relative_to(out_dir).as_posix(),
         )
         refused = plan_problems(data, prep.policy)
         if refused:
             plan_path.unlink()  # nothing to apply: the plan is refused
-            result = dataclasses.replace(result, status="error", plan_file=None, plan_sha256=None,
-                                         error="refused: " + "; ".join(refused))
+            result = dataclasses.replace(
+                result,
+                status="error",
+                plan_file=None,
+                plan_sha256=None,
+                error="refused: " + "; ".join(refused),
+            )
     except ToolingError as exc:
         result = dataclasses.replace(result, error=str(exc))
     result = dataclasses.replace(result, seconds=time.monotonic() - started)
     doc = pipeline.summary_document(
-        [result], base=None, head="", executor=None, root=ws.root, policy=gates.parse_policy(ws.policy)
+        [result],
+        base=None,
+        head="",
+        executor=None,
+        root=ws.root,
+        policy=gates.parse_policy(ws.policy),
     )
     doc["head"] = app_commit(prep.app_dir)  # the app repository's commit, when the folder is in one
     doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
     pipeline.write_summary(out_dir, doc)
     rendered = report.render(doc, [result], out_dir)
-    (out_dir / "comment.md").write_text(rendered)
+    folder.write_text("comment.md", rendered)
     say(report.table([result]))
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(rendered + "\n")
+    folder.job_summary(rendered)
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     return 1 if result.status == "error" else 0
 
 
-def _apply_one(prep: Prepared, plan_file: Path, run: Any, record: Callable[[str, str], None]) -> None:
+def _apply_one(
+    prep: Prepared, plan_file: Path, run: Any, record: Callable[[str, str], None]
+) -> None:
     """Init, check the saved plan's resource types once more, apply it."""
     from tooling.commands import apply as applying
 
@@ -564,7 +665,9 @@ def _apply_one(prep: Prepared, plan_file: Path, run: Any, record: Callable[[str,
                 record("refused", "; ".join(refused))
                 return
             args = apply_args(prep.app_dir, plan_file)
-            code, output, interrupted = proc.run_forwarding_signals(args, cwd=prep.app_dir, env=prep.env)
+            code, output, interrupted = proc.run_forwarding_signals(
+                args, cwd=prep.app_dir, env=prep.env
+            )
     except ToolingError as exc:
         record("failed", str(exc))
         return
@@ -579,7 +682,9 @@ def _apply_one(prep: Prepared, plan_file: Path, run: Any, record: Callable[[str,
         record(*applying.explain_failure(output))
 
 
-def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False) -> int:
+def apply(
+    ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False
+) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
     from tooling.commands import apply as applying
     from tooling.commands.plans import sha256_file
@@ -589,14 +694,18 @@ def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manu
     plans_dir = plans.resolve()
     summary_path = plans_dir / "summary.json"
     if not summary_path.is_file():
-        raise ToolingError(f"{summary_path}: no summary.json; run `invoke app-plan --app {prep.app} --out {plans}` first")
+        raise ToolingError(
+            f"{summary_path}: no summary.json; run `invoke app-plan --app {prep.app} --out {plans}` first"
+        )
     try:
         summary: dict[str, Any] = json.loads(summary_path.read_text())
     except ValueError as exc:
         raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
     meta = summary.get("app") or {}
     if meta.get("name") != prep.app:
-        raise ToolingError(f"{summary_path}: these plans are for app {meta.get('name')!r}, not {prep.app!r}")
+        raise ToolingError(
+            f"{summary_path}: these plans are for app {meta.get('name')!r}, not {prep.app!r}"
+        )
     if meta.get("state") != prep.state.to_json():
         raise ToolingError(
             f"{summary_path}: the plan was made against {meta.get('state')}, this run would use "
@@ -604,7 +713,9 @@ def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manu
         )
     units = summary.get("units") or []
     if len(units) != 1:
-        raise ToolingError(f"{summary_path}: expected one unit (apps/{prep.app}), found {len(units)}")
+        raise ToolingError(
+            f"{summary_path}: expected one unit (apps/{prep.app}), found {len(units)}"
+        )
     unit: dict[str, Any] = units[0]
     path = str(unit.get("path"))
     gate = (unit.get("gate") or {}).get("decision", "none")
@@ -618,15 +729,23 @@ def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manu
     if status == "no-changes":
         record("no-changes", "")
     elif status != "changes":
-        record("refused", f"plan status is {status}" + (f": {unit.get('error')}" if unit.get("error") else ""))
+        record(
+            "refused",
+            f"plan status is {status}" + (f": {unit.get('error')}" if unit.get("error") else ""),
+        )
     elif gate == "manual" and not approve_manual:
-        record("waiting-approval", "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]))
+        record(
+            "waiting-approval",
+            "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]),
+        )
     else:
         plan_file = plans_dir / str(unit.get("plan_file"))
         commit = app_commit(prep.app_dir)
         problems = applying.binding_problems(
-            unit, plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
-            head=commit or "", summary_head=summary.get("head") or "",
+            unit,
+            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+            head=commit or "",
+            summary_head=summary.get("head") or "",
             tools_now={t.name: t.version for t in toolchain.check_versions(ws.root)},
             tools_then=summary.get("tools") or {},
         )
@@ -634,8 +753,14 @@ def apply(ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manu
             record("refused", "; ".join(problems))
         else:
             _apply_one(prep, plan_file, run, record)
-    doc = {"app": prep.app, "head": app_commit(prep.app_dir), "plans_head": summary.get("head"),
-           "approve_manual": approve_manual, "interrupted": run.interrupted, "units": [u.to_json() for u in run.units]}
+    doc = {
+        "app": prep.app,
+        "head": app_commit(prep.app_dir),
+        "plans_head": summary.get("head"),
+        "approve_manual": approve_manual,
+        "interrupted": run.interrupted,
+        "units": [u.to_json() for u in run.units],
+    }
     tmp = plans_dir / "apply.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
     os.replace(tmp, plans_dir / "apply.json")

@@ -213,4 +213,3 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
         ctx.restore()
     failed += sum(1 for o in outcomes if o.status == "failed")
     return 1 if failed else 0
-

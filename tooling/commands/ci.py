@@ -51,7 +51,12 @@ def checked_matrix(ws: Workspace, *, base: str | None, routes: str) -> dict[str,
 
 
 def apply_base(
-    ws: Workspace, *, before: str = "", workflow: str = "apply.yml", branch: str = "main", forge: Any = None
+    ws: Workspace,
+    *,
+    before: str = "",
+    workflow: str = "apply.yml",
+    branch: str = "main",
+    forge: Any = None,
 ) -> str:
     """The commit ``apply.yml`` plans from: the head of its last successful run on
     ``branch``, else the push's ``before``, each only if it is an ancestor of
@@ -64,7 +69,12 @@ def apply_base(
     say(f"last successful {workflow} run on {branch}: {last or 'none'}")
 
     def is_ancestor(sha: str) -> bool:
-        return git.git(ws.root, "merge-base", "--is-ancestor", sha, "HEAD", ok_codes=(0, 1, 128)).returncode == 0
+        return (
+            git.git(
+                ws.root, "merge-base", "--is-ancestor", sha, "HEAD", ok_codes=(0, 1, 128)
+            ).returncode
+            == 0
+        )
 
     base = ci.choose_base([last, before], is_ancestor)
     if base is None:
@@ -85,7 +95,9 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
     sections = []
     for executor in executors:
         report = plans / f"plan-{executor}" / "comment.md"
-        sections.append(ci.Section(executor, report.read_text(encoding="utf-8") if report.is_file() else None))
+        sections.append(
+            ci.Section(executor, report.read_text(encoding="utf-8") if report.is_file() else None)
+        )
     return sections
 
 
@@ -101,11 +113,15 @@ def _event(environ: Mapping[str, str]) -> dict[str, Any]:
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ToolingError(f"GITHUB_EVENT_PATH names {path}, which cannot be read as JSON: {exc}") from None
+        raise ToolingError(
+            f"GITHUB_EVENT_PATH names {path}, which cannot be read as JSON: {exc}"
+        ) from None
     return doc if isinstance(doc, dict) else {}
 
 
-def _upsert_own_comment(forge: Any, number: int, marker: str, body: str, *, create: bool) -> tuple[int | None, str]:
+def _upsert_own_comment(
+    forge: Any, number: int, marker: str, body: str, *, create: bool
+) -> tuple[int | None, str]:
     """Update the oldest comment a bot posted that starts with ``marker``; else create one
     (only if ``create``). A person's comment that copies the marker is left alone."""
     for existing in forge.list_comments(number):
@@ -119,7 +135,9 @@ def _upsert_own_comment(forge: Any, number: int, marker: str, body: str, *, crea
     return int(created["id"]), "posted"
 
 
-def plan_comment(*, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None) -> int:
+def plan_comment(
+    *, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None
+) -> int:
     """Upsert the pull request's one sticky comment with every executor's plan report.
 
     ``plans`` holds one ``plan-<executor>`` folder per leg (the downloaded
@@ -130,15 +148,22 @@ def plan_comment(*, plans: Path, matrix: str, forge: Any = None, environ: Mappin
     env = os.environ if environ is None else environ
     executors = ci.legs_of(matrix)
     event = _event(env)
-    head_sha = str(((event.get("pull_request") or {}).get("head") or {}).get("sha") or env.get("GITHUB_SHA", ""))
+    head_sha = str(
+        ((event.get("pull_request") or {}).get("head") or {}).get("sha")
+        or env.get("GITHUB_SHA", "")
+    )
     body = ci.plan_comment(head_sha, _sections(plans, executors), _run_url(env))
     if forge is None:
         from tooling.io.forge import Forge
 
         forge = Forge.from_env(env)
     if forge.pr_number is None:
-        raise UsageError("plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)")
-    comment_id, action = _upsert_own_comment(forge, forge.pr_number, ci.PLAN_MARKER, body, create=bool(executors))
+        raise UsageError(
+            "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
+        )
+    comment_id, action = _upsert_own_comment(
+        forge, forge.pr_number, ci.PLAN_MARKER, body, create=bool(executors)
+    )
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
     else:
@@ -163,7 +188,9 @@ def apply_report(
     try:
         legs = json.loads(matrix)["include"]
     except (ValueError, KeyError, TypeError):
-        raise UsageError("--matrix must be the matrix job's `matrix` output ({\"include\": [...]})") from None
+        raise UsageError(
+            '--matrix must be the matrix job\'s `matrix` output ({"include": [...]})'
+        ) from None
     executors = ci.legs_of(matrix)
     sections = _sections(plans, executors)
     waiting: list[ci.Waiting] = []
@@ -188,7 +215,9 @@ def apply_report(
         forge = Forge.from_env(env)
     merged = [p for p in forge.pulls_of_commit(sha) if p.get("merged_at")] if sha else []
     if not merged:
-        say(f"no merged pull request for {sha or 'this commit'}: the report is in the job summary only")
+        say(
+            f"no merged pull request for {sha or 'this commit'}: the report is in the job summary only"
+        )
         return 0
     number = int(merged[0]["number"])
     comment_id, action = _upsert_own_comment(forge, number, ci.APPLY_MARKER, body, create=True)
@@ -202,7 +231,9 @@ def manual_gate(*, plans: Path) -> bool:
     try:
         doc = json.loads(summary.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ToolingError(f"{summary} not found: pass the folder the plan wrote (--plans)") from None
+        raise ToolingError(
+            f"{summary} not found: pass the folder the plan wrote (--plans)"
+        ) from None
     except ValueError as exc:
         raise ToolingError(f"{summary} is not JSON: {exc}") from None
     waiting = ci.manual_units(doc)

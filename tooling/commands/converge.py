@@ -7,7 +7,6 @@ clean and finds the default branch, the bot identity and the forge;
 lease, only over the bot's own commits) and opens or updates the pull request.
 """
 
-
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,9 +46,6 @@ def dirty_message(changes: Sequence[Change]) -> str:
         + more
         + ". Commit or stash them (git stash --include-untracked) and run again."
     )
-
-
-
 
 
 @dataclass
@@ -117,7 +113,9 @@ def open_context(ws: Workspace, *, fetch: bool, need_clean: bool) -> Context:
     default_sha = gitw.commit_sha(root, default_ref)
     if default_sha is None:  # pragma: no cover - default_branch checked it exists
         raise ToolingError(f"cannot resolve the default branch {default_ref}")
-    head = gitw.git(root, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1)).stdout.strip()
+    head = gitw.git(
+        root, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1)
+    ).stdout.strip()
     return Context(
         ws=ws,
         has_origin=has_origin,
@@ -261,7 +259,9 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
                     f"this version; a newer release gets a new pull request",
                 )
             pull = None  # asked for by name (bump-module): a new pull request from that branch
-    remote_sha = gitw.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
+    remote_sha = (
+        gitw.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
+    )
     local_sha = gitw.commit_sha(ctx.ws.root, f"refs/heads/{branch}")
     for sha, where in ((remote_sha, f"origin/{branch}"), (local_sha, branch)):
         foreign = ctx.foreign_authors(sha) if sha else []
@@ -332,7 +332,11 @@ def _same_change(ctx: Context, remote_sha: str, commit: str) -> bool:
     """The remote branch is one commit on the current default branch with our tree."""
     out = gitw.git(
         ctx.ws.root,
-        "rev-parse", f"{remote_sha}^{{tree}}", f"{commit}^{{tree}}", f"{remote_sha}^", ok_codes=(0, 128)
+        "rev-parse",
+        f"{remote_sha}^{{tree}}",
+        f"{commit}^{{tree}}",
+        f"{remote_sha}^",
+        ok_codes=(0, 128),
     ).stdout.split()
     return len(out) == 3 and out[0] == out[1] and out[2] == ctx.default_sha
 
@@ -353,8 +357,7 @@ def close_superseded(ctx: Context, plan: BumpPlan, number: int) -> list[int]:
         return []
     pinned_major = max(c.pin.current.major for c in plan.changes)
     names = gitw.out(
-        ctx.ws.root,
-        "for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/origin/{prefix}*"
+        ctx.ws.root, "for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/origin/{prefix}*"
     ).split()
     closed = []
     for name in names:
@@ -374,5 +377,3 @@ def close_superseded(ctx: Context, plan: BumpPlan, number: int) -> list[int]:
         ctx.forge.update_pull(old, state="closed")
         closed.append(old)
     return closed
-
-

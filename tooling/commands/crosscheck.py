@@ -23,7 +23,9 @@ FIND_ARGS = ("find", "--json", "--dependencies", "--reading", "--no-color", "--l
 
 def terragrunt_find(folder: Path) -> tuple[str, str]:
     """(JSON on stdout, debug log) of the pinned Terragrunt's ``find`` in ``folder``."""
-    result = proc.run(["terragrunt", *FIND_ARGS], cwd=folder, env=terragrunt.base_env(), ok_codes=(0, 1))
+    result = proc.run(
+        ["terragrunt", *FIND_ARGS], cwd=folder, env=terragrunt.base_env(), ok_codes=(0, 1)
+    )
     if result.returncode != 0:
         raise ToolingError(
             f"terragrunt find failed in {folder} (exit {result.returncode}): "
@@ -70,7 +72,9 @@ def render(report: Report, limit: int = 200) -> str:
             lines.append(f"  {item.unit}: {item.kind} {item.path} ({side})")
             shown += 1
     if report.blind:
-        lines.append(f"the model cannot evaluate (each is affected by any change): {len(report.blind)}")
+        lines.append(
+            f"the model cannot evaluate (each is affected by any change): {len(report.blind)}"
+        )
     for path, error in report.blind:
         lines.append(f"  {path}: {error}")
     return "\n".join(lines) + "\n"

@@ -37,8 +37,13 @@ def _gitignore_ignores_lock_files(root: Path) -> bool:
     path = root / ".gitignore"
     if not path.is_file():
         return False
-    lines = {line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()}
-    return bool(lines & {".terraform.lock.hcl", "*.lock.hcl", "**/.terraform.lock.hcl", "/.terraform.lock.hcl"})
+    lines = {
+        line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+    }
+    return bool(
+        lines
+        & {".terraform.lock.hcl", "*.lock.hcl", "**/.terraform.lock.hcl", "/.terraform.lock.hcl"}
+    )
 
 
 def _stack_files(root: Path, layout: Layout) -> list[str]:
@@ -47,7 +52,9 @@ def _stack_files(root: Path, layout: Layout) -> list[str]:
         for dirpath, dirnames, filenames in os.walk(root / folder):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
             if STACK_FILE in filenames:
-                found.append(os.path.relpath(os.path.join(dirpath, STACK_FILE), root).replace(os.sep, "/"))
+                found.append(
+                    os.path.relpath(os.path.join(dirpath, STACK_FILE), root).replace(os.sep, "/")
+                )
     return sorted(found)
 
 
@@ -55,43 +62,98 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
     """The findings for the repository at ``root`` (``model`` None when there are no units)."""
     out: list[Finding] = []
     if not (root / "policy.toml").is_file():
-        out.append(Finding("note", "policy.toml", "absent: today's layout is assumed (live/ and root.hcl); "
-                           "add a [layout] table to name other folders (docs/commands.md, `invoke doctor`)"))
+        out.append(
+            Finding(
+                "note",
+                "policy.toml",
+                "absent: today's layout is assumed (live/ and root.hcl); "
+                "add a [layout] table to name other folders (docs/commands.md, `invoke doctor`)",
+            )
+        )
     for folder in layout.live:
         if not (root / folder).is_dir():
-            out.append(Finding("needs", folder, "the live folder does not exist: create it or set "
-                               "[layout] live in policy.toml to the folder(s) holding your units"))
+            out.append(
+                Finding(
+                    "needs",
+                    folder,
+                    "the live folder does not exist: create it or set "
+                    "[layout] live in policy.toml to the folder(s) holding your units",
+                )
+            )
     if not (root / layout.root_file).is_file():
         legacy = root / UNIT_FILE
-        hint = (f"a root {UNIT_FILE} exists: rename it to {layout.root_file} and include it with "
-                f"find_in_parent_folders(\"{layout.root_file}\") (Terragrunt's own migration advice), "
-                "or set [layout] root_file") if legacy.is_file() else "create it or set [layout] root_file"
+        hint = (
+            (
+                f"a root {UNIT_FILE} exists: rename it to {layout.root_file} and include it with "
+                f'find_in_parent_folders("{layout.root_file}") (Terragrunt\'s own migration advice), '
+                "or set [layout] root_file"
+            )
+            if legacy.is_file()
+            else "create it or set [layout] root_file"
+        )
         out.append(Finding("needs", layout.root_file, f"the root file is missing: {hint}"))
     if not (root / ".tool-versions").is_file():
-        out.append(Finding("needs", ".tool-versions", "missing: pin opentofu and terragrunt "
-                           "(e.g. `opentofu 1.12.6` and `terragrunt 1.1.3`) so every executor runs the same tools"))
+        out.append(
+            Finding(
+                "needs",
+                ".tool-versions",
+                "missing: pin opentofu and terragrunt "
+                "(e.g. `opentofu 1.12.6` and `terragrunt 1.1.3`) so every executor runs the same tools",
+            )
+        )
     if _gitignore_ignores_lock_files(root):
-        out.append(Finding("needs", ".gitignore", "ignores .terraform.lock.hcl: commit lock files so both "
-                           "executors use the same provider versions (remove the line)"))
+        out.append(
+            Finding(
+                "needs",
+                ".gitignore",
+                "ignores .terraform.lock.hcl: commit lock files so both "
+                "executors use the same provider versions (remove the line)",
+            )
+        )
     for stack in _stack_files(root, layout):
-        out.append(Finding("note", stack, "a Terragrunt stack: its units exist only after "
-                           "`terragrunt stack generate`; the model reads the generated units"))
+        out.append(
+            Finding(
+                "note",
+                stack,
+                "a Terragrunt stack: its units exist only after "
+                "`terragrunt stack generate`; the model reads the generated units",
+            )
+        )
     if (root / ".terragrunt-excludes").is_file():
-        out.append(Finding("note", ".terragrunt-excludes", "excluded units are still in the model "
-                           "(a change to them is still planned)"))
+        out.append(
+            Finding(
+                "note",
+                ".terragrunt-excludes",
+                "excluded units are still in the model (a change to them is still planned)",
+            )
+        )
     if model is not None:
         if not model.units:
-            out.append(Finding("needs", ", ".join(layout.live), f"no {UNIT_FILE} found: no unit to plan"))
+            out.append(
+                Finding("needs", ", ".join(layout.live), f"no {UNIT_FILE} found: no unit to plan")
+            )
         for path in model.order:
             unit = model.units[path]
             if unit.error:
-                out.append(Finding("note", path, f"the model cannot evaluate it, so any change plans it: {unit.error}"))
+                out.append(
+                    Finding(
+                        "note",
+                        path,
+                        f"the model cannot evaluate it, so any change plans it: {unit.error}",
+                    )
+                )
             own = f"{path}/{UNIT_FILE}" if path != "." else UNIT_FILE
             for read in unit.reads:
                 if read != own and read.rsplit("/", 1)[-1] == UNIT_FILE:
-                    out.append(Finding("note", path, f"includes or reads {read}: a file named {UNIT_FILE} "
-                                       f"is a unit of its own to Terragrunt; name shared files otherwise "
-                                       f"(e.g. {layout.root_file})"))
+                    out.append(
+                        Finding(
+                            "note",
+                            path,
+                            f"includes or reads {read}: a file named {UNIT_FILE} "
+                            f"is a unit of its own to Terragrunt; name shared files otherwise "
+                            f"(e.g. {layout.root_file})",
+                        )
+                    )
     return out
 
 
@@ -111,14 +173,25 @@ def run(root: Path, *, as_json: bool) -> int:
     findings += diagnose(root, layout, model)
     needs = [f for f in findings if f.level == "needs"]
     if as_json:
-        print(json.dumps({"root": str(root), "live": list(layout.live), "root_file": layout.root_file,
-                          "units": len(model.units) if model else 0,
-                          "findings": [f.to_json() for f in findings]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "root": str(root),
+                    "live": list(layout.live),
+                    "root_file": layout.root_file,
+                    "units": len(model.units) if model else 0,
+                    "findings": [f.to_json() for f in findings],
+                },
+                indent=2,
+            )
+        )
     else:
         units = len(model.units) if model else 0
         print(f"{units} units under {', '.join(layout.live)}; root file {layout.root_file}")
         for finding in findings:
             print(f"  {finding.level:<5} {finding.where}: {finding.what}")
-        print("ready to adopt" if not needs else f"{len(needs)} thing(s) to do before adopting",
-              file=sys.stderr)
+        print(
+            "ready to adopt" if not needs else f"{len(needs)} thing(s) to do before adopting",
+            file=sys.stderr,
+        )
     return 1 if needs else 0

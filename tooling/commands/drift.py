@@ -68,8 +68,6 @@ DEFAULT_OUT = Path(".iac") / "drift"
 JSONObject = dict[str, Any]
 
 
-
-
 # --------------------------------------------------------------------------- one unit (pure)
 
 
@@ -532,14 +530,8 @@ def _without_github_tokens() -> Iterator[None]:
         os.environ.update(saved)
 
 
-#: what a drift output folder holds; any other entry means --out names some other folder
-_OUT_ENTRIES = {"drift.json", "drift.md", "drift.json.tmp", "drift.md.tmp", "units"}
-
-
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    outdir.write_text(path, text)
 
 
 def run(
@@ -570,101 +562,100 @@ def run(
         forge = Forge.from_env()
     root = ws.root
     out_dir = (out or root / DEFAULT_OUT).resolve()
-    outdir.reset(out_dir, root, _OUT_ENTRIES, "drift report")
-    head = git.rev_parse(root, "HEAD")
-    targets = [
-        Target(
-            path,
-            u.tier,
-            u.executor,
-            "all",
-            root / path,
-            dependencies=u.dependencies,
-            source=u.source,
-            gate_class=u.gate,
+    folder = outdir.ReportDir.claim(out_dir, outdir.DRIFT_LAYOUT, root=root)
+    with folder:
+        head = git.rev_parse(root, "HEAD")
+        targets = [
+            Target(
+                path,
+                u.tier,
+                u.executor,
+                "all",
+                root / path,
+                dependencies=u.dependencies,
+                source=u.source,
+                gate_class=u.gate,
+            )
+            for path in model.order
+            for u in (model.units[path],)
+            if not executor or u.executor == executor
+        ]
+        say(
+            f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
         )
-        for path in model.order
-        for u in (model.units[path],)
-        if not executor or u.executor == executor
-    ]
-    say(
-        f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
-    )
-    preflight.check(ws, [(t.path, t.executor) for t in targets])
-    planner = partial(plan_unit, lock=False, detailed_exitcode=True)
-    with _without_github_tokens():
-        results = run_all(
-            targets,
-            out_dir,
-            ws.tool_env if targets else {},
-            jobs=jobs or os.cpu_count() or 2,
-            progress=Progress(len(targets)),
-            planner=planner,
-        )
-    for t in targets:  # a drift plan is never applied, and saved plans hold variable values
-        unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
-    units = [classify(r) for r in results]
-    checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
-    tools = {tool.name: version for tool, version in toolchain.read_pins(root)}
+        preflight.check(ws, [(t.path, t.executor) for t in targets])
+        folder.reset()  # only now: a run that fails before this keeps the last report
+        planner = partial(plan_unit, lock=False, detailed_exitcode=True)
+        with _without_github_tokens():
+            results = run_all(
+                targets,
+                out_dir,
+                ws.tool_env if targets else {},
+                jobs=jobs or os.cpu_count() or 2,
+                progress=Progress(len(targets)),
+                planner=planner,
+            )
+        for t in targets:  # a drift plan is never applied, and saved plans hold variable values
+            unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
+        units = [classify(r) for r in results]
+        checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+        tools = {tool.name: version for tool, version in toolchain.read_pins(root)}
 
-    def write(issue_info: Mapping[str, Any] | None) -> str:
-        doc = document(
-            units,
-            head=head,
-            executor=executor,
-            tools=tools,
-            checked_at=checked_at,
-            issue=issue_info,
-        )
-        _write(out_dir / "drift.json", json.dumps(doc, indent=2) + "\n")
-        markdown = render_markdown(doc, units)
-        _write(out_dir / "drift.md", markdown)
-        return markdown
-
-    markdown = write(None)
-    if forge is not None:
-        try:
-            info = sync_issue(
-                forge,
+        def write(issue_info: Mapping[str, Any] | None) -> str:
+            doc = document(
                 units,
-                order=model.order,
                 head=head,
                 executor=executor,
-                today=checked_at[:10],
-                run_url=run_url_from_env(os.environ),
+                tools=tools,
+                checked_at=checked_at,
+                issue=issue_info,
             )
-        except ToolingError as exc:
-            raise ToolingError(
-                f"{exc}\n(the report was written to {out_dir}; the drift issue was not updated)"
-            ) from None
-        markdown = write(info)
-        if info["action"] != "none":
-            say(
-                f"drift issue #{info['number']}: {info['action']}"
-                + (f" ({info['url']})" if info.get("url") else "")
+            _write(out_dir / "drift.json", json.dumps(doc, indent=2) + "\n")
+            markdown = render_markdown(doc, units)
+            _write(out_dir / "drift.md", markdown)
+            return markdown
+
+        markdown = write(None)
+        if forge is not None:
+            try:
+                info = sync_issue(
+                    forge,
+                    units,
+                    order=model.order,
+                    head=head,
+                    executor=executor,
+                    today=checked_at[:10],
+                    run_url=run_url_from_env(os.environ),
+                )
+            except ToolingError as exc:
+                raise ToolingError(
+                    f"{exc}\n(the report was written to {out_dir}; the drift issue was not updated)"
+                ) from None
+            markdown = write(info)
+            if info["action"] != "none":
+                say(
+                    f"drift issue #{info['number']}: {info['action']}"
+                    + (f" ({info['url']})" if info.get("url") else "")
+                )
+            else:
+                say("no drift and no open drift issue: nothing to report on GitHub")
+        folder.job_summary(markdown)
+        for u in units:
+            detail = (
+                _addresses(u.drift, limit=5)
+                if u.drifted
+                else (u.error or "").splitlines()[0][:160]
+                if u.error
+                else ""
             )
-        else:
-            say("no drift and no open drift issue: nothing to report on GitHub")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(markdown + "\n")
-    for u in units:
-        detail = (
-            _addresses(u.drift, limit=5)
-            if u.drifted
-            else (u.error or "").splitlines()[0][:160]
-            if u.error
-            else ""
-        )
-        say(f"  {u.status:<11} {u.path}  {detail}".rstrip())
-    drifted = [u.path for u in units if u.drifted]
-    failed = [u.path for u in units if not u.checked]
-    say(verdict(units).replace("**", ""))
-    say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
-    if failed:
-        say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
-        return 1
-    if drifted:
-        say("drift is reported, not an error: exit 0")
-    return 0
+            say(f"  {u.status:<11} {u.path}  {detail}".rstrip())
+        drifted = [u.path for u in units if u.drifted]
+        failed = [u.path for u in units if not u.checked]
+        say(verdict(units).replace("**", ""))
+        say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
+        if failed:
+            say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
+            return 1
+        if drifted:
+            say("drift is reported, not an error: exit 0")
+        return 0

@@ -20,6 +20,9 @@ def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:
     change, _ = pipeline.compute_affected(ws, base, uncommitted=True)
     pipeline.print_affected(change)
     doc = executors.matrix([(u.path, u.executor) for u in change.units], executors.parse(ws.policy))
-    legs = ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"]) or "none"
+    legs = (
+        ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"])
+        or "none"
+    )
     say(f"executors with affected units: {legs}")
     return doc

@@ -46,8 +46,6 @@ from tooling.model.repo import UNIT_FILE, Model, Tree, WorkTree, load
 BACKUP_SUFFIX = ".moved-backup"
 
 
-
-
 # --------------------------------------------------------------------------- the model at another path
 
 
@@ -62,7 +60,7 @@ class RenamedTree:
 
     def _map(self, path: str) -> str | None:
         if path.startswith(self.virtual):
-            return self.real + path[len(self.virtual):]
+            return self.real + path[len(self.virtual) :]
         if path.startswith(self.real):
             return None  # moved away
         return path
@@ -92,7 +90,7 @@ class RenamedTree:
 
     def _unmap(self, path: str) -> str | None:
         if path.startswith(self.real):
-            return self.virtual + path[len(self.real):]
+            return self.virtual + path[len(self.real) :]
         return None if path.startswith(self.virtual) else path
 
     def realpath(self, path: str) -> str:
@@ -102,13 +100,15 @@ class RenamedTree:
         out = []
         for path in self.inner.unit_files():
             if path.startswith(self.real):
-                out.append(self.virtual + path[len(self.real):])
+                out.append(self.virtual + path[len(self.real) :])
             elif not path.startswith(self.virtual):
                 out.append(path)
         return sorted(out)
 
     def fingerprint(self) -> str:
-        return hashlib.sha1(f"{self.inner.fingerprint()}|{self.real}->{self.virtual}".encode()).hexdigest()
+        return hashlib.sha1(
+            f"{self.inner.fingerprint()}|{self.real}->{self.virtual}".encode()
+        ).hexdigest()
 
 
 def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
@@ -193,7 +193,9 @@ class S3Store:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in ("404", "NoSuchKey", "NotFound"):
                 return False
-            raise ToolingError(f"s3://{self.bucket}/{key}: cannot read the state backend ({code}): {exc}") from None
+            raise ToolingError(
+                f"s3://{self.bucket}/{key}: cannot read the state backend ({code}): {exc}"
+            ) from None
         return True
 
     def exists(self, key: str) -> bool:
@@ -208,7 +210,9 @@ class S3Store:
 
     def copy(self, src: str, dst: str) -> None:
         self.client.copy_object(
-            Bucket=self.bucket, Key=dst, CopySource={"Bucket": self.bucket, "Key": src},
+            Bucket=self.bucket,
+            Key=dst,
+            CopySource={"Bucket": self.bucket, "Key": src},
             ServerSideEncryption="AES256",  # root.hcl's backend has encrypt = true
         )
 
@@ -232,8 +236,12 @@ def s3_client(settings: config.Settings) -> Any:
     )
 
 
-def store_for(root: Path, settings: config.Settings, bucket: str | None = None,
-              client_factory: Callable[[config.Settings], Any] = s3_client) -> StateStore:
+def store_for(
+    root: Path,
+    settings: config.Settings,
+    bucket: str | None = None,
+    client_factory: Callable[[config.Settings], Any] = s3_client,
+) -> StateStore:
     """The store the units' state lives in, as root.hcl configures it from the same variables."""
     name = bucket or settings.state_bucket
     if name:
@@ -250,7 +258,9 @@ def moved_unit_blocked(root: Path, model: Model, change: Affected | None, path: 
     (A unit never applied has state at neither key: it plans like a new unit.
     One whose state was migrated has state at the new key.)
     """
-    moved_from = next((u.moved_from for u in change.units if u.path == path), None) if change else None
+    moved_from = (
+        next((u.moved_from for u in change.units if u.path == path), None) if change else None
+    )
     unit = model.units.get(path)
     if moved_from is None or unit is None or unit.state_key is None:
         return True
@@ -296,7 +306,9 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
         if (root / new).exists():
             raise UsageError(f"{new} already exists: pick a free folder")
         if not _tracked(root, f"{old}/{UNIT_FILE}"):
-            raise ToolingError(f"{old}/{UNIT_FILE} is not tracked by git: commit the unit before moving it")
+            raise ToolingError(
+                f"{old}/{UNIT_FILE} is not tracked by git: commit the unit before moving it"
+            )
         after = model_with_unit_at(root, old, new).units.get(new)
         old_key = current.units[old].state_key
         new_key = after.state_key if after else None
@@ -325,8 +337,14 @@ def _dependents(model: Model, old: str) -> list[str]:
     return sorted(out)
 
 
-def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False,
-              client_factory: Callable[[config.Settings], Any] = s3_client) -> int:
+def move_unit(
+    ws: Workspace,
+    old: str,
+    new: str,
+    *,
+    remove_backup: bool = False,
+    client_factory: Callable[[config.Settings], Any] = s3_client,
+) -> int:
     """``invoke move-unit``: move the folder (git mv) and migrate its state; or remove the backup."""
     root = ws.root
     settings = ws.settings
@@ -340,7 +358,9 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False,
 
     if remove_backup:
         if not move.folder_moved:
-            raise UsageError(f"{old} has not been moved yet: run `invoke move-unit {old} {new}` first")
+            raise UsageError(
+                f"{old} has not been moved yet: run `invoke move-unit {old} {new}` first"
+            )
         if not store.exists(backup):
             say(f"no backup at {store.describe(backup)}: nothing to remove")
             return 0
@@ -362,7 +382,9 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False,
                     f"{store.describe(key)} is locked: a plan or apply is running on it. Wait for it to finish."
                 )
         if move.folder_moved and store.exists(move.new_key) and not store.exists(move.old_key):
-            say(f"{new} already has its state at {store.describe(move.new_key)}: nothing to migrate")
+            say(
+                f"{new} already has its state at {store.describe(move.new_key)}: nothing to migrate"
+            )
             return 0
         if store.exists(move.new_key):
             raise ToolingError(
@@ -374,7 +396,9 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False,
         store.copy(move.old_key, move.new_key)
         if store.read(move.new_key) != store.read(move.old_key):
             store.delete(move.new_key)
-            raise ToolingError(f"the copy at {store.describe(move.new_key)} differs from the original; nothing was moved")
+            raise ToolingError(
+                f"the copy at {store.describe(move.new_key)} differs from the original; nothing was moved"
+            )
         say(f"copied the state {store.describe(move.old_key)} -> {store.describe(move.new_key)}")
     elif move.old_key != move.new_key:
         say(f"no state at {store.describe(move.old_key)} (never applied): nothing to migrate")
@@ -396,6 +420,12 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False,
         say(f"kept the old state as a backup: {store.describe(backup)}")
     for where in _dependents(model, old):
         say(f"warning: {where} still depends on {old}: point its config_path at {new}")
-    say(f"next: `invoke plan --unit {new}` shows no changes; commit the move"
-        + (f"; later remove the backup with `invoke move-unit {old} {new} --remove-backup`" if has_state else ""))
+    say(
+        f"next: `invoke plan --unit {new}` shows no changes; commit the move"
+        + (
+            f"; later remove the backup with `invoke move-unit {old} {new} --remove-backup`"
+            if has_state
+            else ""
+        )
+    )
     return 0

@@ -7,7 +7,6 @@ documents), and returns an exit code or raises :class:`ToolingError`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,12 +27,6 @@ from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
 
 SUMMARY_VERSION = 1
-#: what `invoke plan --out DIR` (and `invoke apply` after it) writes into DIR
-PLAN_DIR_ENTRIES = frozenset(
-    {"summary.json", "summary.json.tmp", "comment.md", "units", "cascade", "apply.json", "apply.json.tmp", "apply.md"}
-)
-
-
 
 
 # --------------------------------------------------------------------------- affected
@@ -68,7 +61,9 @@ def compute_affected(
     changes = git.changed(root, merge_base, head_sha)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
-            raise UsageError("--uncommitted compares the working tree: do not combine it with --head")
+            raise UsageError(
+                "--uncommitted compares the working tree: do not combine it with --head"
+            )
         changes = [*changes, *git.uncommitted(root)]
         head_model = ws.current_model
     else:
@@ -85,11 +80,17 @@ def compute_affected(
 
 
 def print_affected(result: Affected) -> None:
-    say(f"base {result.base[:12]} (merge base) -> head {result.head[:12]}{' + uncommitted changes' if result.uncommitted else ''}")
+    say(
+        f"base {result.base[:12]} (merge base) -> head {result.head[:12]}{' + uncommitted changes' if result.uncommitted else ''}"
+    )
     if not result.units:
         say("no unit is affected")
     for unit in result.units:
-        extra = f" (from {unit.moved_from}: state key changes, migrate state)" if unit.moved_from else ""
+        extra = (
+            f" (from {unit.moved_from}: state key changes, migrate state)"
+            if unit.moved_from
+            else ""
+        )
         say(f"  {unit.change:<9} {unit.path}{extra}")
         for reason in unit.reasons:
             say(f"              because {reason} changed")
@@ -108,7 +109,9 @@ def _pr_context() -> bool:
     return os.environ.get("GITHUB_EVENT_NAME", "") in ("pull_request", "pull_request_review")
 
 
-def blocked_moves(root: Path, model: Model, change: Affected | None, executor: str | None) -> set[str]:
+def blocked_moves(
+    root: Path, model: Model, change: Affected | None, executor: str | None
+) -> set[str]:
     """The moved units that must wait: their state is still at the old key (the state stores tell)."""
     if change is None:
         return set()
@@ -122,11 +125,7 @@ def blocked_moves(root: Path, model: Model, change: Affected | None, executor: s
 
 
 def write_summary(out_dir: Path, data: dict[str, Any]) -> Path:
-    path = out_dir / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    return outdir.write_json(out_dir / "summary.json", data)
 
 
 def plan(
@@ -140,15 +139,43 @@ def plan(
     out: Path | None = None,
     comment: bool = False,
 ) -> int:
-    from tooling.core import report
-
     say(ws.settings.describe())
     ws.check_tools()
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
-    outdir.reset(out_dir, root, PLAN_DIR_ENTRIES, "plan report")
+    # checked and locked now; emptied only once parsing and preflight succeeded
+    with outdir.ReportDir.claim(out_dir, outdir.PLAN_LAYOUT, root=root) as folder:
+        return _plan_into(
+            ws,
+            folder,
+            base=base,
+            all_units=all_units,
+            units=units,
+            executor=executor,
+            jobs=jobs,
+            comment=comment,
+        )
+
+
+def _plan_into(
+    ws: Workspace,
+    folder: outdir.ReportDir,
+    *,
+    base: str | None,
+    all_units: bool,
+    units: Sequence[str],
+    executor: str | None,
+    jobs: int | None,
+    comment: bool,
+) -> int:
+    from tooling.core import report
+
+    root = ws.root
+    out_dir = folder.path
     head_sha = git.rev_parse(root, "HEAD")
-    model = ws.current_model  # the one load of the head model: affected and the tool environment share it
+    model = (
+        ws.current_model
+    )  # the one load of the head model: affected and the tool environment share it
     change: Affected | None = None
     base_root: Path | None = None
     base_model: Model | None = None
@@ -157,50 +184,73 @@ def plan(
         change, _ = compute_affected(ws, base, uncommitted=True)
         print_affected(change)
         if any(u.change == "deleted" for u in change.units):
-            worktree = git.add_worktree(root, root / ".iac" / "worktrees" / change.base[:12], change.base)
+            worktree = git.add_worktree(
+                root, root / ".iac" / "worktrees" / change.base[:12], change.base
+            )
             base_root = worktree
             base_model = ws.model(ws.tree_at(change.base))
     on_pr = _pr_context()
     try:
         targets = select_targets(
-            model, root=root, all_units=all_units, units=units, change=change, executor=executor, on_pr=on_pr,
-            blocked_moves=blocked_moves(root, model, change, executor), base_root=base_root, base_model=base_model,
+            model,
+            root=root,
+            all_units=all_units,
+            units=units,
+            change=change,
+            executor=executor,
+            on_pr=on_pr,
+            blocked_moves=blocked_moves(root, model, change, executor),
+            base_root=base_root,
+            base_model=base_model,
         )
         preflight.check(ws, [(t.path, t.executor) for t in targets])
+        folder.reset()
         if not targets:
             say("nothing to plan")
         env = ws.tool_env if targets else {}
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
         results = run_batch(
-            targets, out_dir, env, jobs=jobs or os.cpu_count() or 2, progress=Progress(len(targets)), lock=not on_pr
+            targets,
+            out_dir,
+            env,
+            jobs=jobs or os.cpu_count() or 2,
+            progress=Progress(len(targets)),
+            lock=not on_pr,
         )
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
     summary = summary_document(
-        results, base=change.base if change else None, head=head_sha, executor=executor, root=root,
+        results,
+        base=change.base if change else None,
+        head=head_sha,
+        executor=executor,
+        root=root,
         policy=parse_policy(ws.policy),
     )
     write_summary(out_dir, summary)
     rendered = report.render(summary, results, out_dir)
-    (out_dir / "comment.md").write_text(rendered)
+    folder.write_text("comment.md", rendered)
     say(report.table(results))
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(rendered + "\n")
+    folder.job_summary(rendered)
     if comment:
         from tooling.io import forge
 
-        forge.post_sticky_comment(rendered)
+        forge.post_sticky_comment(outdir.redact(rendered))
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
     return 1 if failed else 0
 
 
 def summary_document(
-    results: Sequence[Result], *, base: str | None, head: str, executor: str | None, root: Path, policy: GatePolicy
+    results: Sequence[Result],
+    *,
+    base: str | None,
+    head: str,
+    executor: str | None,
+    root: Path,
+    policy: GatePolicy,
 ) -> dict[str, Any]:
     from tooling.core import gates
     from tooling.io import toolchain
@@ -209,7 +259,11 @@ def summary_document(
     for r in results:
         entry = r.to_json()
         entry["gate"] = gates.decide(
-            status=r.status, declared=r.gate_class, summary=r.summary, destroy=r.destroy, policy=policy
+            status=r.status,
+            declared=r.gate_class,
+            summary=r.summary,
+            destroy=r.destroy,
+            policy=policy,
         ).to_json()
         units.append(entry)
     return {
@@ -222,9 +276,6 @@ def summary_document(
     }
 
 
-
-
-
 def units(ws: Workspace, *, as_json: bool) -> None:
     from tooling.model.repo import units_json
 
@@ -235,7 +286,9 @@ def units(ws: Workspace, *, as_json: bool) -> None:
     for path in model.order:
         u = model.units[path]
         deps = ", ".join(u.dependencies) or "-"
-        say(f"{u.path:<28} {u.tier}/{u.executor:<8} gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}")
+        say(
+            f"{u.path:<28} {u.tier}/{u.executor:<8} gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}"
+        )
         say(f"{'':<28} state: {u.state_key}   source: {u.source}")
 
 

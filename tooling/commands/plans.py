@@ -29,12 +29,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from tooling.core import runlog
+from tooling.commands import secrets
+from tooling.core import redact, runlog
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.errors import ToolingError
-from tooling.io import terragrunt
+from tooling.io import outdir, terragrunt
 
 PLAN_NAME = "plan.tfplan"
 
@@ -70,7 +71,7 @@ def plan_unit(
     udir.mkdir(parents=True, exist_ok=True)
     plan_path = (udir / PLAN_NAME).resolve()
     log = udir / "plan.log"
-    log.write_text("")
+    outdir.write_text(log, "")
 
     def rel(p: Path) -> str:
         return p.relative_to(out_dir.resolve()).as_posix()
@@ -86,19 +87,30 @@ def plan_unit(
         source=target.source,
         gate_class=target.gate_class,
     )
+    ran: terragrunt.Run | None = None
+    args: list[str] = []
+    known = False  # every sensitive value the output may hold is registered
     try:
         if not target.run_dir.is_dir():
             raise ToolingError(f"{target.path}: folder not found at the revision being planned")
         args = terragrunt.plan_args(
             plan_path, destroy=target.destroy, lock=lock, detailed_exitcode=detailed_exitcode
         )
-        ran = terragrunt.run(args, target.run_dir, env, log)
+        ran = terragrunt.run(args, target.run_dir, env)
+        # Terragrunt passes a dependency's outputs as plain inputs: the plan text
+        # shows an upstream's sensitive values in clear. Learn them before
+        # anything is written.
+        secrets.register(upstream_secrets(target, env))
+        known = True
         if ran.returncode not in ((0, 2) if detailed_exitcode else (0,)) or not plan_path.exists():
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
-        text_path = udir / "plan.txt"
-        text_path.write_text(_plan_text(ran.stdout))
-        work = terragrunt.work_dir(target.run_dir / ".terragrunt-cache", target.run_dir / "terragrunt.hcl")
-        summary = summarize(terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env))
+        work = terragrunt.work_dir(
+            target.run_dir / ".terragrunt-cache", target.run_dir / "terragrunt.hcl"
+        )
+        shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env)
+        secrets.register(redact.sensitive_in_plan(shown))
+        summary = summarize(shown)
+        text_path = outdir.write_text(udir / "plan.txt", _plan_text(ran.stdout))
         return replace(
             base,
             mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
@@ -114,10 +126,35 @@ def plan_unit(
     except ToolingError as exc:
         return replace(base, error=str(exc), seconds=time.monotonic() - started)
     except ValueError as exc:
-        return replace(base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started)
+        return replace(
+            base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started
+        )
+    finally:
+        if ran is not None:
+            output = (
+                f"{ran.stdout}{ran.stderr}"
+                if known
+                else "(output withheld: the sensitive outputs of this unit's dependencies could not be read)"
+            )
+            outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {ran.returncode}]\n")
 
 
-_MOCKED = re.compile(r"Config (\S+) is a dependency of (\S+) that has no outputs, but mock outputs provided")
+def upstream_secrets(target: Target, env: Mapping[str, str]) -> set[str]:
+    """The sensitive output values of ``target``'s dependencies (read from their state)."""
+    root = target.run_dir
+    for _ in Path(target.path).parts:
+        root = root.parent
+    found: set[str] = set()
+    for dep in target.dependencies:
+        dep_dir = root / dep
+        if (dep_dir / "terragrunt.hcl").is_file():
+            found |= redact.sensitive_outputs(terragrunt.outputs_json(dep_dir, env))
+    return found
+
+
+_MOCKED = re.compile(
+    r"Config (\S+) is a dependency of (\S+) that has no outputs, but mock outputs provided"
+)
 
 
 def mocked_dependencies(log: str, run_dir: Path, unit_path: str) -> tuple[str, ...]:
@@ -136,7 +173,14 @@ def _plan_text(stdout: str) -> str:
     """The human plan, from the first resource line or the 'No changes' sentence on."""
     lines = stdout.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith(("OpenTofu used the selected providers", "No changes.", "OpenTofu will perform", "Changes to Outputs")):
+        if line.startswith(
+            (
+                "OpenTofu used the selected providers",
+                "No changes.",
+                "OpenTofu will perform",
+                "Changes to Outputs",
+            )
+        ):
             return "\n".join(lines[i:]).rstrip() + "\n"
     return stdout
 
@@ -155,7 +199,9 @@ class Progress:
     def _status(self) -> None:
         if self.live:
             queued = self.total - self.done - len(self.running)
-            self.stream.write(f"\r\033[K  queued {queued} · planning {len(self.running)} · done {self.done}/{self.total}")
+            self.stream.write(
+                f"\r\033[K  queued {queued} · planning {len(self.running)} · done {self.done}/{self.total}"
+            )
             self.stream.flush()
 
     def start(self, path: str) -> None:
@@ -175,9 +221,14 @@ class Progress:
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
                 if result.status in ("changes", "no-changes")
-                else (result.error or "").splitlines()[0][:120] if result.error else ""
+                else (result.error or "").splitlines()[0][:120]
+                if result.error
+                else ""
             )
-            self.stream.write(f"  [{self.done}/{self.total}] {result.path}: {result.status} {detail}".rstrip() + "\n")
+            self.stream.write(
+                f"  [{self.done}/{self.total}] {result.path}: {result.status} {detail}".rstrip()
+                + "\n"
+            )
             self._status()
             self.stream.flush()
 
@@ -203,8 +254,14 @@ def run_all(
     for t in targets:
         if t.preset:
             results[t.path] = Result(
-                t.path, t.tier, t.executor, t.change, t.preset,
-                error=t.preset_reason, source=t.source, gate_class=t.gate_class,
+                t.path,
+                t.tier,
+                t.executor,
+                t.change,
+                t.preset,
+                error=t.preset_reason,
+                source=t.source,
+                gate_class=t.gate_class,
             )
             pending.discard(t.path)
             if progress:
@@ -235,8 +292,13 @@ def run_all(
                 failed = blocked_by(t)
                 if failed is not None:
                     results[path] = Result(
-                        t.path, t.tier, t.executor, t.change, "not-planned",
-                        error=f"not planned: its dependency {failed} failed", source=t.source,
+                        t.path,
+                        t.tier,
+                        t.executor,
+                        t.change,
+                        "not-planned",
+                        error=f"not planned: its dependency {failed} failed",
+                        source=t.source,
                         gate_class=t.gate_class,
                     )
                     if progress:
@@ -248,9 +310,16 @@ def run_all(
             if not running:
                 for path in sorted(pending):  # unreachable for a DAG; never spin
                     t = by_path[path]
-                    results[path] = Result(t.path, t.tier, t.executor, t.change, "not-planned",
-                                           error="not planned: its dependencies never finished", source=t.source,
-                                           gate_class=t.gate_class)
+                    results[path] = Result(
+                        t.path,
+                        t.tier,
+                        t.executor,
+                        t.change,
+                        "not-planned",
+                        error="not planned: its dependencies never finished",
+                        source=t.source,
+                        gate_class=t.gate_class,
+                    )
                 pending.clear()
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -289,19 +358,39 @@ def run_batch(
     """
     planned = [t for t in targets if not t.preset]
     if any(runlog.filter_for(t.path) is None or _tree_root(t) is None for t in planned):
-        return run_all(targets, out_dir, env, jobs=jobs, progress=progress, planner=partial(plan_unit, lock=lock))
+        return run_all(
+            targets,
+            out_dir,
+            env,
+            jobs=jobs,
+            progress=progress,
+            planner=partial(plan_unit, lock=lock),
+        )
     results: dict[str, Result] = {}
     for t in targets:
         if t.preset:
             results[t.path] = Result(
-                t.path, t.tier, t.executor, t.change, t.preset,
-                error=t.preset_reason, source=t.source, gate_class=t.gate_class,
+                t.path,
+                t.tier,
+                t.executor,
+                t.change,
+                t.preset,
+                error=t.preset_reason,
+                source=t.source,
+                gate_class=t.gate_class,
             )
             if progress:
                 progress.finish(results[t.path])
     groups: dict[tuple[Path, bool], list[Target]] = {}
     for t in planned:
-        failed = next((d for d in t.dependencies if results.get(d) and results[d].status in ("error", "not-planned")), None)
+        failed = next(
+            (
+                d
+                for d in t.dependencies
+                if results.get(d) and results[d].status in ("error", "not-planned")
+            ),
+            None,
+        )
         if failed is not None:
             results[t.path] = _unplanned(t, out_dir, f"not planned: its dependency {failed} failed")
         elif not t.run_dir.is_dir():
@@ -310,7 +399,9 @@ def run_batch(
             why = f"{t.path}: folder not found at the revision being planned"
             log.write_text(f"[error: {why}]\n")
             results[t.path] = replace(
-                _unplanned(t, out_dir, why), status="error", log_file=log.relative_to(out_dir).as_posix()
+                _unplanned(t, out_dir, why),
+                status="error",
+                log_file=log.relative_to(out_dir).as_posix(),
             )
         else:
             root = _tree_root(t)
@@ -320,7 +411,9 @@ def run_batch(
         if progress:
             progress.finish(results[t.path])
     for (root, destroy), group in groups.items():
-        batch = _Batch(root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress)
+        batch = _Batch(
+            root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
+        )
         results.update(batch.run())
     if progress:
         progress.close()
@@ -330,14 +423,21 @@ def run_batch(
 def _tree_root(t: Target) -> Path | None:
     """The folder tree ``t`` lives in: its run folder minus the unit's path."""
     parts = Path(t.path).parts
-    if not parts or t.run_dir.parts[-len(parts):] != parts:
+    if not parts or t.run_dir.parts[-len(parts) :] != parts:
         return None
     return t.run_dir.parents[len(parts) - 1]
 
 
 def _unplanned(t: Target, out_dir: Path, why: str) -> Result:
     return Result(
-        t.path, t.tier, t.executor, t.change, "not-planned", error=why, destroy=t.destroy, source=t.source,
+        t.path,
+        t.tier,
+        t.executor,
+        t.change,
+        "not-planned",
+        error=why,
+        destroy=t.destroy,
+        source=t.source,
         gate_class=t.gate_class,
     )
 
@@ -353,7 +453,9 @@ class _UnitRun:
     ended: float | None = None
     work_copy: str | None = None
     finished: runlog.Finished | None = None
-    shown: Future[PlanSummary | str] | None = None  # the plan's summary, or why it could not be read
+    shown: Future[PlanSummary | str] | None = (
+        None  # the plan's summary, or why it could not be read
+    )
     reported: bool = False  # its progress line is out
 
 
@@ -361,8 +463,16 @@ class _Batch:
     """One ``terragrunt run --all plan`` over some units of one folder tree."""
 
     def __init__(
-        self, root: Path, group: Sequence[Target], out_dir: Path, env: Mapping[str, str], *,
-        jobs: int, destroy: bool, lock: bool, progress: Progress | None,
+        self,
+        root: Path,
+        group: Sequence[Target],
+        out_dir: Path,
+        env: Mapping[str, str],
+        *,
+        jobs: int,
+        destroy: bool,
+        lock: bool,
+        progress: Progress | None,
     ) -> None:
         self.root = root
         self.root_text = str(root)
@@ -434,15 +544,25 @@ class _Batch:
                 raise ToolingError("terragrunt reported success but wrote no plan file")
             plan_path = udir / PLAN_NAME
             os.replace(written, plan_path)
-            summary = summarize(terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env))
+            summary = summarize(
+                terragrunt.plan_json(
+                    terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
+                )
+            )
         except ToolingError as exc:
             self._report(run, replace(self._base(t), error=str(exc)))
             return str(exc)
         except ValueError as exc:
             self._report(run, replace(self._base(t), error=f"unreadable plan JSON: {exc}"))
             return f"unreadable plan JSON: {exc}"
-        self._report(run, replace(self._base(t), status="changes" if summary.has_changes else "no-changes",
-                                  counts=summary.counts))
+        self._report(
+            run,
+            replace(
+                self._base(t),
+                status="changes" if summary.has_changes else "no-changes",
+                counts=summary.counts,
+            ),
+        )
         return summary
 
     def _work_copy(self, run: _UnitRun) -> Path:
@@ -465,8 +585,12 @@ class _Batch:
         with tempfile.TemporaryDirectory(prefix="iac-plan-") as private:
             report_file = Path(private) / "report.json"
             self.args = terragrunt.run_all_plan_args(
-                filters, self.out_dir / "units", report_file, parallelism=self.jobs,
-                destroy=self.destroy, lock=self.lock_state,
+                filters,
+                self.out_dir / "units",
+                report_file,
+                parallelism=self.jobs,
+                destroy=self.destroy,
+                lock=self.lock_state,
             )
             try:
                 self.code = terragrunt.stream(self.args, self.root, self.env, self.on_line)
@@ -483,16 +607,28 @@ class _Batch:
 
     def _base(self, t: Target) -> Result:
         return Result(
-            t.path, t.tier, t.executor, t.change, "error",
-            log_file=(unit_out_dir(self.out_dir, t.path) / "plan.log").relative_to(self.out_dir).as_posix(),
-            destroy=t.destroy, source=t.source, gate_class=t.gate_class,
+            t.path,
+            t.tier,
+            t.executor,
+            t.change,
+            "error",
+            log_file=(unit_out_dir(self.out_dir, t.path) / "plan.log")
+            .relative_to(self.out_dir)
+            .as_posix(),
+            destroy=t.destroy,
+            source=t.source,
+            gate_class=t.gate_class,
         )
 
-    def _result(self, run: _UnitRun, entry: Mapping[str, Any] | None, done: Mapping[str, Result]) -> Result:
+    def _result(
+        self, run: _UnitRun, entry: Mapping[str, Any] | None, done: Mapping[str, Result]
+    ) -> Result:
         t = run.target
         base = replace(
             self._base(t),
-            seconds=(run.ended - run.started) if run.ended is not None and run.started is not None else 0.0,
+            seconds=(run.ended - run.started)
+            if run.ended is not None and run.started is not None
+            else 0.0,
         )
         outcome = run.shown.result() if run.shown is not None else None
         if isinstance(outcome, PlanSummary):
@@ -502,7 +638,9 @@ class _Batch:
             text_path.write_text(_plan_text("".join(run.stdout)))
             return replace(
                 base,
-                mocked_dependencies=mocked_dependencies("\n".join(self.warnings), t.run_dir, t.path),
+                mocked_dependencies=mocked_dependencies(
+                    "\n".join(self.warnings), t.run_dir, t.path
+                ),
                 status="changes" if outcome.has_changes else "no-changes",
                 counts=outcome.counts,
                 plan_file=plan_path.relative_to(self.out_dir).as_posix(),
@@ -516,13 +654,32 @@ class _Batch:
         result = str((entry or {}).get("Result", ""))
         cause = str((entry or {}).get("Cause") or "").strip() or None
         if result == "early exit":
-            failed = next((d for d in t.dependencies if d in done and done[d].status in ("error", "not-planned")), None)
-            return replace(base, status="not-planned", log_file=None,
-                           error=f"not planned: its dependency {failed or cause or 'upstream'} failed")
+            failed = next(
+                (
+                    d
+                    for d in t.dependencies
+                    if d in done and done[d].status in ("error", "not-planned")
+                ),
+                None,
+            )
+            return replace(
+                base,
+                status="not-planned",
+                log_file=None,
+                error=f"not planned: its dependency {failed or cause or 'upstream'} failed",
+            )
         if run.finished is not None or result == "failed":
-            return replace(base, error=self._failure(run, run.finished.error if run.finished else cause))
-        why = terragrunt.error_summary("\n".join(self.shared)) if self.shared else f"exit code {self.code}"
-        return replace(base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}")
+            return replace(
+                base, error=self._failure(run, run.finished.error if run.finished else cause)
+            )
+        why = (
+            terragrunt.error_summary("\n".join(self.shared))
+            if self.shared
+            else f"exit code {self.code}"
+        )
+        return replace(
+            base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}"
+        )
 
     @staticmethod
     def _failure(run: _UnitRun, cause: str | None) -> str:
@@ -539,9 +696,15 @@ class _Batch:
             f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
         )
         body = "\n".join(run.log)
-        shared = ("\n--- the whole run's warnings and errors ---\n" + "\n".join(self.shared)) if self.shared else ""
+        shared = (
+            ("\n--- the whole run's warnings and errors ---\n" + "\n".join(self.shared))
+            if self.shared
+            else ""
+        )
         tail = f"\n[{result.status}{': ' + result.error.splitlines()[0] if result.error else ''}]\n"
-        (unit_out_dir(self.out_dir, run.target.path) / "plan.log").write_text(head + body + shared + tail)
+        (unit_out_dir(self.out_dir, run.target.path) / "plan.log").write_text(
+            head + body + shared + tail
+        )
 
 
 def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:
@@ -553,5 +716,7 @@ def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:
     if not isinstance(entries, list):
         return {}
     return {
-        runlog.relative(str(e["Name"]), root): e for e in entries if isinstance(e, dict) and isinstance(e.get("Name"), str)
+        runlog.relative(str(e["Name"]), root): e
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("Name"), str)
     }

@@ -49,12 +49,18 @@ def foreign_units(units: Iterable[tuple[str, str | None]], executor: str) -> lis
 
 
 def identity_problems(
-    executor: Executor, *, aws_arn: str | None = None, gcp_email: str | None = None, gcp_audience: str | None = None
+    executor: Executor,
+    *,
+    aws_arn: str | None = None,
+    gcp_email: str | None = None,
+    gcp_audience: str | None = None,
 ) -> list[str]:
     """Compare the identities found with the ones ``executor`` expects. Pure."""
     problems: list[str] = []
     name = executor.name
-    if executor.aws_role_arn_patterns and not (aws_arn and executors.matches(aws_arn, executor.aws_role_arn_patterns)):
+    if executor.aws_role_arn_patterns and not (
+        aws_arn and executors.matches(aws_arn, executor.aws_role_arn_patterns)
+    ):
         problems.append(
             f"AWS identity {aws_arn} is not the one executor {name} runs as "
             f"(policy.toml [executors.{name}] aws_role_arn_pattern: {', '.join(executor.aws_role_arn_patterns)}); "
@@ -89,7 +95,8 @@ def aws_caller_arn() -> str:
     try:
         # a fresh session: the default one caches the credentials it resolved first
         sts = boto3.session.Session().client(
-            "sts", region_name=region,
+            "sts",
+            region_name=region,
             config=Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2}),
         )
         return str(sts.get_caller_identity()["Arn"])
@@ -142,17 +149,25 @@ def gcp_identity() -> GcpIdentity:
 def check_identity(executor: Executor) -> None:
     """Refuse unless the environment holds the identity ``executor`` expects."""
     arn = aws_caller_arn() if executor.aws_role_arn_patterns else None
-    gcp = gcp_identity() if executor.gcp_service_account_patterns or executor.gcp_audience_patterns else None
+    gcp = (
+        gcp_identity()
+        if executor.gcp_service_account_patterns or executor.gcp_audience_patterns
+        else None
+    )
     problems = identity_problems(
-        executor, aws_arn=arn,
-        gcp_email=gcp.service_account if gcp else None, gcp_audience=gcp.audience if gcp else None,
+        executor,
+        aws_arn=arn,
+        gcp_email=gcp.service_account if gcp else None,
+        gcp_audience=gcp.audience if gcp else None,
     )
     if problems:
         raise ToolingError("preflight refused:\n  - " + "\n  - ".join(problems))
     if arn:
         say(f"preflight: AWS identity {arn} is executor {executor.name}'s")
     if gcp:
-        say(f"preflight: Google Cloud identity {gcp.service_account or gcp.audience} is executor {executor.name}'s")
+        say(
+            f"preflight: Google Cloud identity {gcp.service_account or gcp.audience} is executor {executor.name}'s"
+        )
 
 
 def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:

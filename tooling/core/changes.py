@@ -118,7 +118,9 @@ def _unit_dir(path: str) -> str | None:
     return None
 
 
-def _readers_of(path: str, exact: dict[str, list[str]], dirs: Sequence[tuple[str, list[str]]]) -> list[str]:
+def _readers_of(
+    path: str, exact: dict[str, list[str]], dirs: Sequence[tuple[str, list[str]]]
+) -> list[str]:
     found = list(exact.get(path, ()))
     for prefix, readers in dirs:
         if path.startswith(prefix):
@@ -218,7 +220,9 @@ def affected(
             if path in deleted:  # a unit added and removed again on the branch is not in base
                 gone: Unit = base.units[path]
                 units.append(
-                    AffectedUnit(path, "deleted", tuple(sorted(set(deleted[path]))), gone.tier, gone.executor)
+                    AffectedUnit(
+                        path, "deleted", tuple(sorted(set(deleted[path]))), gone.tier, gone.executor
+                    )
                 )
     return Affected(base_sha, head_sha, tuple(units), tuple(dependents), uncommitted)
 
@@ -238,5 +242,7 @@ def _dependents(model: Model, changed: Sequence[str]) -> list[Dependent]:
                     nxt.append(child)
         frontier = nxt
     return [
-        Dependent(p, via[p], model.units[p].tier, model.units[p].executor) for p in model.order if p in via
+        Dependent(p, via[p], model.units[p].tier, model.units[p].executor)
+        for p in model.order
+        if p in via
     ]

@@ -41,7 +41,9 @@ def parse_routes(text: str) -> dict[str, list[str]]:
     try:
         routes = json.loads(text)
     except ValueError as exc:
-        raise ToolingError(f"--routes is not JSON ({exc}): pass e.g. '{{\"hosted\": [\"ubuntu-latest\"]}}'") from None
+        raise ToolingError(
+            f'--routes is not JSON ({exc}): pass e.g. \'{{"hosted": ["ubuntu-latest"]}}\''
+        ) from None
     if not isinstance(routes, dict) or not all(
         isinstance(k, str) and isinstance(v, list) and v and all(isinstance(x, str) for x in v)
         for k, v in routes.items()
@@ -50,7 +52,9 @@ def parse_routes(text: str) -> dict[str, list[str]]:
     return routes
 
 
-def checked_legs(doc: Mapping[str, Any], routes: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+def checked_legs(
+    doc: Mapping[str, Any], routes: Mapping[str, Sequence[str]]
+) -> list[dict[str, Any]]:
     """The legs of a matrix document, refused unless each executor runs where ``routes`` says.
 
     LAN secrets must never reach a hosted runner and cloud plans never run on
@@ -117,7 +121,9 @@ def legs_of(matrix_json: str) -> list[str]:
     try:
         doc = json.loads(matrix_json) if matrix_json.strip() else {"include": []}
     except ValueError as exc:
-        raise ToolingError(f"--matrix is not JSON ({exc}): pass the matrix job's `matrix` output") from None
+        raise ToolingError(
+            f"--matrix is not JSON ({exc}): pass the matrix job's `matrix` output"
+        ) from None
     include = doc.get("include") if isinstance(doc, dict) else None
     if not isinstance(include, list):
         raise ToolingError("--matrix has no 'include' list: pass the matrix job's `matrix` output")
@@ -149,7 +155,12 @@ def _report_text(section: Section, run_url: str, what: str) -> str:
 
 
 def combined_report(
-    top: Sequence[str], sections: Sequence[Section], run_url: str, *, details: str, what: str = "plan"
+    top: Sequence[str],
+    sections: Sequence[Section],
+    run_url: str,
+    *,
+    details: str,
+    what: str = "plan",
 ) -> str:
     """``top`` lines, then one section per executor, within :data:`BUDGET`.
 
@@ -163,7 +174,11 @@ def combined_report(
     if len(body) <= BUDGET:
         return body
     short = [
-        _section(e, t.split("\n<details")[0] + f"\n\n_Per-unit details: {details.format(executor=e)} of [the run]({run_url})._")
+        _section(
+            e,
+            t.split("\n<details")[0]
+            + f"\n\n_Per-unit details: {details.format(executor=e)} of [the run]({run_url})._",
+        )
         for e, t in texts
     ]
     body = "\n".join([*top, *short])
@@ -178,7 +193,10 @@ def plan_comment(head_sha: str, sections: Sequence[Section], run_url: str) -> st
     if not sections:
         top.append("No infrastructure unit is affected by this pull request.")
     return combined_report(
-        top, sections, run_url, details="the `{executor}` job summary and artifact `plan-{executor}`"
+        top,
+        sections,
+        run_url,
+        details="the `{executor}` job summary and artifact `plan-{executor}`",
     )
 
 
@@ -200,7 +218,11 @@ def manual_units(summary: Mapping[str, Any], executor: str = "") -> list[Waiting
         gate = unit.get("gate") or {}
         if gate.get("decision") != "manual" or unit.get("status") not in (None, "changes"):
             continue
-        waiting.append(Waiting(executor, str(unit.get("path")), tuple(str(r) for r in gate.get("reasons") or ())))
+        waiting.append(
+            Waiting(
+                executor, str(unit.get("path")), tuple(str(r) for r in gate.get("reasons") or ())
+            )
+        )
     return waiting
 
 
@@ -224,14 +246,24 @@ def apply_report(
         )
     lines = [f"- `{w.path}` ({w.executor}): {'; '.join(w.reasons)}" for w in waiting]
     if waiting and ok:
-        top += ["", "**Waiting for approval in the `infra-manual` environment** (these exact plans, nothing else):", *lines]
+        top += [
+            "",
+            "**Waiting for approval in the `infra-manual` environment** (these exact plans, nothing else):",
+            *lines,
+        ]
     elif waiting:
         top += ["", "Manual units (not offered for approval because the auto job failed):", *lines]
     top.append("")
     return combined_report(top, sections, run_url, details="artifact `plan-{executor}`")
 
 
-def manual_legs(legs: Sequence[Mapping[str, Any]], waiting: Sequence[Waiting]) -> list[dict[str, Any]]:
+def manual_legs(
+    legs: Sequence[Mapping[str, Any]], waiting: Sequence[Waiting]
+) -> list[dict[str, Any]]:
     """The legs (executor and runner) of the manual job: the executors with waiting units."""
     executors = {w.executor for w in waiting}
-    return [{"executor": leg["executor"], "runs_on": leg["runs_on"]} for leg in legs if leg["executor"] in executors]
+    return [
+        {"executor": leg["executor"], "runs_on": leg["runs_on"]}
+        for leg in legs
+        if leg["executor"] in executors
+    ]

@@ -55,7 +55,11 @@ def parse_find(text: str, prefix: str = "") -> dict[str, Seen]:
         raise ToolingError("terragrunt find printed JSON that is not a list of components")
     out: dict[str, Seen] = {}
     for item in items:
-        if not isinstance(item, dict) or item.get("type") != "unit" or not isinstance(item.get("path"), str):
+        if (
+            not isinstance(item, dict)
+            or item.get("type") != "unit"
+            or not isinstance(item.get("path"), str)
+        ):
             continue
         out[_clean(item["path"], prefix)] = Seen(
             frozenset(_clean(p, prefix) for p in item.get("dependencies") or ()),
@@ -65,7 +69,11 @@ def parse_find(text: str, prefix: str = "") -> dict[str, Seen]:
 
 
 def _clean(path: str, prefix: str = "") -> str:
-    return posixpath.normpath(posixpath.join(prefix, path)) if prefix not in ("", ".") else posixpath.normpath(path)
+    return (
+        posixpath.normpath(posixpath.join(prefix, path))
+        if prefix not in ("", ".")
+        else posixpath.normpath(path)
+    )
 
 
 _SUPPRESSED = re.compile(r"(?:Suppressed parsing errors|Suppressing parse error for) (\S+?):[\d ]")
@@ -98,14 +106,21 @@ class Disagreement:
     dangerous: bool  # Terragrunt sees it, the model does not
 
     def to_json(self) -> dict[str, Any]:
-        return {"unit": self.unit, "kind": self.kind, "path": self.path, "dangerous": self.dangerous}
+        return {
+            "unit": self.unit,
+            "kind": self.kind,
+            "path": self.path,
+            "dangerous": self.dangerous,
+        }
 
 
 @dataclass(frozen=True)
 class Report:
     compared: int  # units both sides know, Terragrunt could parse
     exact: int  # ... on which they agree exactly
-    blind: tuple[tuple[str, str], ...]  # (unit, error): the model cannot evaluate it (affected by any change)
+    blind: tuple[
+        tuple[str, str], ...
+    ]  # (unit, error): the model cannot evaluate it (affected by any change)
     unparsed: tuple[str, ...]  # units Terragrunt cannot parse (left out)
     disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
 
@@ -144,7 +159,11 @@ def _same_source_quirk(path: str, unit: Unit, model: Model) -> bool:
     if unit.source is None:
         return False
     for other in model.units.values():
-        if other.path != unit.path and other.source == unit.source and folder_affects(path, other.path):
+        if (
+            other.path != unit.path
+            and other.source == unit.source
+            and folder_affects(path, other.path)
+        ):
             return True
     return False
 
@@ -192,10 +211,16 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
             mine.append(Disagreement(path, "dependency", dep, dangerous=False))
         upstream = _upstream(model, path)
         for read in sorted(seen.reading - reads):
-            if not _covered(read, unit, dir_reads, upstream) and not _same_source_quirk(read, unit, model):
+            if not _covered(read, unit, dir_reads, upstream) and not _same_source_quirk(
+                read, unit, model
+            ):
                 mine.append(Disagreement(path, "read", read, dangerous=True))
         # a generated unit is made of its stack file; Terragrunt reads that when generating, not running
-        made_of = {r for r in reads if posixpath.basename(r) == STACK_FILE and "/.terragrunt-stack/" in f"/{path}/"}
+        made_of = {
+            r
+            for r in reads
+            if posixpath.basename(r) == STACK_FILE and "/.terragrunt-stack/" in f"/{path}/"
+        }
         for read in sorted(reads - seen.reading - set(dir_reads) - made_of):
             mine.append(Disagreement(path, "read", read, dangerous=False))
         if not mine:

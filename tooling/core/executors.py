@@ -27,7 +27,9 @@ from typing import Any
 from tooling.errors import ToolingError
 
 POLICY_FILE = "policy.toml"
-_KEYS = frozenset({"runs_on", "aws_role_arn_pattern", "gcp_service_account_pattern", "gcp_audience_pattern"})
+_KEYS = frozenset(
+    {"runs_on", "aws_role_arn_pattern", "gcp_service_account_pattern", "gcp_audience_pattern"}
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,11 @@ class Executor:
 
     @property
     def checks_identity(self) -> bool:
-        return bool(self.aws_role_arn_patterns or self.gcp_service_account_patterns or self.gcp_audience_patterns)
+        return bool(
+            self.aws_role_arn_patterns
+            or self.gcp_service_account_patterns
+            or self.gcp_audience_patterns
+        )
 
 
 def matches(value: str, patterns: Sequence[str]) -> bool:
@@ -54,7 +60,9 @@ def _patterns(name: str, key: str, raw: Any) -> tuple[str, ...]:
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw or not all(isinstance(p, str) and p for p in raw):
-        raise ToolingError(f"{POLICY_FILE}: [executors.{name}] {key} must be a pattern or a list of patterns")
+        raise ToolingError(
+            f"{POLICY_FILE}: [executors.{name}] {key} must be a pattern or a list of patterns"
+        )
     return tuple(raw)
 
 
@@ -74,19 +82,27 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
                 f"known keys: {', '.join(sorted(_KEYS))}"
             )
         runs_on = table.get("runs_on")
-        if not isinstance(runs_on, list) or not runs_on or not all(isinstance(x, str) and x for x in runs_on):
+        if (
+            not isinstance(runs_on, list)
+            or not runs_on
+            or not all(isinstance(x, str) and x for x in runs_on)
+        ):
             raise ToolingError(
                 f"{POLICY_FILE}: [executors.{name}] needs runs_on, a non-empty list of runner labels "
-                f"(e.g. [\"ubuntu-latest\"] or [\"self-hosted\", \"lan\"])"
+                f'(e.g. ["ubuntu-latest"] or ["self-hosted", "lan"])'
             )
         out[name] = Executor(
             name=name,
             runs_on=tuple(runs_on),
-            aws_role_arn_patterns=_patterns(name, "aws_role_arn_pattern", table.get("aws_role_arn_pattern")),
+            aws_role_arn_patterns=_patterns(
+                name, "aws_role_arn_pattern", table.get("aws_role_arn_pattern")
+            ),
             gcp_service_account_patterns=_patterns(
                 name, "gcp_service_account_pattern", table.get("gcp_service_account_pattern")
             ),
-            gcp_audience_patterns=_patterns(name, "gcp_audience_pattern", table.get("gcp_audience_pattern")),
+            gcp_audience_patterns=_patterns(
+                name, "gcp_audience_pattern", table.get("gcp_audience_pattern")
+            ),
         )
     return out
 

@@ -44,7 +44,9 @@ def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
     """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
     gates = data.get("gates", {})
     if not isinstance(gates, dict):
-        raise ToolingError("policy.toml: [gates] must be a table with node_types and node_addresses")
+        raise ToolingError(
+            "policy.toml: [gates] must be a table with node_types and node_addresses"
+        )
     out: list[tuple[str, ...]] = []
     for key in ("node_types", "node_addresses"):
         value = gates.get(key, ())
@@ -76,7 +78,9 @@ def decide(
         return Gate("manual", tuple(reasons))
     if declared == "manual":
         return Gate("manual", ("the unit's gate class is manual",))
-    return Gate("auto", ("no delete, no replace, no node/VM change; the unit's gate class is auto",))
+    return Gate(
+        "auto", ("no delete, no replace, no node/VM change; the unit's gate class is auto",)
+    )
 
 
 def _node_changes(summary: PlanSummary, policy: GatePolicy) -> Sequence[str]:

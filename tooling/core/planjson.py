@@ -89,8 +89,14 @@ def _changed_attributes(change: Mapping[str, Any]) -> tuple[str, ...]:
     unknown = change.get("after_unknown") or {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ()
-    names = sorted(set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set()))
-    return tuple(n for n in names if before.get(n) != after.get(n) or (isinstance(unknown, dict) and unknown.get(n) is True))
+    names = sorted(
+        set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set())
+    )
+    return tuple(
+        n
+        for n in names
+        if before.get(n) != after.get(n) or (isinstance(unknown, dict) and unknown.get(n) is True)
+    )
 
 
 def _resource(raw: Mapping[str, Any]) -> ResourceChange:
@@ -125,7 +131,8 @@ def summarize(plan: Mapping[str, Any]) -> PlanSummary:
     drift = tuple(
         _resource(raw)
         for raw in plan.get("resource_drift") or ()
-        if raw.get("mode") != "data" and action_of((raw.get("change") or {}).get("actions") or []) != "no-op"
+        if raw.get("mode") != "data"
+        and action_of((raw.get("change") or {}).get("actions") or []) != "no-op"
     )
     outputs = tuple(
         sorted(

@@ -126,7 +126,9 @@ def _parts(quoted: Any, at: _Offsets) -> tuple[_Part, ...]:
             parts.append(_Part("interp", start + 2, at(kid.end_byte) - 1))
         else:  # report the opening directive only: `%{ if x }`
             end = _first(kid, "template_directive_end")
-            parts.append(_Part("directive", start + 2, at(end.start_byte) if end else at(kid.end_byte) - 1))
+            parts.append(
+                _Part("directive", start + 2, at(end.start_byte) if end else at(kid.end_byte) - 1)
+            )
         pos = at(kid.end_byte)
     end = at(kids[-1].start_byte)  # the closing quote
     if end > pos:
@@ -209,7 +211,9 @@ class _Piece:
     reason: str | None = None
 
 
-def _pieces_for_parts(text: str, parts: Sequence[_Part], scan: _Scan, seen: frozenset[str]) -> list[_Piece]:
+def _pieces_for_parts(
+    text: str, parts: Sequence[_Part], scan: _Scan, seen: frozenset[str]
+) -> list[_Piece]:
     pieces: list[_Piece] = []
     for part in parts:
         if part.kind == "literal":
@@ -220,9 +224,13 @@ def _pieces_for_parts(text: str, parts: Sequence[_Part], scan: _Scan, seen: froz
         if part.kind == "interp" and local:
             pieces.extend(_pieces_for_local(text, local.group(1), scan, seen))
         elif part.kind == "directive":
-            pieces.append(_Piece(_OPAQUE, None, f"the template directive %{{{expr}}} is not a literal"))
+            pieces.append(
+                _Piece(_OPAQUE, None, f"the template directive %{{{expr}}} is not a literal")
+            )
         else:
-            pieces.append(_Piece(_OPAQUE, None, f"${{{expr}}} is not a literal or a local of this file"))
+            pieces.append(
+                _Piece(_OPAQUE, None, f"${{{expr}}} is not a literal or a local of this file")
+            )
     return pieces
 
 
@@ -231,11 +239,19 @@ def _pieces_for_local(text: str, name: str, scan: _Scan, seen: frozenset[str]) -
         return [_Piece(_OPAQUE, None, f"local.{name} refers to itself")]
     attr = scan.locals.get(name)
     if attr is None:
-        return [_Piece(_OPAQUE, None, f"local.{name} is not defined in this file (included locals are not followed)")]
+        return [
+            _Piece(
+                _OPAQUE,
+                None,
+                f"local.{name} is not defined in this file (included locals are not followed)",
+            )
+        ]
     return _pieces_for_value(text, attr.value, scan, seen | {name}, f"local.{name}")
 
 
-def _pieces_for_value(text: str, value: _Value, scan: _Scan, seen: frozenset[str], what: str) -> list[_Piece]:
+def _pieces_for_value(
+    text: str, value: _Value, scan: _Scan, seen: frozenset[str], what: str
+) -> list[_Piece]:
     if value.parts is not None:
         return _pieces_for_parts(text, value.parts, scan, seen)
     written = text[value.start : value.end]
@@ -270,7 +286,11 @@ def _resolve(pieces: Sequence[_Piece]) -> _Resolution:
                 if piece.offset is None:
                     return None, piece.reason
                 return (piece.offset + a - start, piece.offset + b - start), None
-        touched = [p.reason for p, s in zip(pieces, starts, strict=True) if s < b and a < s + len(p.text) and p.reason]
+        touched = [
+            p.reason
+            for p, s in zip(pieces, starts, strict=True)
+            if s < b and a < s + len(p.text) and p.reason
+        ]
         return None, touched[0] if touched else "the ref is split across several strings"
 
     if not opaque:
@@ -378,9 +398,13 @@ def find_source_lines(text: str) -> list[SourceLine]:
             parts = value.parts
             value_span = (value.start + 1, value.end - 1)
             interpolated = any(p.kind != "literal" for p in parts)
-            segments = tuple(Segment(text[p.start : p.end], p.start, p.end) for p in parts if p.kind == "literal")
+            segments = tuple(
+                Segment(text[p.start : p.end], p.start, p.end) for p in parts if p.kind == "literal"
+            )
             if len(parts) == 1 and parts[0].kind == "interp":
-                inner = _LOCAL_REF_RE.fullmatch(text[parts[0].start : parts[0].end].strip().strip("~").strip())
+                inner = _LOCAL_REF_RE.fullmatch(
+                    text[parts[0].start : parts[0].end].strip().strip("~").strip()
+                )
                 local = inner.group(1) if inner else None
         else:
             value_span = (value.start, value.end)
@@ -430,7 +454,9 @@ def bump_text(
     unchanged when nothing matches.
     """
     if not _SAFE_REF_RE.fullmatch(new_ref):
-        raise ToolingError(f"refusing to write ref {new_ref!r}: use letters, digits and . _ / + - only")
+        raise ToolingError(
+            f"refusing to write ref {new_ref!r}: use letters, digits and . _ / + - only"
+        )
     if new_sha_comment is not None and not is_commit_sha(new_sha_comment):
         raise ToolingError(f"new_sha_comment must be a 40-hex commit SHA, got {new_sha_comment!r}")
     edits: dict[tuple[int, int], str] = {}
@@ -482,10 +508,14 @@ def resolve_local_source(text: str, local_name: str) -> ResolvedSource | Unresol
     """Follow ``local.<local_name>`` (through ``${local.x}`` and aliases) to the literal holding its ref."""
     scan = _scan(text)
     if local_name not in scan.locals:
-        return Unresolvable(f"local.{local_name} is not defined in this file (included locals are not followed)")
+        return Unresolvable(
+            f"local.{local_name} is not defined in this file (included locals are not followed)"
+        )
     res = _resolve(_pieces_for_local(text, local_name, scan, frozenset()))
     if res.ref is None or res.ref_span is None:
         if res.unresolved:
             return Unresolvable(res.unresolved)
-        return Unresolvable(f"local.{local_name} has no ?ref= (or ?version=): the source is not pinned")
+        return Unresolvable(
+            f"local.{local_name} has no ?ref= (or ?version=): the source is not pinned"
+        )
     return ResolvedSource(local_name, res.ref, res.ref_span, res.source)

@@ -28,21 +28,36 @@ from tooling.core.results import Result
 MARKER = "<!-- iac-tooling:plan-report -->"
 BUDGET = 65_536
 _SAFETY = 1_000  # room for the "left out" note
-_ICON = {"changes": "changes", "no-changes": "no changes", "error": "**error**", "withheld": "withheld",
-         "blocked": "**blocked**", "not-planned": "not planned"}
+_ICON = {
+    "changes": "changes",
+    "no-changes": "no changes",
+    "error": "**error**",
+    "withheld": "withheld",
+    "blocked": "**blocked**",
+    "not-planned": "not planned",
+}
 
 
 def _counts_cell(c: Mapping[str, int]) -> tuple[str, str, str, str]:
-    return (str(c.get("create", 0)), str(c.get("update", 0)), str(c.get("delete", 0)), str(c.get("replace", 0)))
+    return (
+        str(c.get("create", 0)),
+        str(c.get("update", 0)),
+        str(c.get("delete", 0)),
+        str(c.get("replace", 0)),
+    )
 
 
 def verdict(results: Sequence[Result]) -> str:
     planned = [r for r in results if r.status in ("changes", "no-changes", "error")]
     changed = sum(1 for r in results if r.status == "changes")
     errors = sum(1 for r in results if r.status == "error")
-    others = {s: sum(1 for r in results if r.status == s) for s in ("blocked", "withheld", "not-planned")}
+    others = {
+        s: sum(1 for r in results if r.status == s) for s in ("blocked", "withheld", "not-planned")
+    }
     extra = "".join(f", {n} {s}" for s, n in others.items() if n)
-    mark = "❌" if errors or others["blocked"] or others["not-planned"] else ("⚠️" if changed else "✅")
+    mark = (
+        "❌" if errors or others["blocked"] or others["not-planned"] else ("⚠️" if changed else "✅")
+    )
     return f"{mark} **Plan:** {len(planned)} unit(s) planned, {changed} with changes, {errors} error(s){extra}"
 
 
@@ -60,8 +75,14 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
             continue
         groups: dict[tuple[str, str | None], list[str]] = {}
         for c in r.summary.destructive:
-            label = "🗑️ **destroy** (unit deleted)" if r.destroy else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
-            groups.setdefault((label, reason_text(c.reason) if not r.destroy else None), []).append(c.address)
+            label = (
+                "🗑️ **destroy** (unit deleted)"
+                if r.destroy
+                else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
+            )
+            groups.setdefault((label, reason_text(c.reason) if not r.destroy else None), []).append(
+                c.address
+            )
         for d in r.summary.drift:
             groups.setdefault(("🔀 **changed outside OpenTofu**", d.action), []).append(d.address)
         for (label, why), addresses in groups.items():
@@ -69,7 +90,10 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
             listed = ", ".join(f"`{a}`" for a in shown)
             if len(shown) < len(addresses):
                 listed += f" … and {len(addresses) - len(shown)} more (all in the unit's plan text)"
-            lines.append(f"- {label} in `{r.path}` ({len(addresses)}): {listed}" + (f". Why: {why}" if why else ""))
+            lines.append(
+                f"- {label} in `{r.path}` ({len(addresses)}): {listed}"
+                + (f". Why: {why}" if why else "")
+            )
     return lines
 
 
@@ -79,11 +103,16 @@ def _gate(r: Result, gates: Mapping[str, Any]) -> str:
 
 
 def table_md(results: Sequence[Result], gates: Mapping[str, Any]) -> str:
-    rows = ["| unit | tier / executor | + | ~ | - | ± | status | gate |", "|---|---|--:|--:|--:|--:|---|---|"]
+    rows = [
+        "| unit | tier / executor | + | ~ | - | ± | status | gate |",
+        "|---|---|--:|--:|--:|--:|---|---|",
+    ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
-        rows.append(f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_gate(r, gates)} |")
+        rows.append(
+            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_gate(r, gates)} |"
+        )
     return "\n".join(rows)
 
 
@@ -93,7 +122,15 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
         items = [c for c in changes if c.action == action]
         if items:
             out.append(f"**{action}** ({len(items)}):")
-            out.extend(f"- `{c.address}`" + (f" ({', '.join(c.changed_attributes)})" if action == "update" and c.changed_attributes else "") for c in items)
+            out.extend(
+                f"- `{c.address}`"
+                + (
+                    f" ({', '.join(c.changed_attributes)})"
+                    if action == "update" and c.changed_attributes
+                    else ""
+                )
+                for c in items
+            )
     imports = [c for c in changes if c.importing]
     moves = [c for c in changes if c.moved_from and c.moved_from != c.address]
     if imports:
@@ -112,7 +149,9 @@ def _fence(text: str) -> str:
     return f"{fence}hcl\n{text.rstrip()}\n{fence}"
 
 
-def _details(r: Result, gates: Mapping[str, Any], plan_text: str | None, with_resources: bool) -> str:
+def _details(
+    r: Result, gates: Mapping[str, Any], plan_text: str | None, with_resources: bool
+) -> str:
     title = f"<summary><code>{r.path}</code>: {_ICON.get(r.status, r.status)}</summary>"
     body: list[str] = []
     g = gates.get(r.path)
@@ -125,7 +164,9 @@ def _details(r: Result, gates: Mapping[str, Any], plan_text: str | None, with_re
     if r.summary is not None and with_resources and r.summary.changes:
         body.append("\n".join(_by_action(r.summary.changes)))
         if r.summary.output_changes:
-            body.append("**outputs changed:** " + ", ".join(f"`{o}`" for o in r.summary.output_changes))
+            body.append(
+                "**outputs changed:** " + ", ".join(f"`{o}`" for o in r.summary.output_changes)
+            )
     if plan_text:
         body.append(_fence(plan_text))
     return "<details>\n" + title + "\n\n" + "\n\n".join(body) + "\n\n</details>"
@@ -150,16 +191,30 @@ def render(
     commit = summary.get("head")
     if commit:
         base = summary.get("base")
-        head.append(f"Planned at `{str(commit)[:12]}`" + (f" against merge base `{str(base)[:12]}`" if base else "") + ".")
+        head.append(
+            f"Planned at `{str(commit)[:12]}`"
+            + (f" against merge base `{str(base)[:12]}`" if base else "")
+            + "."
+        )
         head.append("")
     warn = warnings(results)
-    if sum(len(w) + 3 for w in warn) > budget // 2:  # a warnings block must leave room for the table
+    if (
+        sum(len(w) + 3 for w in warn) > budget // 2
+    ):  # a warnings block must leave room for the table
         warn = warnings(results, per_group=max(5, (budget // 2) // (60 * max(1, len(warn)))))
     if warn:
-        head += ["> [!WARNING]", "> **Destroys, replacements and drift:**", *(f"> {w}" for w in warn), ""]
+        head += [
+            "> [!WARNING]",
+            "> **Destroys, replacements and drift:**",
+            *(f"> {w}" for w in warn),
+            "",
+        ]
     manual = [r for r in results if (gates.get(r.path) or {}).get("decision") == "manual"]
     if manual:
-        head.append("**Waiting for a human after merge (manual gate):** " + ", ".join(f"`{r.path}`" for r in manual))
+        head.append(
+            "**Waiting for a human after merge (manual gate):** "
+            + ", ".join(f"`{r.path}`" for r in manual)
+        )
         head.append("")
     head += [table_md(results, gates), ""]
     # manual units first in the details, then DAG order
@@ -168,7 +223,14 @@ def render(
     def assemble(text_for: set[str], resources_for: set[str]) -> str:
         parts = [*head]
         for r in ordered:
-            parts.append(_details(r, gates, texts.get(r.path) if r.path in text_for else None, r.path in resources_for))
+            parts.append(
+                _details(
+                    r,
+                    gates,
+                    texts.get(r.path) if r.path in text_for else None,
+                    r.path in resources_for,
+                )
+            )
         return "\n".join(parts).rstrip() + "\n"
 
     all_paths = {r.path for r in results}
@@ -200,20 +262,30 @@ def render(
         )
         doc += note
     if len(doc) > budget:  # last resort: drop whole detail blocks, keep verdict, warnings, table
-        doc = "\n".join(head).rstrip() + f"\n\n_Per-unit details left out (too large); see {artifact_hint}._\n"
+        doc = (
+            "\n".join(head).rstrip()
+            + f"\n\n_Per-unit details left out (too large); see {artifact_hint}._\n"
+        )
         if len(doc) > budget:
             cut = doc[: budget - 200]
-            doc = cut[: cut.rfind("\n")] + "\n\n_Report truncated at a line boundary; see the artifact._\n"
+            doc = (
+                cut[: cut.rfind("\n")]
+                + "\n\n_Report truncated at a line boundary; see the artifact._\n"
+            )
     return doc
 
 
 def table(results: Sequence[Result]) -> str:
     """The per-unit table printed on the terminal."""
     width = max([len(r.path) for r in results] + [4])
-    lines = [f"{'unit':<{width}}  {'tier/executor':<16} {'+':>3} {'~':>3} {'-':>3} {'±':>3}  status"]
+    lines = [
+        f"{'unit':<{width}}  {'tier/executor':<16} {'+':>3} {'~':>3} {'-':>3} {'±':>3}  status"
+    ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
-        lines.append(f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>3} {u:>3} {d:>3} {x:>3}  {r.status}")
+        lines.append(
+            f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>3} {u:>3} {d:>3} {x:>3}  {r.status}"
+        )
         if r.error and r.status in ("error", "blocked", "not-planned"):
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")
     return "\n".join(lines)

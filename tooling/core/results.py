@@ -27,7 +27,9 @@ class Result:
     source: str | None = None
     gate_class: str = "auto"
     mocked_dependencies: tuple[str, ...] = ()
-    exit_code: int | None = None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
+    exit_code: int | None = (
+        None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {

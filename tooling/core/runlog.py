@@ -44,9 +44,16 @@ def parse(raw: str) -> Line:
             data = None
         if isinstance(data, dict) and isinstance(data.get("msg"), str):
             args = data.get("tf-command-args")
-            command = args[0] if isinstance(args, list) and args and isinstance(args[0], str) else None
+            command = (
+                args[0] if isinstance(args, list) and args and isinstance(args[0], str) else None
+            )
             wd = data.get("working-dir")
-            return Line(str(data.get("level", "info")), wd if isinstance(wd, str) and wd else None, data["msg"], command)
+            return Line(
+                str(data.get("level", "info")),
+                wd if isinstance(wd, str) and wd else None,
+                data["msg"],
+                command,
+            )
     return Line("raw", None, text)
 
 
@@ -61,7 +68,10 @@ def unit_of(working_dir: str | None, root: str, units: frozenset[str]) -> str | 
 
 
 _STARTED = re.compile(r"^Runner Pool Task: starting unit=(.+) command=\S+$")
-_FINISHED = re.compile(r"^Runner Pool Task: finished unit=(.+?) command=\S+ outcome=(succeeded|failed)(?: err=(.*))?$", re.S)
+_FINISHED = re.compile(
+    r"^Runner Pool Task: finished unit=(.+?) command=\S+ outcome=(succeeded|failed)(?: err=(.*))?$",
+    re.S,
+)
 _WORKDIR = re.compile(r"^Setting working directory to (.+)$")
 
 
@@ -95,7 +105,7 @@ def relative(unit_dir: str, root: str) -> str:
     path = unit_dir.replace("\\", "/")
     base = root.rstrip("/") + "/"
     if path.startswith(base):
-        path = path[len(base):]
+        path = path[len(base) :]
     return posixpath.normpath(path)
 
 
@@ -112,12 +122,19 @@ PLAN_FILE = "tfplan.tfplan"
 
 # A path this plain goes into a --filter as `{./<path>}` unchanged: no glob
 # metacharacter and none of the filter language's operators.
-_PLAIN_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+,%~ -]*(/[A-Za-z0-9_][A-Za-z0-9_.@+,%~ -]*)*$")
+_PLAIN_PATH = re.compile(
+    r"^[A-Za-z0-9_][A-Za-z0-9_.@+,%~ -]*(/[A-Za-z0-9_][A-Za-z0-9_.@+,%~ -]*)*$"
+)
 
 
 def filter_for(path: str) -> str | None:
     """The ``--filter`` query selecting exactly the unit at ``path``, or None when the
     path holds a character Terragrunt's filter language or globs would read as syntax."""
-    if not _PLAIN_PATH.match(path) or "..." in path or path != posixpath.normpath(path) or path.endswith(" "):
+    if (
+        not _PLAIN_PATH.match(path)
+        or "..." in path
+        or path != posixpath.normpath(path)
+        or path.endswith(" ")
+    ):
         return None
     return "{./" + path + "}"

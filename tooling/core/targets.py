@@ -86,8 +86,15 @@ def select_targets(
             reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
         targets.append(
             Target(
-                path, unit.tier, unit.executor, wanted[path], root / path,
-                dependencies=unit.dependencies, preset=preset, preset_reason=reason, source=unit.source,
+                path,
+                unit.tier,
+                unit.executor,
+                wanted[path],
+                root / path,
+                dependencies=unit.dependencies,
+                preset=preset,
+                preset_reason=reason,
+                source=unit.source,
                 gate_class=unit.gate,
             )
         )
@@ -99,8 +106,12 @@ def select_targets(
             targets.insert(
                 0,
                 Target(
-                    item.path, item.tier, item.executor, "deleted",
-                    (base_root or root) / item.path, destroy=True,
+                    item.path,
+                    item.tier,
+                    item.executor,
+                    "deleted",
+                    (base_root or root) / item.path,
+                    destroy=True,
                     source=base_unit.source if base_unit else None,
                     gate_class="manual",
                 ),

@@ -24,6 +24,7 @@ __all__ = [
     "pick_upgrades",
 ]
 
+
 @dataclass(frozen=True)
 class Upgrade:
     """Upgrade targets for one ref; both None means it is up to date."""

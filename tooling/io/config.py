@@ -41,13 +41,21 @@ class Settings:
 
     def describe(self) -> str:
         """The one line every task prints first: what it runs against."""
-        modules = "sandbox module catalog" if self.module_sources == "sandbox" else "remote module repositories"
+        modules = (
+            "sandbox module catalog"
+            if self.module_sources == "sandbox"
+            else "remote module repositories"
+        )
         if self.state_bucket:
             where = f" at {self.state_endpoint}" if self.state_endpoint else ""
             state = f"S3 state in s3://{self.state_bucket}{where}"
         else:
             state = "local state under .iac/state/"
-        default = " (embedded default)" if self.module_sources == "sandbox" and not self.state_bucket else ""
+        default = (
+            " (embedded default)"
+            if self.module_sources == "sandbox" and not self.state_bucket
+            else ""
+        )
         return f"using {modules}, {state}{default}"
 
 
@@ -79,7 +87,9 @@ def read_policy(root: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise ToolingError(f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it") from None
+        raise ToolingError(
+            f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

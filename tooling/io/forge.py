@@ -69,14 +69,17 @@ class Forge(ApiClient):
         max_wait: float = MAX_RETRY_WAIT,
         user_agent: str = USER_AGENT,
     ) -> None:
-        super().__init__(token, repository, api_url, timeout=timeout, max_wait=max_wait, user_agent=user_agent)
+        super().__init__(
+            token, repository, api_url, timeout=timeout, max_wait=max_wait, user_agent=user_agent
+        )
         self.pr_number = pr_number
-
 
     # -- construction ---------------------------------------------------------
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, origin_url: str | None = None) -> Forge:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, origin_url: str | None = None
+    ) -> Forge:
         """Build a client from the GitHub Actions environment (default: ``os.environ``).
 
         Reads ``GITHUB_TOKEN`` (or ``GH_TOKEN``), ``GITHUB_REPOSITORY``,
@@ -127,7 +130,9 @@ class Forge(ApiClient):
 
     def update_comment(self, comment_id: int, body: str) -> JSONObject:
         check_body(body, f"comment {comment_id}")
-        return self._object("PATCH", f"{self._repo_path}/issues/comments/{comment_id}", {"body": body})
+        return self._object(
+            "PATCH", f"{self._repo_path}/issues/comments/{comment_id}", {"body": body}
+        )
 
     def upsert_comment(self, issue_number: int, marker: str, body: str) -> tuple[int, bool]:
         """Create or update the one comment on ``issue_number`` that carries ``marker``.
@@ -139,7 +144,9 @@ class Forge(ApiClient):
         only when none exists. Returns ``(comment_id, created)``.
         """
         if not marker.strip():
-            raise ToolingError("the sticky-comment marker is empty; pass a hidden marker such as <!-- name -->")
+            raise ToolingError(
+                "the sticky-comment marker is empty; pass a hidden marker such as <!-- name -->"
+            )
         text = body if marker in body else f"{marker}\n{body}"
         check_body(text, f"comment on #{issue_number}")
         for existing in self._paginate(f"{self._repo_path}/issues/{issue_number}/comments"):
@@ -168,13 +175,19 @@ class Forge(ApiClient):
     def get_pull(self, number: int) -> JSONObject:
         return self._object("GET", f"{self._repo_path}/pulls/{number}")
 
-    def create_pull(self, title: str, body: str, head: str, base: str, draft: bool = False) -> JSONObject:
+    def create_pull(
+        self, title: str, body: str, head: str, base: str, draft: bool = False
+    ) -> JSONObject:
         check_body(body, "pull request body")
         payload = {"title": title, "body": body, "head": head, "base": base, "draft": draft}
         return self._object("POST", f"{self._repo_path}/pulls", payload)
 
     def update_pull(
-        self, number: int, title: str | None = None, body: str | None = None, state: str | None = None
+        self,
+        number: int,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,
     ) -> JSONObject:
         """Change a pull request's title, body or state (``open`` | ``closed``)."""
         payload = _changes(title=title, body=body, state=state, what=f"pull request #{number}")
@@ -184,12 +197,16 @@ class Forge(ApiClient):
         """Add labels to an issue or pull request; returns all its labels."""
         if isinstance(labels, str):
             raise TypeError("labels must be a sequence of names, not one string")
-        result = self._request("POST", f"{self._repo_path}/issues/{number}/labels", {"labels": list(labels)})
+        result = self._request(
+            "POST", f"{self._repo_path}/issues/{number}/labels", {"labels": list(labels)}
+        )
         return json_objects(result, f"POST {self._repo_path}/issues/{number}/labels")
 
     def pulls_of_commit(self, sha: str) -> list[JSONObject]:
         """The pull requests associated with commit ``sha`` (the merged one of a merge commit)."""
-        return list(self._paginate(f"{self._repo_path}/commits/{urllib.parse.quote(sha, safe='')}/pulls"))
+        return list(
+            self._paginate(f"{self._repo_path}/commits/{urllib.parse.quote(sha, safe='')}/pulls")
+        )
 
     # -- actions --------------------------------------------------------------
 
@@ -198,7 +215,10 @@ class Forge(ApiClient):
         name such as ``apply.yml``) on ``branch``, or None."""
         path = f"{self._repo_path}/actions/workflows/{urllib.parse.quote(workflow, safe='')}/runs"
         result = self._request(
-            "GET", path + "?" + urllib.parse.urlencode({"branch": branch, "status": "success", "per_page": 1})
+            "GET",
+            path
+            + "?"
+            + urllib.parse.urlencode({"branch": branch, "status": "success", "per_page": 1}),
         )
         runs = result.get("workflow_runs") if isinstance(result, dict) else None
         if not runs or not isinstance(runs[0], dict):
@@ -222,7 +242,10 @@ class Forge(ApiClient):
         for issue in self._paginate(f"{self._repo_path}/issues", query):
             if "pull_request" in issue:
                 continue
-            if marker_or_title in (issue.get("body") or "") or issue.get("title") == marker_or_title:
+            if (
+                marker_or_title in (issue.get("body") or "")
+                or issue.get("title") == marker_or_title
+            ):
                 return issue
         return None
 
@@ -239,12 +262,15 @@ class Forge(ApiClient):
         return self._object("POST", f"{self._repo_path}/issues", payload)
 
     def update_issue(
-        self, number: int, title: str | None = None, body: str | None = None, state: str | None = None
+        self,
+        number: int,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,
     ) -> JSONObject:
         """Change an issue's title, body or state (``open`` | ``closed``)."""
         payload = _changes(title=title, body=body, state=state, what=f"issue #{number}")
         return self._object("PATCH", f"{self._repo_path}/issues/{number}", payload)
-
 
 
 # -- module-level convenience ------------------------------------------------
@@ -308,9 +334,13 @@ def pr_number_from_env(environ: Mapping[str, str] | None = None) -> int | None:
         with open(event_path, encoding="utf-8") as fh:
             event = json.load(fh)
     except OSError as exc:
-        raise ToolingError(f"GITHUB_EVENT_PATH names {event_path}, which cannot be read: {exc.strerror}") from exc
+        raise ToolingError(
+            f"GITHUB_EVENT_PATH names {event_path}, which cannot be read: {exc.strerror}"
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise ToolingError(f"GITHUB_EVENT_PATH names {event_path}, which is not JSON: {exc}") from exc
+        raise ToolingError(
+            f"GITHUB_EVENT_PATH names {event_path}, which is not JSON: {exc}"
+        ) from exc
     if not isinstance(event, dict):
         return None
     number: object = None
@@ -320,14 +350,14 @@ def pr_number_from_env(environ: Mapping[str, str] | None = None) -> int | None:
         number = pull.get("number")
     elif isinstance(issue, dict) and issue.get("pull_request"):
         number = issue.get("number")
-    return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
-
+    return (
+        number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
+    )
 
 
 def _check_state(state: str, allowed: Sequence[str]) -> None:
     if state not in allowed:
         raise ToolingError(f"state must be one of {', '.join(allowed)}; got {state!r}", code=2)
-
 
 
 def _changes(*, title: str | None, body: str | None, state: str | None, what: str) -> JSONObject:
@@ -343,4 +373,3 @@ def _changes(*, title: str | None, body: str | None, state: str | None, what: st
     if not payload:
         raise ValueError(f"nothing to update on {what}: pass title, body or state")
     return payload
-

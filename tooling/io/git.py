@@ -21,7 +21,11 @@ from tooling.model.repo import LIVE_DIR, Change, GitTree
 
 def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Our environment without the GIT_* variables a hook or worktree may have set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
+    }
     env.update(extra or {})
     return env
 
@@ -44,7 +48,9 @@ def out(repo: Path, *args: str) -> str:
 
 def commit_sha(repo: Path, rev: str) -> str | None:
     """The commit ``rev`` names, or None when it names none (no error)."""
-    result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1, 128))
+    result = git(
+        repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
+    )
     sha = result.stdout.strip()
     return sha if result.returncode == 0 and sha else None
 
@@ -156,7 +162,9 @@ def rev_parse(repo: Path, rev: str) -> str:
     result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1))
     sha = result.stdout.strip()
     if result.returncode != 0 or not sha:
-        raise ToolingError(f"unknown revision {rev!r}: fetch it (git fetch origin {rev}) or name another with --base/--head")
+        raise ToolingError(
+            f"unknown revision {rev!r}: fetch it (git fetch origin {rev}) or name another with --base/--head"
+        )
     return sha
 
 
@@ -176,17 +184,24 @@ def changed(repo: Path, base: str, head: str) -> list[Change]:
 
 
 def uncommitted(repo: Path) -> list[Change]:
-    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames").stdout
+    out = git(
+        repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+    ).stdout
     return parse_porcelain_paths(out)
 
 
 def default_branch(repo: Path) -> str:
     """origin's HEAD branch when known, else main/master, whichever exists."""
-    result = git(repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", ok_codes=(0, 1, 128))
+    result = git(
+        repo, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", ok_codes=(0, 1, 128)
+    )
     if result.returncode == 0 and result.stdout.strip():
         return result.stdout.strip()
     for candidate in ("origin/main", "main", "origin/master", "master"):
-        if git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1)).returncode == 0:
+        if (
+            git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1)).returncode
+            == 0
+        ):
             return candidate
     raise ToolingError("cannot find the default branch: pass --base REF")
 
@@ -234,7 +249,14 @@ def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
     for rev in (base, head):
         if rev.startswith("-"):
             raise ToolingError(f"{rev!r} is not a revision", code=2)
-    result = git(repo, "rev-parse", f"{base}^{{commit}}", f"{head}^{{commit}}", f"{head}^{{tree}}", ok_codes=(0, 128))
+    result = git(
+        repo,
+        "rev-parse",
+        f"{base}^{{commit}}",
+        f"{head}^{{commit}}",
+        f"{head}^{{tree}}",
+        ok_codes=(0, 128),
+    )
     shas = result.stdout.split()
     if result.returncode == 0 and len(shas) == 3 and all(len(s) == 40 for s in shas):
         return shas[0], shas[1], shas[2]
@@ -253,7 +275,9 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
         check=False,
     )
     if completed.returncode != 0:
-        raise ToolingError(f"git cat-file failed: {completed.stderr.decode(errors='replace').strip()}")
+        raise ToolingError(
+            f"git cat-file failed: {completed.stderr.decode(errors='replace').strip()}"
+        )
     data = completed.stdout
     out: dict[str, bytes] = {}
     pos = 0

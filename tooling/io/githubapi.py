@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from tooling import __version__
 from tooling.errors import ToolingError
+from tooling.io import outdir
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -112,14 +113,18 @@ class ApiClient:
     def _object(self, method: str, path: str, payload: JSONObject | None = None) -> JSONObject:
         result = self._request(method, path, payload)
         if not isinstance(result, dict):
-            raise ToolingError(f"GitHub API {method} {path}: expected a JSON object, got {type(result).__name__}")
+            raise ToolingError(
+                f"GitHub API {method} {path}: expected a JSON object, got {type(result).__name__}"
+            )
         return result
 
     def _request(self, method: str, path: str, payload: JSONObject | None = None) -> Any:
         result, _ = self._send(method, self._url(path), payload)
         return result
 
-    def _paginate(self, path: str, query: Mapping[str, str | int] | None = None) -> Iterator[JSONObject]:
+    def _paginate(
+        self, path: str, query: Mapping[str, str | int] | None = None
+    ) -> Iterator[JSONObject]:
         """Every item of a list endpoint, following ``Link: rel="next"``."""
         url: str | None = self._url(path, {**(query or {}), "per_page": PER_PAGE})
         while url is not None:
@@ -132,12 +137,16 @@ class ApiClient:
                     "refusing to send the token there (check GITHUB_API_URL)"
                 )
 
-    def _send(self, method: str, url: str, payload: JSONObject | None) -> tuple[Any, Mapping[str, str]]:
+    def _send(
+        self, method: str, url: str, payload: JSONObject | None
+    ) -> tuple[Any, Mapping[str, str]]:
         """One request (and at most one retry); returns the decoded JSON and the
         response headers with lower-case names."""
         shown = self._shown(url)
         data = None
         if payload is not None:
+            # nothing posted to GitHub carries a secret: the one redaction step
+            payload = {k: outdir.redact(v) if isinstance(v, str) else v for k, v in payload.items()}
             body = payload.get("body")
             if isinstance(body, str):
                 check_body(body, f"{method} {shown} body")
@@ -162,7 +171,9 @@ class ApiClient:
                 if wait is not None:
                     time.sleep(wait)
                     continue
-                raise ToolingError(self._redact(_http_message(method, shown, err.code, raw))) from None
+                raise ToolingError(
+                    self._redact(_http_message(method, shown, err.code, raw))
+                ) from None
             except (OSError, http.client.HTTPException) as exc:
                 reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
                 raise ToolingError(
@@ -235,14 +246,12 @@ def _check_api_url(api_url: str) -> str:
     return api_url.strip().rstrip("/")
 
 
-
 def check_body(body: str, what: str) -> None:
     if len(body) > MAX_BODY:
         raise ToolingError(
             f"{what} is {len(body):,} characters; GitHub accepts at most {MAX_BODY:,}. "
             "Shorten it (link to the full text, e.g. a workflow artifact) and try again."
         )
-
 
 
 def json_objects(result: Any, what: str) -> list[JSONObject]:
@@ -257,7 +266,9 @@ def _decode(raw: bytes, method: str, shown: str) -> Any:
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ToolingError(f"GitHub API {method} {shown}: the response is not JSON ({exc})") from None
+        raise ToolingError(
+            f"GitHub API {method} {shown}: the response is not JSON ({exc})"
+        ) from None
 
 
 def _next_link(header: str) -> str | None:
@@ -316,6 +327,7 @@ def _http_message(method: str, shown: str, status: int, raw: bytes) -> str:
         text += f": {message}"
     if details:
         text += " (" + "; ".join(details) + ")"
-    hint = _HINTS.get(status) or ("GitHub is having trouble; try again later" if status >= 500 else "")
+    hint = _HINTS.get(status) or (
+        "GitHub is having trouble; try again later" if status >= 500 else ""
+    )
     return f"{text}. {hint[:1].upper()}{hint[1:]}." if hint else text
-

@@ -1,29 +1,376 @@
-"""Report folders (`--out DIR`) are emptied before a run: never one that holds anything else."""
+"""The one report writer: a guarded folder, atomic writes, redaction, the job summary.
+
+Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``,
+``app-plan``, ``app-apply``) goes through :class:`ReportDir`:
+
+- **guarded**: before anything is deleted, the folder is checked at every depth
+  against what this kind of report writes (a :class:`Layout`); a folder holding
+  anything else, the repository, one of its parents, the home folder or ``/``
+  is refused;
+- **emptied late**: :meth:`ReportDir.reset` is called by the command only after
+  parsing and preflight succeeded, so a run that fails early keeps the previous
+  report;
+- **locked**: an OS file lock (``flock``) inside the folder, held for the whole
+  run: a second run into the same folder refuses while the first runs. The
+  lock dies with its process, so a killed run never leaves it stuck;
+- **atomic**: every file is written to a temporary name and renamed;
+- **redacted**: every text passes through the process's redaction step
+  (:mod:`tooling.commands.secrets`: secret environment variables, and the
+  sensitive values a run learns);
+- **job summary**: :meth:`ReportDir.job_summary` appends to
+  ``$GITHUB_STEP_SUMMARY``, redacted too.
+
+The same step guards the tooling's own stdout and stderr (:func:`guard_streams`).
+"""
 
 from __future__ import annotations
 
+import fcntl
+import io
+import json
+import os
 import shutil
-from collections.abc import Collection
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
-from tooling.errors import UsageError
+from tooling.errors import ToolingError, UsageError
+
+LOCK_NAME = ".report.lock"
 
 
-def reset(out_dir: Path, root: Path, expected: Collection[str], what: str) -> None:
-    """Empty ``out_dir`` (or create it) for a new ``what`` report.
+# --------------------------------------------------------------------------- redaction, process-wide
 
-    Refuses, before deleting anything, a path that is not a folder, the
-    repository or one of its parents, or a folder holding entries a ``what``
-    report never writes: a mistyped ``--out`` must not delete someone's files.
+_hook_lock = threading.Lock()
+_redact_hook: Callable[[str], str] | None = None
+
+
+def install_redactor(hook: Callable[[str], str]) -> None:
+    """Set the redaction step (built from :mod:`tooling.core.redact` by the command
+    layer, :mod:`tooling.commands.secrets`) that every text written here passes through."""
+    global _redact_hook
+    with _hook_lock:
+        _redact_hook = hook
+
+
+def redact(text: str) -> str:
+    """``text`` through the installed redaction step.
+
+    Fails closed: without one, nothing is written or posted.
     """
-    if out_dir.exists():
-        if not out_dir.is_dir() or out_dir == root or root.is_relative_to(out_dir):
-            raise UsageError(f"--out {out_dir}: not a folder for the {what}; name a new or empty folder")
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in expected)
-        if foreign:
+    hook = _redact_hook
+    if hook is None:
+        raise ToolingError("internal error: no redaction step installed; nothing was written")
+    return hook(text)
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts every write before passing it on."""
+
+    def __init__(self, inner: TextIO) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
+
+
+@contextmanager
+def guard_streams() -> Iterator[None]:
+    """Redact the tooling's own stdout and stderr for the duration of a command."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = RedactingStream(saved[0])
+    sys.stderr = RedactingStream(saved[1])
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
+# --------------------------------------------------------------------------- atomic, redacted writes
+
+
+def write_text(path: Path, text: str, *, raw: bool = False) -> Path:
+    """Write ``text`` (redacted unless ``raw``) to ``path`` atomically: a temporary
+    file beside it, then a rename. A crash leaves the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text if raw else redact(text)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """``data`` as indented JSON, redacted, written atomically."""
+    return write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append redacted ``text`` to a log file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(redact(text))
+
+
+def job_summary(markdown: str) -> None:
+    """Append ``markdown`` (redacted) to the GitHub Actions job summary, when there is one."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(redact(markdown).rstrip("\n") + "\n\n")
+
+
+# --------------------------------------------------------------------------- the guarded folder
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one kind of report writes: top-level files, and folders of per-unit
+    folders (any depth: unit paths have several parts) holding only ``unit_files``."""
+
+    what: str
+    files: frozenset[str]
+    unit_dirs: frozenset[str] = frozenset()
+    unit_files: frozenset[str] = field(default_factory=frozenset)
+
+    def allows_file(self, rel: Path) -> bool:
+        name = rel.name
+        if name == LOCK_NAME and len(rel.parts) == 1:
+            return True
+        if _is_temp_of(name, self.files | self.unit_files):
+            return True
+        if len(rel.parts) == 1:
+            return name in self.files
+        return rel.parts[0] in self.unit_dirs and name in self.unit_files
+
+    def allows_dir(self, rel: Path) -> bool:
+        return rel.parts[0] in self.unit_dirs
+
+
+def _is_temp_of(name: str, names: Iterable[str]) -> bool:
+    """``NAME.tmp`` (older writers) or ``.NAME.<random>.tmp`` (:func:`write_text`)."""
+    return name.endswith(".tmp") and any(
+        name == f"{n}.tmp" or name.startswith(f".{n}.") for n in names
+    )
+
+
+def foreign_entries(folder: Path, layout: Layout, limit: int = 4) -> list[str]:
+    """Entries under ``folder`` (at any depth) that a ``layout`` report never writes.
+
+    Symbolic links are always foreign: emptying the folder must never follow one.
+    """
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        for name in sorted(dirnames):
+            full = here / name
+            rel = full.relative_to(folder)
+            if full.is_symlink() or not layout.allows_dir(rel):
+                found.append(rel.as_posix() + ("" if full.is_symlink() else "/"))
+                dirnames.remove(name)
+        for name in sorted(filenames):
+            full = here / name
+            rel = full.relative_to(folder)
+            if full.is_symlink() or not layout.allows_file(rel):
+                found.append(rel.as_posix())
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def protected_reason(folder: Path, root: Path) -> str | None:
+    """Why ``folder`` may never be a report folder (None: it may)."""
+    folder = folder.resolve()
+    root = root.resolve()
+    home = Path.home().resolve()
+    if folder == Path(folder.anchor):
+        return "it is the file system's root"
+    if folder == root:
+        return "it is the repository"
+    if root.is_relative_to(folder):
+        return "it holds the repository"
+    if home.is_relative_to(folder):
+        return "it is the home folder" if folder == home else "it holds the home folder"
+    if (folder / ".git").exists():
+        return "it is a git working copy"
+    return None
+
+
+class ReportDir:
+    """One report folder for the duration of a run: checked, locked, written safely.
+
+    Use as a context manager::
+
+        with ReportDir.claim(out, PLAN_LAYOUT, root=ws.root) as report:
+            ...parse, preflight...
+            report.reset()          # only now is the old report removed
+            report.write_json("summary.json", doc)
+    """
+
+    def __init__(self, path: Path, layout: Layout, root: Path) -> None:
+        self.path = path.resolve()
+        self.layout = layout
+        self.root = root
+        self._lock_fh: TextIO | None = None
+
+    # -- claiming
+    @classmethod
+    def claim(cls, path: Path, layout: Layout, *, root: Path) -> ReportDir:
+        """Check ``path`` (nothing deleted yet), create it if missing, and take its lock."""
+        report = cls(path, layout, root)
+        report.check()
+        report.path.mkdir(parents=True, exist_ok=True)
+        report._lock()
+        report.check()  # again under the lock: another run may have written meanwhile
+        return report
+
+    @classmethod
+    def existing(cls, path: Path, layout: Layout, *, root: Path) -> ReportDir:
+        """Lock an existing report folder to add to it (apply writes into its plans folder)."""
+        report = cls(path, layout, root)
+        if not report.path.is_dir():
+            raise ToolingError(f"{path}: no such folder")
+        report._lock()
+        return report
+
+    def check(self) -> None:
+        flag = "--out"
+        if self.path.exists() and not self.path.is_dir():
             raise UsageError(
-                f"--out {out_dir} holds {', '.join(foreign[:3])}{' …' if len(foreign) > 3 else ''}, "
-                f"which a {what} does not: it would be deleted. Name a new or empty folder."
+                f"{flag} {self.path}: not a folder; name a new or empty folder for the {self.layout.what}"
             )
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+        why = protected_reason(self.path, self.root)
+        if why:
+            raise UsageError(
+                f"{flag} {self.path}: {why}; name a new or empty folder for the {self.layout.what}"
+            )
+        if self.path.is_dir():
+            foreign = foreign_entries(self.path, self.layout)
+            if foreign:
+                shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
+                raise UsageError(
+                    f"{flag} {self.path} holds {shown}, which a {self.layout.what} does not write: "
+                    "emptying the folder would delete it. Name a new or empty folder."
+                )
+
+    def _lock(self) -> None:
+        lock_path = self.path / LOCK_NAME
+        fh = lock_path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise ToolingError(
+                f"{self.path}: another run is writing to this folder ({holder}). "
+                "Wait for it to finish, or name another folder."
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}\n")
+        fh.flush()
+        self._lock_fh = fh
+
+    def close(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    def __enter__(self) -> ReportDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- emptying
+    def reset(self) -> None:
+        """Empty the folder for a new report (keeping the lock). Checked once more first."""
+        if self._lock_fh is None:
+            raise ToolingError(f"{self.path}: reset without the folder's lock")
+        self.check()
+        for entry in self.path.iterdir():
+            if entry.name == LOCK_NAME:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+    # -- writing
+    def file(self, rel: str | Path) -> Path:
+        return self.path / rel
+
+    def write_text(self, rel: str | Path, text: str) -> Path:
+        return write_text(self.path / rel, text)
+
+    def write_json(self, rel: str | Path, data: Any) -> Path:
+        return write_json(self.path / rel, data)
+
+    def append(self, rel: str | Path, text: str) -> None:
+        append_text(self.path / rel, text)
+
+    def job_summary(self, markdown: str) -> None:
+        job_summary(markdown)
+
+
+#: `invoke plan --out DIR` (and `invoke apply` after it, and `invoke app-plan`/`app-apply`)
+PLAN_LAYOUT = Layout(
+    "plan report",
+    frozenset({"summary.json", "comment.md", "apply.json", "apply.md"}),
+    frozenset({"units", "cascade"}),
+    frozenset({"plan.tfplan", "plan.txt", "plan.log", "apply.log"}),
+)
+
+#: `invoke drift --out DIR`
+DRIFT_LAYOUT = Layout(
+    "drift report",
+    frozenset({"drift.json", "drift.md"}),
+    frozenset({"units"}),
+    frozenset({"plan.tfplan", "plan.txt", "plan.log"}),
+)
+
+
+def reset(out_dir: Path, root: Path, expected: Iterable[str], what: str) -> None:
+    """Empty ``out_dir`` for a new report, refusing what :class:`ReportDir` refuses.
+
+    Kept for callers that do not hold the folder for a whole run; new code uses
+    :class:`ReportDir` (the lock, and emptying only after preflight).
+    """
+    names = frozenset(expected)
+    layout = DRIFT_LAYOUT if "drift.json" in names else PLAN_LAYOUT
+    layout = Layout(
+        what, layout.files | {n for n in names if "." in n}, layout.unit_dirs, layout.unit_files
+    )
+    with ReportDir.claim(out_dir, layout, root=root) as report:
+        report.reset()

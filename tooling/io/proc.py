@@ -35,7 +35,9 @@ class CalledProcessError(ToolingError):
     def __init__(self, result: Result, cwd: Path | None) -> None:
         self.result = result
         where = f" (in {cwd})" if cwd else ""
-        parts = [f"command failed with exit code {result.returncode}{where}: {shlex.join(result.args)}"]
+        parts = [
+            f"command failed with exit code {result.returncode}{where}: {shlex.join(result.args)}"
+        ]
         if result.stdout.strip():
             parts.append("stdout:\n" + _tail(result.stdout))
         if result.stderr.strip():
@@ -127,11 +129,19 @@ def stream(
         _echo(argv)
     try:
         child = subprocess.Popen(
-            argv, cwd=cwd, env=child_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, errors="replace",
+            argv,
+            cwd=cwd,
+            env=child_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
         )
     except FileNotFoundError as exc:
-        raise ToolingError(f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again.") from exc
+        raise ToolingError(
+            f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
+        ) from exc
     failure: list[BaseException] = []
 
     def pump(name: str, pipe: IO[str]) -> None:
@@ -190,11 +200,18 @@ def run_forwarding_signals(
         _echo(argv)
     try:
         child = subprocess.Popen(
-            argv, cwd=cwd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True,
+            argv,
+            cwd=cwd,
+            env=child_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
         )
     except FileNotFoundError as exc:
-        raise ToolingError(f"{argv[0]}: program not found. Run `invoke setup` and try again.") from exc
+        raise ToolingError(
+            f"{argv[0]}: program not found. Run `invoke setup` and try again."
+        ) from exc
     interrupted = False
 
     def forward(signum: int, frame: object) -> None:
@@ -204,7 +221,8 @@ def run_forwarding_signals(
             print(
                 f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
                 "(waiting for OpenTofu to save state and release the lock)...",
-                file=sys.stderr, flush=True,
+                file=sys.stderr,
+                flush=True,
             )
             child.send_signal(signal.SIGINT)
 

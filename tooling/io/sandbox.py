@@ -47,7 +47,9 @@ def releases(repo_dir: Path) -> list[Release]:
             continue
         tag, sep, message = line.partition("\t")
         if not sep or not (repo_dir / tag).is_dir():
-            raise ToolingError(f"{path}:{lineno}: expected '<tag><TAB><message>' with a folder {tag}/")
+            raise ToolingError(
+                f"{path}:{lineno}: expected '<tag><TAB><message>' with a folder {tag}/"
+            )
         out.append(Release(tag, message.strip()))
     return out
 
@@ -93,7 +95,14 @@ def build_repo(src: Path, dest: Path, tags: Iterable[Release] | None = None) -> 
         # then miss the change.
         (dest / ".git" / "index").unlink(missing_ok=True)
         _git(dest, "add", "--all")
-        _git(dest, "commit", "--quiet", "--allow-empty", "-m", f"release {release.tag}\n\n{release.message}")
+        _git(
+            dest,
+            "commit",
+            "--quiet",
+            "--allow-empty",
+            "-m",
+            f"release {release.tag}\n\n{release.message}",
+        )
         _git(dest, "tag", "-a", release.tag, "-m", release.message)
 
 

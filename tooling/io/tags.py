@@ -92,9 +92,6 @@ def parse_ls_remote(text: str) -> dict[str, Tag]:
     }
 
 
-
-
-
 def ls_remote_args(url: str) -> list[str]:
     """``git ls-remote --tags URL`` (its arguments): every tag, annotated ones with their peeled line."""
     return ["ls-remote", "--tags", url]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.io import proc
+from tooling.io import outdir, proc
 
 _COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
 
@@ -65,11 +66,30 @@ def run_all_plan_args(
     lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
     selection = [arg for query in filters for arg in ("--filter", query)]
     args = [
-        "terragrunt", "run", "--all", "--non-interactive", "--no-color", "--log-format", "json",
-        "--log-level", "debug", "--parallelism", str(max(1, parallelism)), *selection,
-        "--no-filters-file", "--out-dir", str(out_dir), "--report-file", str(report_file),
-        "--report-format", "json", "--summary-disable",
-        "--", "plan", "-input=false", lock_arg,
+        "terragrunt",
+        "run",
+        "--all",
+        "--non-interactive",
+        "--no-color",
+        "--log-format",
+        "json",
+        "--log-level",
+        "debug",
+        "--parallelism",
+        str(max(1, parallelism)),
+        *selection,
+        "--no-filters-file",
+        "--out-dir",
+        str(out_dir),
+        "--report-file",
+        str(report_file),
+        "--report-format",
+        "json",
+        "--summary-disable",
+        "--",
+        "plan",
+        "-input=false",
+        lock_arg,
     ]
     if destroy:
         args.append("-destroy")
@@ -109,7 +129,11 @@ def work_dir(download_dir: Path, unit_file: Path) -> Path:
     if not candidates:
         raise ToolingError(f"no initialised working directory under {download_dir}")
     wanted = unit_file.read_bytes()
-    own = [c for c in candidates if (c / "terragrunt.hcl").is_file() and (c / "terragrunt.hcl").read_bytes() == wanted]
+    own = [
+        c
+        for c in candidates
+        if (c / "terragrunt.hcl").is_file() and (c / "terragrunt.hcl").read_bytes() == wanted
+    ]
     return max(own or candidates, key=lambda p: (p / ".terraform").stat().st_mtime_ns)
 
 
@@ -148,8 +172,9 @@ def run(args: list[str], unit_dir: Path, env: Mapping[str, str], log: Path | Non
     """Run a terragrunt command in ``unit_dir``; keep its output in ``log`` when given."""
     result = proc.run(args, cwd=unit_dir, env=env, ok_codes=range(0, 256))
     if log is not None:
-        with log.open("a") as fh:
-            fh.write(f"$ {' '.join(args)}\n{result.stdout}{result.stderr}\n[exit {result.returncode}]\n")
+        outdir.append_text(
+            log, f"$ {' '.join(args)}\n{result.stdout}{result.stderr}\n[exit {result.returncode}]\n"
+        )
     return Run(result.returncode, result.stdout, result.stderr)
 
 
@@ -165,13 +190,52 @@ def plan_json(args: list[str], cwd: Path, env: Mapping[str, str]) -> dict[str, A
     """
     shown = run(args, cwd, env)
     if shown.returncode != 0:
-        raise ToolingError(f"`{' '.join(args[:1] + args[-3:-1])}` failed: {error_summary(shown.stderr or shown.stdout)}")
+        raise ToolingError(
+            f"`{' '.join(args[:1] + args[-3:-1])}` failed: {error_summary(shown.stderr or shown.stdout)}"
+        )
     text = shown.stdout
     try:
-        data: dict[str, Any] = json.loads(text[text.find("{"):])
+        data: dict[str, Any] = json.loads(text[text.find("{") :])
     except ValueError as exc:
         raise ToolingError(f"`show -json` printed no JSON plan: {exc}") from None
     return data
+
+
+def outputs_json(unit_dir: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """A unit's outputs as ``tofu output -json`` gives them (with ``sensitive`` marks).
+
+    Read in Terragrunt's working copy of the unit when there is one (a dependent's
+    plan makes it: Terragrunt reads the outputs there), else through
+    ``terragrunt output -json``. Holds sensitive values in clear: keep in memory.
+    """
+    try:
+        work: Path | None = work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
+    except ToolingError:
+        work = None
+    if work is not None:
+        args, cwd = ["tofu", "output", "-json"], work
+    else:
+        args, cwd = ["terragrunt", *_COMMON, "output", "-json"], unit_dir
+    ran = run(args, cwd, env)
+    if ran.returncode != 0:
+        raise ToolingError(
+            f"cannot read the outputs of {unit_dir.name}: {error_summary(ran.stderr or ran.stdout)}"
+        )
+    text = ran.stdout
+    start = text.find("{")
+    try:
+        data: dict[str, Any] = json.loads(text[start:]) if start >= 0 else {}
+    except ValueError as exc:
+        raise ToolingError(f"`output -json` of {unit_dir.name} printed no JSON: {exc}") from None
+    return data
+
+
+_LOCK_FALSE_ADVICE = re.compile(r"[^\n.]*-lock=false[^\n]*(\n[^\n]*not recommended\.)?")
+
+
+def drop_lock_false_advice(text: str) -> str:
+    """OpenTofu's lock error ends with advice to disable locking: never repeat it."""
+    return _LOCK_FALSE_ADVICE.sub("", text)
 
 
 def error_summary(text: str, limit: int = 1200) -> str:
@@ -185,5 +249,8 @@ def error_summary(text: str, limit: int = 1200) -> str:
             capture = True
         if capture and stripped:
             picked.append(stripped)
-    summary = "\n".join(picked) if picked else "\n".join(line for line in lines[-15:] if line.strip())
+    summary = (
+        "\n".join(picked) if picked else "\n".join(line for line in lines[-15:] if line.strip())
+    )
+    summary = drop_lock_false_advice(summary).strip()
     return summary[:limit] + (" ..." if len(summary) > limit else "")

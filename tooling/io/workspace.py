@@ -29,7 +29,9 @@ def read_layout(root: Path) -> Layout:
 def is_root(candidate: Path) -> bool:
     """Whether ``candidate`` holds the root file and the live folder(s) its layout names."""
     layout = read_layout(candidate) if (candidate / "policy.toml").is_file() else Layout()
-    return (candidate / layout.root_file).is_file() and all((candidate / d).is_dir() for d in layout.live)
+    return (candidate / layout.root_file).is_file() and all(
+        (candidate / d).is_dir() for d in layout.live
+    )
 
 
 def find_root(start: Path | None = None) -> Path:

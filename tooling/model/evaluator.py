@@ -218,7 +218,9 @@ class UnitEvaluator:
                 raise ToolingError(f"{config.path}:{line}: include {name!r} has no path")
             target = self.eval(path_entry[0], config)
             if not isinstance(target, str):
-                raise ToolingError(f"{config.path}:{line}: cannot work out the path of include {name!r}")
+                raise ToolingError(
+                    f"{config.path}:{line}: cannot work out the path of include {name!r}"
+                )
             rel = self.rel(target, config.scope.dir)
             if not self.loader.tree.exists(rel):
                 raise ToolingError(
@@ -351,7 +353,11 @@ class UnitEvaluator:
             inc = file.scope.includes.get(name)
             if inc is None:
                 return UNKNOWN
-            return {"locals": self.all_locals(inc), "inputs": UNKNOWN, "dependency": self.dependency_paths(inc)}
+            return {
+                "locals": self.all_locals(inc),
+                "inputs": UNKNOWN,
+                "dependency": self.dependency_paths(inc),
+            }
         if root == "feature":
             return self.feature(file, name)
         if root == "values":
@@ -376,7 +382,8 @@ class UnitEvaluator:
                 # in the unit's own folder: the folder rule covers it (Terragrunt does not list it)
                 values_file = self.loader.file(path, Scope(path))
                 self._values = {
-                    name: self.eval(entry[0], values_file) for name, entry in values_file.body["a"].items()
+                    name: self.eval(entry[0], values_file)
+                    for name, entry in values_file.body["a"].items()
                 }
         return self._values
 
@@ -430,4 +437,11 @@ def _glob_match(path: str, pattern: str) -> bool:
     )
 
 
-__all__ = ["DEFAULT_PARENT_FILE", "UNIT_FILE", "VALUES_FILE", "ConfigFile", "Scope", "UnitEvaluator"]
+__all__ = [
+    "DEFAULT_PARENT_FILE",
+    "UNIT_FILE",
+    "VALUES_FILE",
+    "ConfigFile",
+    "Scope",
+    "UnitEvaluator",
+]

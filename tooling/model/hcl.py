@@ -75,7 +75,9 @@ def _calls_query() -> Any:
         import tree_sitter_hcl
 
         _CALLS = tree_sitter.QueryCursor(
-            tree_sitter.Query(tree_sitter.Language(tree_sitter_hcl.language()), "(function_call) @call")
+            tree_sitter.Query(
+                tree_sitter.Language(tree_sitter_hcl.language()), "(function_call) @call"
+            )
         )
     return _CALLS
 
@@ -117,7 +119,9 @@ def _first_error(node: Any) -> tuple[int, int, str]:
         if current.type == "ERROR" or current.is_missing:
             what = f"missing {current.type}" if current.is_missing else "unexpected input"
             return current.start_point[0] + 1, current.start_point[1] + 1, what
-        stack[0:0] = [c for c in current.children if c.has_error or c.is_missing or c.type == "ERROR"]
+        stack[0:0] = [
+            c for c in current.children if c.has_error or c.is_missing or c.type == "ERROR"
+        ]
     return node.start_point[0] + 1, node.start_point[1] + 1, "unexpected input"
 
 
@@ -166,7 +170,13 @@ class _Converter:
                 inner: Body = {"a": {}, "b": []}
                 for kid in kids[1:]:
                     if kid.type == "string_lit":
-                        labels.append("".join(self.text(t) for t in kid.named_children if t.type == "template_literal"))
+                        labels.append(
+                            "".join(
+                                self.text(t)
+                                for t in kid.named_children
+                                if t.type == "template_literal"
+                            )
+                        )
                     elif kid.type == "identifier":
                         labels.append(self.text(kid))
                     elif kid.type == "body":
@@ -224,7 +234,14 @@ class _Converter:
         if t == "literal_value":
             lit = kids[0]
             if lit.type == "string_lit":
-                return ("lit", _unescape("".join(self.text(c) for c in lit.named_children if c.type == "template_literal")))
+                return (
+                    "lit",
+                    _unescape(
+                        "".join(
+                            self.text(c) for c in lit.named_children if c.type == "template_literal"
+                        )
+                    ),
+                )
             if lit.type == "numeric_lit":
                 raw = self.text(lit)
                 return ("lit", float(raw) if any(c in raw for c in ".eE") else int(raw))
@@ -245,7 +262,10 @@ class _Converter:
         if t == "collection_value":
             coll = kids[0]
             if coll.type == "tuple":
-                return ("tup", [self.expr(e) for e in coll.named_children if e.type == "expression"])
+                return (
+                    "tup",
+                    [self.expr(e) for e in coll.named_children if e.type == "expression"],
+                )
             elems = []
             for elem in coll.named_children:
                 if elem.type == "object_elem":
@@ -263,7 +283,9 @@ class _Converter:
         if t == "operation" and kids and kids[0].type == "binary_operation":
             op_node = kids[0]
             left, right = op_node.named_children[0], op_node.named_children[-1]
-            op = self.text(op_node)[left.end_byte - op_node.start_byte : right.start_byte - op_node.start_byte].strip()
+            op = self.text(op_node)[
+                left.end_byte - op_node.start_byte : right.start_byte - op_node.start_byte
+            ].strip()
             return ("bin", op, self.term(left), self.term(right))
         return ("unknown", node.start_point[0] + 1)
 
@@ -276,11 +298,15 @@ class _Converter:
         for kid in node.named_children:
             if kid.type == "for_intro":
                 names = [self.text(c) for c in kid.named_children if c.type == "identifier"]
-                coll = next((self.expr(c) for c in kid.named_children if c.type == "expression"), coll)
+                coll = next(
+                    (self.expr(c) for c in kid.named_children if c.type == "expression"), coll
+                )
             elif kid.type == "expression":
                 exprs.append(self.expr(kid))
             elif kid.type == "for_cond":
-                cond = next((self.expr(c) for c in kid.named_children if c.type == "expression"), None)
+                cond = next(
+                    (self.expr(c) for c in kid.named_children if c.type == "expression"), None
+                )
         key = exprs[0] if node.type == "for_object_expr" and len(exprs) > 1 else None
         value = exprs[-1] if exprs else ("unknown", node.start_point[0] + 1)
         return ("for", names, coll, key, value, cond)

@@ -34,14 +34,18 @@ def layout_from(policy: Mapping[str, Any], where: str = "policy.toml") -> Layout
     if isinstance(live, str):
         live = [live]
     if not isinstance(live, list) or not live or not all(isinstance(x, str) and x for x in live):
-        raise ToolingError(f"{where}: [layout] live must be a folder or a list of folders, e.g. [\"live\"]")
+        raise ToolingError(
+            f'{where}: [layout] live must be a folder or a list of folders, e.g. ["live"]'
+        )
     folders = []
     for folder in live:
         clean = folder.strip("/") or "."
         if clean.startswith("..") or folder.startswith("/"):
-            raise ToolingError(f"{where}: [layout] live {folder!r} must be a folder inside the repository")
+            raise ToolingError(
+                f"{where}: [layout] live {folder!r} must be a folder inside the repository"
+            )
         folders.append(clean)
     root_file = table.get("root_file", ROOT_FILE)
     if not isinstance(root_file, str) or not root_file or "/" in root_file:
-        raise ToolingError(f"{where}: [layout] root_file must be a file name, e.g. \"root.hcl\"")
+        raise ToolingError(f'{where}: [layout] root_file must be a file name, e.g. "root.hcl"')
     return Layout(tuple(folders), root_file)

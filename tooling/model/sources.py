@@ -52,6 +52,7 @@ def is_commit_sha(ref: str | None) -> bool:
 
 # --------------------------------------------------------------------------- sources
 
+
 @dataclass(frozen=True)
 class ModuleSource:
     """One parsed module source.

@@ -44,6 +44,8 @@ def declared_units(loader: Loader, stack_file: str) -> list[tuple[str, tuple[str
         made_of = [stack_file]
         source = ev.attr(config, inner, "source")
         if isinstance(source, str) and source.startswith(("./", "../", "/")):
-            made_of.append(ev.rel(source.split("//")[0] if "//" in source[3:] else source).rstrip("/") + "/")
+            made_of.append(
+                ev.rel(source.split("//")[0] if "//" in source[3:] else source).rstrip("/") + "/"
+            )
         out.append((norm(f"{folder}/{STACK_DIR}/{path}"), tuple(made_of)))
     return out

@@ -224,7 +224,9 @@ class GitTree:
                 resolved = os.path.normpath(f"{base}/{target}").replace(os.sep, "/")
                 rest = "/".join(parts[depth:])
                 joined = f"{resolved}/{rest}" if rest else resolved
-                return joined if joined.startswith("../") or joined == path else self.realpath(joined)
+                return (
+                    joined if joined.startswith("../") or joined == path else self.realpath(joined)
+                )
         return path
 
     def prefetch(self, paths: Iterable[str]) -> None:

@@ -186,7 +186,9 @@ def changed_lines(old: str, new: str) -> list[int]:
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     if len(a) != len(b):
-        raise ToolingError("an edit changed the number of lines; this is a bug in tooling.core.bump")
+        raise ToolingError(
+            "an edit changed the number of lines; this is a bug in tooling.core.bump"
+        )
     return [i for i, (x, y) in enumerate(zip(a, b, strict=True), 1) if x != y]
 
 

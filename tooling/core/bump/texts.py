@@ -1,5 +1,4 @@
-"""The texts of a bump: pull request title and body, commit message, the outdated report. Pure.
-"""
+"""The texts of a bump: pull request title and body, commit message, the outdated report. Pure."""
 
 from __future__ import annotations
 

@@ -1,0 +1,220 @@
+"""Report folders and secrets end to end: nothing lost, nothing leaked.
+
+Real terragrunt and tofu on local test modules; the GitHub API is the local test server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from infra_fixtures import GIT_ENV, apply_unit, commit_all, git, invoke
+
+pytestmark = pytest.mark.e2e
+
+CANARIES = ("canary-plain-7f3a9", "canary-map-41c2e", "canary-list-9b8d1", "canary-list-2e4f6",
+            "canary-multi-line-one", "canary-multi-line-two")
+
+VAULT_MODULE = """
+output "token" {
+  value     = "canary-plain-7f3a9"
+  sensitive = true
+}
+output "conf" {
+  value     = { user = "admin-user", password = "canary-map-41c2e" }
+  sensitive = true
+}
+output "keys" {
+  value     = ["canary-list-9b8d1", "canary-list-2e4f6"]
+  sensitive = true
+}
+output "pem" {
+  value     = "-----BEGIN KEY-----\\ncanary-multi-line-one\\ncanary-multi-line-two\\n-----END KEY-----\\n"
+  sensitive = true
+}
+output "public" {
+  value = "not-a-secret-endpoint"
+}
+"""
+
+CONSUMER_MODULE = """
+variable "token" { type = string }
+variable "conf" { type = map(string) }
+variable "keys" { type = list(string) }
+variable "pem" { type = string }
+variable "public" { type = string }
+variable "db_password" {
+  type      = string
+  default   = "canary-sensitive-var-5d1"
+  sensitive = true
+}
+resource "terraform_data" "app" {
+  input = { token = var.token, conf = var.conf, keys = var.keys, pem = var.pem, public = var.public }
+}
+output "echo" {
+  value = "${var.token} ${var.conf["password"]}"
+}
+"""
+
+CONSUMER_DEPS = """
+dependency "vault" {
+  config_path = "../vault"
+}
+
+inputs = {
+  token  = dependency.vault.outputs.token
+  conf   = dependency.vault.outputs.conf
+  keys   = dependency.vault.outputs.keys
+  pem    = dependency.vault.outputs.pem
+  public = dependency.vault.outputs.public
+}
+"""
+
+
+def _local_unit(repo: Path, name: str, module: str, extra: str = "") -> None:
+    (repo / "testmods" / name).mkdir(parents=True, exist_ok=True)
+    (repo / "testmods" / name / "main.tf").write_text(module)
+    unit = repo / "live" / "cloud" / name
+    unit.mkdir(parents=True, exist_ok=True)
+    (unit / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{name}"\n}}\n{extra}'
+    )
+
+
+def _leaks(folder: Path, *texts: str) -> list[str]:
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".tfplan"):
+        content = path.read_text(errors="replace")
+        found += [f"{path.relative_to(folder)}: {c}" for c in CANARIES if c in content]
+    for i, text in enumerate(texts):
+        found += [f"text {i}: {c}" for c in CANARIES if c in text]
+    return found
+
+
+# --------------------------------------------------------------------------- the guarded folder
+
+
+def test_app_plan_out_dot_refuses_and_leaves_the_clone_whole(example_repo: Path, tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.tf").write_text('resource "terraform_data" "x" {\n  input = "x"\n}\n')
+    ran = invoke(example_repo, "app-plan", "--app", "sample", "--dir", str(app), "--out", ".")
+    assert ran.returncode == 2, ran.output
+    assert "it is the repository" in ran.stderr
+    assert (example_repo / ".git").is_dir() and (example_repo / "root.hcl").is_file()
+    assert git(example_repo, "status", "--porcelain").strip() == ""
+
+
+def test_plan_out_holding_a_file_deep_inside_units_is_refused_and_nothing_is_deleted(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    (out / "units" / "mine").mkdir()
+    (out / "units" / "mine" / "precious.txt").write_text("keep me")
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
+    assert ran.returncode == 2, ran.output
+    assert "units/mine/precious.txt" in ran.stderr
+    assert (out / "units" / "mine" / "precious.txt").read_text() == "keep me"
+    assert (out / "summary.json").is_file()
+
+
+def test_a_plan_that_fails_to_parse_keeps_the_previous_report(example_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    before = (out / "summary.json").read_text()
+    unit = example_repo / "live" / "cloud" / "dns" / "terragrunt.hcl"
+    unit.write_text("inputs = = {\n" + unit.read_text())
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
+    assert ran.returncode != 0 and "Traceback" not in ran.output, ran.output
+    assert (out / "summary.json").read_text() == before
+    assert (out / "comment.md").is_file() and (out / "units" / "live" / "cloud" / "dns" / "plan.txt").is_file()
+
+
+def test_a_second_plan_into_the_same_folder_refuses_while_the_first_runs(example_repo: Path, tmp_path: Path) -> None:
+    unit = example_repo / "live" / "cloud" / "dns" / "terragrunt.hcl"
+    text = unit.read_text()
+    hook = ('  before_hook "slow" {\n    commands = ["plan"]\n    execute  = ["sleep", "8"]\n  }\n')
+    unit.write_text(text.replace("terraform {\n", "terraform {\n" + hook, 1))
+    commit_all(example_repo, "a slow plan")
+    out = tmp_path / "out"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "invoke", "plan", "--unit", "live/cloud/dns", "--out", str(out)],
+        cwd=example_repo, env={**os.environ, **GIT_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (out / "units").is_dir():
+        assert time.monotonic() < deadline and first.poll() is None, "the first plan never started"
+        time.sleep(0.1)
+    second = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
+    out1, _ = first.communicate(timeout=300)
+    assert second.returncode == 1, second.output
+    assert "another run is writing to this folder" in second.stderr
+    assert first.returncode == 0, out1
+    summary = json.loads((out / "summary.json").read_text())
+    assert [u["status"] for u in summary["units"]] == ["changes"]
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def _vault_and_consumer(repo: Path, tmp_path: Path) -> None:
+    _local_unit(repo, "vault", VAULT_MODULE)
+    _local_unit(repo, "consumer", CONSUMER_MODULE, CONSUMER_DEPS)
+    commit_all(repo, "a unit with sensitive outputs and one that reads them")
+    apply_unit(repo, "live/cloud/vault", tmp_path / "vault-plan")
+
+
+def test_sensitive_dependency_outputs_never_reach_the_report_logs_summary_or_output(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    _vault_and_consumer(example_repo, tmp_path)
+    out = tmp_path / "out"
+    step = tmp_path / "step-summary.md"
+    env = {**os.environ, **GIT_ENV, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step),
+           "TF_VAR_extra_secret": "canary-tfvar-env-88a", "GH_TOKEN": "ghp_canarytoken0000"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "invoke", "plan", "--unit", "live/cloud/consumer", "--out", str(out)],
+        cwd=example_repo, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    plan_text = (out / "units/live/cloud/consumer/plan.txt").read_text()
+    assert "terraform_data.app" in plan_text and "not-a-secret-endpoint" in plan_text  # the plan is still there
+    assert _leaks(out, ran.stderr, step.read_text()) == []
+    assert "canary-tfvar-env-88a" not in step.read_text() + ran.stderr
+    # in GitHub Actions the runner is told to mask them too, line by line
+    for canary in CANARIES:
+        assert f"::add-mask::{canary}" in ran.stdout
+    assert "::add-mask::canary-tfvar-env-88a" in ran.stdout
+    assert "::add-mask::ghp_canarytoken0000" in ran.stdout
+    leftover = "\n".join(line for line in ran.stdout.splitlines() if not line.startswith("::add-mask::"))
+    assert not any(c in leftover for c in CANARIES)
+
+    drift = tmp_path / "drift"
+    ran = invoke(example_repo, "drift", "--out", str(drift))
+    assert "Traceback" not in ran.output
+    assert (drift / "units/live/cloud/consumer/plan.txt").is_file()
+    assert _leaks(drift, ran.output) == []
+
+
+def test_nothing_posted_to_github_carries_a_registered_secret(github_api) -> None:  # type: ignore[no-untyped-def]
+    from tooling.commands import secrets
+    from tooling.io.forge import Forge
+
+    env = github_api.env()
+    number = github_api.state.add_issue("drift", body="x")["number"]
+    secrets.register({"canary-posted-secret"})
+    try:
+        Forge.from_env(env).comment(number, "plan shows canary-posted-secret here")
+        Forge.from_env(env).create_issue("Drift: canary-posted-secret", "body canary-posted-secret")
+    finally:
+        secrets.reset()
+    bodies = json.dumps([r.body for r in github_api.requests])
+    assert "canary-posted-secret" not in bodies
+    assert "(redacted)" in bodies
