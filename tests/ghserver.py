@@ -209,7 +209,9 @@ class RepoState:
             self._label(number, labels)
             return self.pull_json(number)
 
-    def add_run(self, workflow: str, head_sha: str, *, branch: str = "main", conclusion: str = "success") -> JSON:
+    def add_run(
+        self, workflow: str, head_sha: str, *, branch: str = "main", conclusion: str = "success"
+    ) -> JSON:
         """Record a completed run of ``workflow`` (a file name such as ``apply.yml``)."""
         with self.lock:
             run = {
@@ -248,7 +250,9 @@ class RepoState:
             }
             return self.comment_json(comment_id)
 
-    def add_comments(self, number: int, bodies: Iterable[str], user: Mapping[str, Any] = HUMAN) -> list[JSON]:
+    def add_comments(
+        self, number: int, bodies: Iterable[str], user: Mapping[str, Any] = HUMAN
+    ) -> list[JSON]:
         return [self.add_comment(number, body, user) for body in bodies]
 
     def fail_next(
@@ -271,7 +275,11 @@ class RepoState:
 
     def comments_on(self, number: int) -> list[JSON]:
         with self.lock:
-            return [self.comment_json(c["id"]) for c in self.comments.values() if c["issue_number"] == number]
+            return [
+                self.comment_json(c["id"])
+                for c in self.comments.values()
+                if c["issue_number"] == number
+            ]
 
     def labels_on(self, number: int) -> list[str]:
         with self.lock:
@@ -353,13 +361,20 @@ class RepoState:
                     "sha": f"{number:040x}",
                     "repo": repo,
                 },
-                "base": {"label": f"{self.owner}:{pr['base']}", "ref": pr["base"], "sha": "0" * 40, "repo": repo},
+                "base": {
+                    "label": f"{self.owner}:{pr['base']}",
+                    "ref": pr["base"],
+                    "sha": "0" * 40,
+                    "repo": repo,
+                },
                 "author_association": "MEMBER",
             }
             if full:
                 out["merged"] = pr["merged"]
                 out["mergeable"] = None if rec["state"] == "closed" else True
-                out["comments"] = sum(1 for c in self.comments.values() if c["issue_number"] == number)
+                out["comments"] = sum(
+                    1 for c in self.comments.values() if c["issue_number"] == number
+                )
             return out
 
     def comment_json(self, comment_id: int) -> JSON:
@@ -477,13 +492,21 @@ def _too_long(resource: str, body: Any) -> None:
         raise HTTPError(
             422,
             "Validation Failed",
-            [{"resource": resource, "code": "custom", "field": "body",
-              "message": f"body is too long (maximum is {MAX_BODY} characters)"}],
+            [
+                {
+                    "resource": resource,
+                    "code": "custom",
+                    "field": "body",
+                    "message": f"body is too long (maximum is {MAX_BODY} characters)",
+                }
+            ],
         )
 
 
 def _missing(resource: str, name: str) -> HTTPError:
-    return HTTPError(422, "Validation Failed", [{"resource": resource, "code": "missing_field", "field": name}])
+    return HTTPError(
+        422, "Validation Failed", [{"resource": resource, "code": "missing_field", "field": name}]
+    )
 
 
 def _existing(state: RepoState, number: int, *, pull: bool = False) -> None:
@@ -494,19 +517,29 @@ def _existing(state: RepoState, number: int, *, pull: bool = False) -> None:
 def _set_state(state: RepoState, number: int, new: Any, resource: str) -> None:
     rec = state.issues[number]
     if new not in ("open", "closed"):
-        raise HTTPError(422, "Validation Failed", [{"resource": resource, "code": "invalid", "field": "state"}])
+        raise HTTPError(
+            422, "Validation Failed", [{"resource": resource, "code": "invalid", "field": "state"}]
+        )
     if new == rec["state"]:
         return
     if rec["is_pull"] and state.pulls[number]["merged"]:
         raise HTTPError(
             422,
             "Validation Failed",
-            [{"resource": resource, "code": "custom", "field": "state",
-              "message": "state cannot be changed. The pull request has been merged."}],
+            [
+                {
+                    "resource": resource,
+                    "code": "custom",
+                    "field": "state",
+                    "message": "state cannot be changed. The pull request has been merged.",
+                }
+            ],
         )
     rec["state"] = new
     rec["closed_at"] = _now() if new == "closed" else None
-    rec["state_reason"] = ("completed" if new == "closed" else "reopened") if not rec["is_pull"] else None
+    rec["state_reason"] = (
+        ("completed" if new == "closed" else "reopened") if not rec["is_pull"] else None
+    )
 
 
 def list_comments(call: _Call) -> tuple[int, Any]:
@@ -580,8 +613,13 @@ def create_pull(call: _Call) -> tuple[int, Any]:
         raise HTTPError(
             422,
             "Validation Failed",
-            [{"resource": "PullRequest", "code": "custom",
-              "message": f"No commits between {data['base']} and {ref}"}],
+            [
+                {
+                    "resource": "PullRequest",
+                    "code": "custom",
+                    "message": f"No commits between {data['base']} and {ref}",
+                }
+            ],
         )
     for number, pr in state.pulls.items():
         if (
@@ -593,8 +631,13 @@ def create_pull(call: _Call) -> tuple[int, Any]:
             raise HTTPError(
                 422,
                 "Validation Failed",
-                [{"resource": "PullRequest", "code": "custom",
-                  "message": f"A pull request already exists for {owner}:{ref}."}],
+                [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"A pull request already exists for {owner}:{ref}.",
+                    }
+                ],
             )
     made = state.add_pull(
         f"{owner}:{ref}",
@@ -652,7 +695,9 @@ def create_issue(call: _Call) -> tuple[int, Any]:
     _too_long("Issue", data.get("body"))
     labels = data.get("labels") or []
     if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
-        raise HTTPError(422, "Validation Failed", [{"resource": "Issue", "code": "invalid", "field": "labels"}])
+        raise HTTPError(
+            422, "Validation Failed", [{"resource": "Issue", "code": "invalid", "field": "labels"}]
+        )
     made = call.state.add_issue(data["title"], data.get("body") or "", labels, user=BOT)
     call.headers_out["Location"] = made["url"]
     return 201, made
@@ -687,7 +732,9 @@ def add_labels(call: _Call) -> tuple[int, Any]:
     data = call.body
     labels = data.get("labels") if isinstance(data, dict) else data
     if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
-        raise HTTPError(422, "Validation Failed", [{"resource": "Label", "code": "invalid", "field": "labels"}])
+        raise HTTPError(
+            422, "Validation Failed", [{"resource": "Label", "code": "invalid", "field": "labels"}]
+        )
     state._label(number, labels)
     return 200, [dict(state.labels[name]) for name in state.issues[number]["labels"]]
 
@@ -762,7 +809,10 @@ class GitHubAPI:
         self.url = f"http://{host!s}:{port}"
         self.state.api_url = self.url
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="ghserver", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="ghserver",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -780,7 +830,10 @@ class GitHubAPI:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
@@ -860,7 +913,12 @@ def _make_handler(api: GitHubAPI) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _route(
-            self, path: str, query: dict[str, list[str]], body: Any, bad_json: bool, headers: dict[str, str]
+            self,
+            path: str,
+            query: dict[str, list[str]],
+            body: Any,
+            bad_json: bool,
+            headers: dict[str, str],
         ) -> tuple[int, Any]:
             state = api.state
             auth = self.headers.get("Authorization")

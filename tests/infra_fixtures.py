@@ -50,7 +50,9 @@ def edit(repo: Path, rel: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def s3_state_bucket(monkeypatch: pytest.MonkeyPatch, aws_env: Mapping[str, str], name: str) -> tuple[Any, str]:
+def s3_state_bucket(
+    monkeypatch: pytest.MonkeyPatch, aws_env: Mapping[str, str], name: str
+) -> tuple[Any, str]:
     """A new bucket on the moto server, made this test's state backend; (the boto3 client, the bucket)."""
     import boto3
 
@@ -84,13 +86,20 @@ class Invoked:
         return self.stdout + self.stderr
 
 
-def invoke(repo: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 600) -> Invoked:
+def invoke(
+    repo: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 600
+) -> Invoked:
     """Run ``invoke ARGS`` in ``repo`` as a user would (a separate process)."""
     full = {**os.environ, **GIT_ENV, **(env or {})}
     full.pop("GITHUB_ACTIONS", None)
     proc = subprocess.run(
         [sys.executable, "-m", "invoke", *args],
-        cwd=repo, env=full, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=repo,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     return Invoked(proc.returncode, proc.stdout, proc.stderr)
 
@@ -113,12 +122,34 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("IAC_CACHE_DIR", str(iac_cache))
-    for key in ("IAC_STATE_BUCKET", "IAC_STATE_ENDPOINT", "IAC_MODULE_SOURCES", "IAC_MODULE_REWRITE",
-                "GITHUB_ACTIONS", "GITHUB_EVENT_NAME", "GITHUB_BASE_REF", "GITHUB_STEP_SUMMARY", "CI",
-                "GITHUB_TOKEN", "GH_TOKEN", "IAC_EXECUTOR", "IAC_APP_STATE_BUCKET", "IAC_APP_STATE_REGION",
-                "IAC_APP_STATE_ENDPOINT", "GOOGLE_APPLICATION_CREDENTIALS", "IAC_GIT_TOKEN",
-                "IAC_GIT_TOKEN_HOST", "IAC_BUMP_AUTHOR_EMAIL", "IAC_BUMP_AUTHOR_NAME", "IAC_ECHO_COMMANDS",
-                "IAC_PR_NUMBER", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EVENT_PATH", "GITHUB_SERVER_URL"):
+    for key in (
+        "IAC_STATE_BUCKET",
+        "IAC_STATE_ENDPOINT",
+        "IAC_MODULE_SOURCES",
+        "IAC_MODULE_REWRITE",
+        "GITHUB_ACTIONS",
+        "GITHUB_EVENT_NAME",
+        "GITHUB_BASE_REF",
+        "GITHUB_STEP_SUMMARY",
+        "CI",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "IAC_EXECUTOR",
+        "IAC_APP_STATE_BUCKET",
+        "IAC_APP_STATE_REGION",
+        "IAC_APP_STATE_ENDPOINT",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "IAC_GIT_TOKEN",
+        "IAC_GIT_TOKEN_HOST",
+        "IAC_BUMP_AUTHOR_EMAIL",
+        "IAC_BUMP_AUTHOR_NAME",
+        "IAC_ECHO_COMMANDS",
+        "IAC_PR_NUMBER",
+        "GITHUB_REPOSITORY",
+        "GITHUB_API_URL",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_SERVER_URL",
+    ):
         monkeypatch.delenv(key, raising=False)
 
 
@@ -126,7 +157,9 @@ def make_example_repo(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in EXAMPLE_FILES:
         shutil.copy2(REPO / name, dest / name)
-    shutil.copytree(REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache"))
+    shutil.copytree(
+        REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache")
+    )
     git(dest, "init", "--quiet", "--initial-branch=main")
     commit_all(dest, "example foundation")
     origin = dest.parent / f"{dest.name}-origin.git"
@@ -160,7 +193,9 @@ def plan_one(root: Path, unit: str, out: Path) -> object:
 
     ws = Workspace(root)
     u = ws.model().units[unit]
-    result = plan_unit(Target(unit, u.tier, u.executor, "named", root / unit, u.dependencies), out, ws.tool_env)
+    result = plan_unit(
+        Target(unit, u.tier, u.executor, "named", root / unit, u.dependencies), out, ws.tool_env
+    )
     assert result.status in ("changes", "no-changes"), result.error
     return result
 
@@ -173,7 +208,9 @@ def apply_unit(root: Path, unit: str, out: Path) -> dict[str, int]:
     result = plan_one(root, unit, out)
     plan_file = result.plan_file  # type: ignore[attr-defined]
     assert plan_file is not None
-    applied = terragrunt.run(terragrunt.apply_args(out / plan_file), root / unit, Workspace(root).tool_env)
+    applied = terragrunt.run(
+        terragrunt.apply_args(out / plan_file), root / unit, Workspace(root).tool_env
+    )
     assert applied.returncode == 0, applied.stderr
     counts: dict[str, int] = result.counts  # type: ignore[attr-defined]
     return counts

@@ -48,7 +48,9 @@ def _nothing_left_behind(repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == "", "adopt must not change the repository"
 
 
-def test_a_clean_import_is_shown_then_applied_and_the_unit_plans_clean(example_repo: Path, tmp_path: Path) -> None:
+def test_a_clean_import_is_shown_then_applied_and_the_unit_plans_clean(
+    example_repo: Path, tmp_path: Path
+) -> None:
     unit = _unit(example_repo, "legacy", 'resource "terraform_data" "existing" {}\n')
     shown = invoke(example_repo, "adopt", unit, "terraform_data.existing", "legacy-42")
     assert shown.returncode == 0, shown.output
@@ -75,7 +77,9 @@ def test_a_clean_import_is_shown_then_applied_and_the_unit_plans_clean(example_r
 
 
 def test_an_import_that_differs_is_refused_with_the_difference_shown(example_repo: Path) -> None:
-    unit = _unit(example_repo, "configured", 'resource "terraform_data" "db" {\n  input = "wanted"\n}\n')
+    unit = _unit(
+        example_repo, "configured", 'resource "terraform_data" "db" {\n  input = "wanted"\n}\n'
+    )
     for extra in ((), ("--apply",)):
         ran = invoke(example_repo, "adopt", unit, "terraform_data.db", "db-1", *extra)
         assert ran.returncode == 1, ran.output
@@ -89,8 +93,11 @@ def test_an_import_that_differs_is_refused_with_the_difference_shown(example_rep
 
 
 def test_sensitive_values_of_a_difference_are_never_printed(example_repo: Path) -> None:
-    unit = _unit(example_repo, "secretive",
-                 'resource "terraform_data" "token" {\n  input = sensitive("s3cr3t-value")\n}\n')
+    unit = _unit(
+        example_repo,
+        "secretive",
+        'resource "terraform_data" "token" {\n  input = sensitive("s3cr3t-value")\n}\n',
+    )
     ran = invoke(example_repo, "adopt", unit, "terraform_data.token", "tok-1")
     assert ran.returncode == 1
     assert "input: null -> (sensitive value)" in ran.stderr
@@ -98,8 +105,11 @@ def test_sensitive_values_of_a_difference_are_never_printed(example_repo: Path) 
 
 
 def test_other_changes_in_the_unit_make_the_adoption_refused(example_repo: Path) -> None:
-    unit = _unit(example_repo, "mixed",
-                 'resource "terraform_data" "existing" {}\n\nresource "terraform_data" "new" {}\n')
+    unit = _unit(
+        example_repo,
+        "mixed",
+        'resource "terraform_data" "existing" {}\n\nresource "terraform_data" "new" {}\n',
+    )
     ran = invoke(example_repo, "adopt", unit, "terraform_data.existing", "old-1")
     assert ran.returncode == 1
     assert "1 to import, 1 to add, 0 to change, 0 to destroy" in ran.stderr
@@ -118,7 +128,9 @@ def test_a_failing_plan_leaves_nothing_behind(example_repo: Path) -> None:
 
 def test_bad_usage_exits_2(example_repo: Path) -> None:
     assert invoke(example_repo, "adopt", "live/cloud/dns", "data.x.y", "id").returncode == 2
-    assert invoke(example_repo, "adopt", "live/cloud/nope", "terraform_data.x", "id").returncode == 2
+    assert (
+        invoke(example_repo, "adopt", "live/cloud/nope", "terraform_data.x", "id").returncode == 2
+    )
     assert invoke(example_repo, "adopt", "live/cloud/dns", "not an address", "id").returncode == 2
 
 
@@ -135,18 +147,42 @@ def test_the_import_block_quotes_the_id_and_never_interpolates() -> None:
     ("changes", "clean", "counts"),
     [
         ([("terraform_data.a", ["no-op"], "id-a", {})], True, (1, 0, 0, 0)),
-        ([("terraform_data.a", ["update"], "id-a", {"before": {"input": None}, "after": {"input": 1}})],
-         False, (1, 0, 1, 0)),
-        ([("terraform_data.a", ["no-op"], "id-a", {}), ("terraform_data.b", ["delete", "create"], None, {})],
-         False, (1, 1, 0, 1)),
+        (
+            [
+                (
+                    "terraform_data.a",
+                    ["update"],
+                    "id-a",
+                    {"before": {"input": None}, "after": {"input": 1}},
+                )
+            ],
+            False,
+            (1, 0, 1, 0),
+        ),
+        (
+            [
+                ("terraform_data.a", ["no-op"], "id-a", {}),
+                ("terraform_data.b", ["delete", "create"], None, {}),
+            ],
+            False,
+            (1, 1, 0, 1),
+        ),
         ([("terraform_data.a", ["no-op"], None, {})], False, (0, 0, 0, 0)),
     ],
 )
-def test_judge_accepts_only_imports(changes: list[Any], clean: bool, counts: tuple[int, ...]) -> None:
-    plan = {"resource_changes": [
-        {"address": a, "mode": "managed", "change": {"actions": acts, **({"importing": {"id": i}} if i else {}), **extra}}
-        for a, acts, i, extra in changes
-    ]}
+def test_judge_accepts_only_imports(
+    changes: list[Any], clean: bool, counts: tuple[int, ...]
+) -> None:
+    plan = {
+        "resource_changes": [
+            {
+                "address": a,
+                "mode": "managed",
+                "change": {"actions": acts, **({"importing": {"id": i}} if i else {}), **extra},
+            }
+            for a, acts, i, extra in changes
+        ]
+    }
     verdict = adopt.judge(plan, "terraform_data.a")
     assert verdict.clean is clean
     c = verdict.counts()
@@ -157,4 +193,7 @@ def test_data_sources_and_malformed_addresses_are_usage_errors() -> None:
     for bad in ("data.aws_ami.x", "module.m.data.x.y", "x", "terraform_data.a b"):
         with pytest.raises(UsageError):
             adopt.check_address(bad)
-    assert adopt.check_address(' module.net[0].terraform_data.bridge["a"] ') == 'module.net[0].terraform_data.bridge["a"]'
+    assert (
+        adopt.check_address(' module.net[0].terraform_data.bridge["a"] ')
+        == 'module.net[0].terraform_data.bridge["a"]'
+    )

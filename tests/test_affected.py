@@ -44,16 +44,27 @@ def test_a_unit_added_on_main_after_the_branch_point_is_not_reported(example_rep
 def test_a_shared_file_beside_a_unit_selects_every_unit_that_reads_it(example_repo: Path) -> None:
     # network's folder holds vlans.yaml; network and vms both read it
     (example_repo / "live/cluster/network/vlans.yaml").write_text("servers: 40\n")
-    edit(example_repo, "live/cluster/network/terragrunt.hcl", "vlan_id   = 40",
-          'vlan_id   = yamldecode(file("vlans.yaml")).servers')
-    edit(example_repo, "live/cluster/vms/terragrunt.hcl", "inputs = {",
-          'locals {\n  vlans = yamldecode(file("${get_terragrunt_dir()}/../network/vlans.yaml"))\n}\n\ninputs = {')
+    edit(
+        example_repo,
+        "live/cluster/network/terragrunt.hcl",
+        "vlan_id   = 40",
+        'vlan_id   = yamldecode(file("vlans.yaml")).servers',
+    )
+    edit(
+        example_repo,
+        "live/cluster/vms/terragrunt.hcl",
+        "inputs = {",
+        'locals {\n  vlans = yamldecode(file("${get_terragrunt_dir()}/../network/vlans.yaml"))\n}\n\ninputs = {',
+    )
     commit_all(example_repo, "shared vlans file")
     _branch(example_repo)
     (example_repo / "live/cluster/network/vlans.yaml").write_text("servers: 41\n")
     commit_all(example_repo, "change vlan")
     result = _affected(example_repo)
-    assert _paths(result) == [("live/cluster/network", "modified"), ("live/cluster/vms", "modified")]
+    assert _paths(result) == [
+        ("live/cluster/network", "modified"),
+        ("live/cluster/vms", "modified"),
+    ]
     assert all(u.reasons == ("live/cluster/network/vlans.yaml",) for u in result.units)
 
 
@@ -68,13 +79,30 @@ def test_a_readme_in_a_unit_folder_selects_nothing(example_repo: Path) -> None:
 @pytest.mark.parametrize(
     ("changed", "expected", "dependents"),
     [
-        ("root.hcl", {"live/cloud/dns", "live/cloud/iam", "live/cloud/registry", "live/cluster/network",
-                      "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"}, []),
+        (
+            "root.hcl",
+            {
+                "live/cloud/dns",
+                "live/cloud/iam",
+                "live/cloud/registry",
+                "live/cluster/network",
+                "live/cluster/vms",
+                "live/cluster/os",
+                "live/cluster/gitops",
+            },
+            [],
+        ),
         # gitops reads cloud/dns across tiers: a dependent, not a selected unit
-        ("live/cloud/tier.hcl", {"live/cloud/dns", "live/cloud/iam", "live/cloud/registry"},
-         [("live/cluster/gitops", "live/cloud/dns")]),
-        ("live/cluster/tier.hcl", {"live/cluster/network", "live/cluster/vms", "live/cluster/os",
-                                   "live/cluster/gitops"}, []),
+        (
+            "live/cloud/tier.hcl",
+            {"live/cloud/dns", "live/cloud/iam", "live/cloud/registry"},
+            [("live/cluster/gitops", "live/cloud/dns")],
+        ),
+        (
+            "live/cluster/tier.hcl",
+            {"live/cluster/network", "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"},
+            [],
+        ),
     ],
 )
 def test_root_or_tier_file_selects_exactly_the_units_below_it(
@@ -90,7 +118,9 @@ def test_root_or_tier_file_selects_exactly_the_units_below_it(
     assert [(d.path, d.via) for d in result.dependents] == dependents
 
 
-def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(example_repo: Path) -> None:
+def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(
+    example_repo: Path,
+) -> None:
     _branch(example_repo)
     edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
     commit_all(example_repo, "bump vm module")
@@ -102,7 +132,9 @@ def test_a_ref_bump_selects_exactly_that_unit_and_lists_dependents_apart(example
     ]
 
 
-def test_a_deleted_unit_is_reported_after_the_others_in_reverse_dependency_order(example_repo: Path) -> None:
+def test_a_deleted_unit_is_reported_after_the_others_in_reverse_dependency_order(
+    example_repo: Path,
+) -> None:
     _branch(example_repo)
     git(example_repo, "rm", "-r", "--quiet", "live/cluster/os", "live/cluster/gitops")
     edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
@@ -143,9 +175,16 @@ def test_uncommitted_adds_staged_unstaged_and_untracked_changes(example_repo: Pa
     assert result.uncommitted is True
 
 
-def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_load(example_repo: Path) -> None:
+def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_load(
+    example_repo: Path,
+) -> None:
     _branch(example_repo)
-    edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
+    edit(
+        example_repo,
+        "live/cloud/iam/terragrunt.hcl",
+        'github_org = "example-org"',
+        'github_org "example-org"',
+    )
     edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "broken iam, changed dns")
     ran = invoke(example_repo, "affected", "--base", "main", "--json")
@@ -154,11 +193,22 @@ def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_loa
     units = {u["path"]: u for u in json.loads(ran.stdout)["units"]}
     assert set(units) == {"live/cloud/dns", "live/cloud/iam"}
     assert units["live/cloud/dns"]["error"] is None
-    line = next(i for i, text in enumerate((example_repo / "live/cloud/iam/terragrunt.hcl").read_text().splitlines(), 1) if 'github_org "' in text)
+    line = next(
+        i
+        for i, text in enumerate(
+            (example_repo / "live/cloud/iam/terragrunt.hcl").read_text().splitlines(), 1
+        )
+        if 'github_org "' in text
+    )
     assert f"live/cloud/iam/terragrunt.hcl:{line}" in units["live/cloud/iam"]["error"]
     # the unit the model cannot read is selected by any change, even one far from it
     git(example_repo, "checkout", "--quiet", "-b", "only-dns", "main")
-    edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'github_org = "example-org"', 'github_org "example-org"')
+    edit(
+        example_repo,
+        "live/cloud/iam/terragrunt.hcl",
+        'github_org = "example-org"',
+        'github_org "example-org"',
+    )
     commit_all(example_repo, "broken iam on main")
     git(example_repo, "branch", "--quiet", "-f", "main", "HEAD")
     with (example_repo / "live/cluster/network/terragrunt.hcl").open("a") as fh:
@@ -191,7 +241,12 @@ def test_affected_json_is_the_only_thing_on_stdout(example_repo: Path) -> None:
         }
     ]
     assert doc["dependents"] == [
-        {"path": "live/cloud/registry", "via": "live/cloud/iam", "tier": "cloud", "executor": "hosted"}
+        {
+            "path": "live/cloud/registry",
+            "via": "live/cloud/iam",
+            "tier": "cloud",
+            "executor": "hosted",
+        }
     ]
 
 
@@ -206,7 +261,11 @@ def test_units_json_lists_every_unit_with_its_facts(example_repo: Path) -> None:
     assert vms["ref"] == "v1.1.0"
     assert vms["source"].endswith("terraform-proxmox.git//modules/vm?ref=v1.1.0")
     assert vms["state_key"] == "live/cluster/vms/terraform.tfstate"
-    assert set(vms["reads"]) == {"live/cluster/vms/terragrunt.hcl", "live/cluster/tier.hcl", "root.hcl"}
+    assert set(vms["reads"]) == {
+        "live/cluster/vms/terragrunt.hcl",
+        "live/cluster/tier.hcl",
+        "root.hcl",
+    }
     assert units["live/cluster/gitops"]["dependencies"] == ["live/cloud/dns", "live/cluster/os"]
 
 
@@ -220,4 +279,7 @@ def test_graph_groups_units_by_tier_and_highlights_the_affected_ones(example_rep
     assert "u_live_cluster_vms --> u_live_cluster_os" in ran.stdout
     assert "class u_live_cluster_os affected" in ran.stdout
     dot = invoke(example_repo, "graph", "--format", "dot")
-    assert dot.stdout.startswith("digraph units {") and "u_live_cloud_iam -> u_live_cloud_registry;" in dot.stdout
+    assert (
+        dot.stdout.startswith("digraph units {")
+        and "u_live_cloud_iam -> u_live_cloud_registry;" in dot.stdout
+    )

@@ -37,7 +37,11 @@ def _plan(repo: Path, out: Path, *args: str) -> dict[str, Any]:
 
 def _apply(repo: Path, out: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], str]:
     ran = invoke(repo, "apply", "--plans", str(out), *args)
-    doc = json.loads((out / "apply.json").read_text()) if (out / "apply.json").exists() else {"units": []}
+    doc = (
+        json.loads((out / "apply.json").read_text())
+        if (out / "apply.json").exists()
+        else {"units": []}
+    )
     assert "Traceback" not in ran.output, ran.output
     return ran.returncode, {u["path"]: u for u in doc["units"]}, ran.output
 
@@ -55,7 +59,10 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
     assert status["live/cloud/iam"] == "applied"
     assert status["live/cluster/network"] == "applied"
     # registry was planned against iam's mock outputs: re-planned after iam applied, still auto
-    assert status["live/cloud/registry"] == "applied" and results["live/cloud/registry"]["cascaded"] is True
+    assert (
+        status["live/cloud/registry"] == "applied"
+        and results["live/cloud/registry"]["cascaded"] is True
+    )
     assert status["live/cluster/vms"] == "waiting-approval"
     assert status["live/cluster/os"] == "waiting-approval"
     assert status["live/cluster/gitops"] == "waiting-approval"  # downstream of them: not applied
@@ -63,13 +70,21 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
 
     summary = _plan(example_repo, tmp_path / "p2", "--all")
     assert {u["path"] for u in summary["units"] if u["status"] == "changes"} == {
-        "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"
+        "live/cluster/vms",
+        "live/cluster/os",
+        "live/cluster/gitops",
     }
     code, results, output = _apply(example_repo, tmp_path / "p2", "--approve-manual")
     assert code == 0, output
     assert results["live/cluster/vms"]["result"] == "applied"
-    assert results["live/cluster/os"]["result"] == "applied" and results["live/cluster/os"]["cascaded"] is True
-    assert results["live/cluster/gitops"]["result"] == "applied" and results["live/cluster/gitops"]["cascaded"]
+    assert (
+        results["live/cluster/os"]["result"] == "applied"
+        and results["live/cluster/os"]["cascaded"] is True
+    )
+    assert (
+        results["live/cluster/gitops"]["result"] == "applied"
+        and results["live/cluster/gitops"]["cascaded"]
+    )
 
     final = _plan(example_repo, tmp_path / "p3", "--all")
     assert {u["path"]: u["status"] for u in final["units"]} == dict.fromkeys(
@@ -77,7 +92,9 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
     )
 
 
-def test_a_plan_file_changed_by_one_byte_is_refused_even_with_approval(example_repo: Path, tmp_path: Path) -> None:
+def test_a_plan_file_changed_by_one_byte_is_refused_even_with_approval(
+    example_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "plans"
     summary = _plan(example_repo, out, "--unit", "live/cloud/dns", "--unit", "live/cloud/iam")
     plan_file = out / units_by_path(summary)["live/cloud/dns"]["plan_file"]
@@ -103,10 +120,14 @@ def test_plans_made_for_another_commit_are_refused(example_repo: Path, tmp_path:
     assert "the plans were made for commit" in results["live/cloud/dns"]["reason"]
 
 
-def test_state_changed_out_of_band_after_planning_is_refused_as_stale(example_repo: Path, tmp_path: Path) -> None:
+def test_state_changed_out_of_band_after_planning_is_refused_as_stale(
+    example_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/dns")
-    apply_unit(example_repo, "live/cloud/dns", tmp_path / "elsewhere")  # someone else applied meanwhile
+    apply_unit(
+        example_repo, "live/cloud/dns", tmp_path / "elsewhere"
+    )  # someone else applied meanwhile
     code, results, _ = _apply(example_repo, out)
     assert code == 1
     assert results["live/cloud/dns"]["result"] == "refused"
@@ -152,17 +173,32 @@ def _local_unit(repo: Path, name: str, module: str, body: str = "", deps: str = 
     )
 
 
-def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(example_repo: Path, tmp_path: Path) -> None:
+def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(
+    example_repo: Path, tmp_path: Path
+) -> None:
     _local_unit(example_repo, "flaky", FLAKY_MODULE)
     _local_unit(
-        example_repo, "after", 'output "ok" {\n  value = "ok"\n}\n',
+        example_repo,
+        "after",
+        'output "ok" {\n  value = "ok"\n}\n',
         deps='\ndependency "flaky" {\n  config_path = "../flaky"\n  mock_outputs = { id = "mock" }\n}\n',
     )
     commit_all(example_repo, "a flaky unit and its dependent")
     out = tmp_path / "plans"
-    summary = _plan(example_repo, out, "--unit", "live/cloud/flaky", "--unit", "live/cloud/after",
-                    "--unit", "live/cloud/dns")
-    assert {u["path"]: u["status"] for u in summary["units"]}["live/cloud/after"] in ("changes", "no-changes")
+    summary = _plan(
+        example_repo,
+        out,
+        "--unit",
+        "live/cloud/flaky",
+        "--unit",
+        "live/cloud/after",
+        "--unit",
+        "live/cloud/dns",
+    )
+    assert {u["path"]: u["status"] for u in summary["units"]}["live/cloud/after"] in (
+        "changes",
+        "no-changes",
+    )
     code, results, _ = _apply(example_repo, out)
     assert code == 1
     assert results["live/cloud/flaky"]["result"] == "failed"
@@ -174,7 +210,11 @@ def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(example_repo
 def _popen_apply(repo: Path, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "invoke", "apply", "--plans", str(out)],
-        cwd=repo, env={**os.environ, **GIT_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=repo,
+        env={**os.environ, **GIT_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -189,7 +229,9 @@ def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_loc
     first = _popen_apply(example_repo, tmp_path / "a")
     deadline = time.monotonic() + 60
     while "live/cloud/slow/terraform.tfstate.tflock" not in bucket_keys(s3, bucket):
-        assert time.monotonic() < deadline and first.poll() is None, "the first apply never took the lock"
+        assert time.monotonic() < deadline and first.poll() is None, (
+            "the first apply never took the lock"
+        )
         time.sleep(0.1)
     second = _popen_apply(example_repo, tmp_path / "b")
     out2, _ = second.communicate(timeout=120)
@@ -199,7 +241,8 @@ def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_loc
     b = {u["path"]: u for u in json.loads((tmp_path / "b" / "apply.json").read_text())["units"]}
     assert b["live/cloud/slow"]["result"] == "failed"
     assert "locked by another run (lock ID " in b["live/cloud/slow"]["reason"]
-    assert "force-unlock" not in out2.replace("before any force-unlock", "")
+    assert "If that run is still going, wait" in b["live/cloud/slow"]["reason"]
+    assert "-lock=false" not in out2
     assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket))
 
 
@@ -207,14 +250,25 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
-    _local_unit(example_repo, "slow", SLOW_MODULE, body='\ninputs = {\n  seconds = 20\n}\n')
+    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 20\n}\n")
     (example_repo / "live/cloud/zz-last").mkdir()
     (example_repo / "live/cloud/zz-last/terragrunt.hcl").write_text(
-        (example_repo / "live/cloud/dns/terragrunt.hcl").read_text().replace('"example.net"', '"last.example.net"')
+        (example_repo / "live/cloud/dns/terragrunt.hcl")
+        .read_text()
+        .replace('"example.net"', '"last.example.net"')
     )
     commit_all(example_repo, "slow unit between two others")
     out = tmp_path / "plans"
-    _plan(example_repo, out, "--unit", "live/cloud/dns", "--unit", "live/cloud/slow", "--unit", "live/cloud/zz-last")
+    _plan(
+        example_repo,
+        out,
+        "--unit",
+        "live/cloud/dns",
+        "--unit",
+        "live/cloud/slow",
+        "--unit",
+        "live/cloud/zz-last",
+    )
     proc = _popen_apply(example_repo, out)
     assert proc.stdout is not None
     seen: list[str] = []
@@ -234,12 +288,30 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
     doc = json.loads((out / "apply.json").read_text())
     results = {u["path"]: u["result"] for u in doc["units"]}
     assert doc["interrupted"] is True
-    assert results == {"live/cloud/dns": "applied", "live/cloud/slow": "failed", "live/cloud/zz-last": "not-run"}
-    assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket)), "the lock was not released"
-    replan = _plan(example_repo, tmp_path / "again", "--unit", "live/cloud/dns", "--unit", "live/cloud/slow",
-                   "--unit", "live/cloud/zz-last")
+    assert results == {
+        "live/cloud/dns": "applied",
+        "live/cloud/slow": "failed",
+        "live/cloud/zz-last": "not-run",
+    }
+    assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket)), (
+        "the lock was not released"
+    )
+    replan = _plan(
+        example_repo,
+        tmp_path / "again",
+        "--unit",
+        "live/cloud/dns",
+        "--unit",
+        "live/cloud/slow",
+        "--unit",
+        "live/cloud/zz-last",
+    )
     status = {u["path"]: u["status"] for u in replan["units"]}
-    assert status == {"live/cloud/dns": "no-changes", "live/cloud/slow": "changes", "live/cloud/zz-last": "changes"}
+    assert status == {
+        "live/cloud/dns": "no-changes",
+        "live/cloud/slow": "changes",
+        "live/cloud/zz-last": "changes",
+    }
 
 
 def test_a_deleted_unit_is_destroyed_only_with_approval_from_its_base_revision(

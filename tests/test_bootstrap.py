@@ -390,8 +390,13 @@ def test_lan_role_trusts_the_runner_host_and_touches_cluster_state_only(boot: Bo
             else statement["Resource"]
         )
         for resource in resources:
-            assert resource == bucket or resource.startswith(f"{bucket}/live/cluster/") or (
-                resource == f"{bucket}/live/cloud/dns/*" and statement["Action"] == "s3:GetObject"
+            assert (
+                resource == bucket
+                or resource.startswith(f"{bucket}/live/cluster/")
+                or (
+                    resource == f"{bucket}/live/cloud/dns/*"
+                    and statement["Action"] == "s3:GetObject"
+                )
             ), resource
     objects = [s for s in document["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in objects] == [f"{bucket}/live/cluster/*"]
@@ -659,9 +664,7 @@ def _config(**roles: dict[str, Any]) -> dict[str, Any]:
         ({"lan": {"read_prefixes": ["live/cloud/dns"]}}, "must end with /"),
     ],
 )
-def test_bad_role_settings_are_refused(
-    bs: ModuleType, roles: dict[str, Any], message: str
-) -> None:
+def test_bad_role_settings_are_refused(bs: ModuleType, roles: dict[str, Any], message: str) -> None:
     with pytest.raises(bs.ConfigError, match=re.escape(message)):
         bs.parse_config(_config(**roles))
 

@@ -29,8 +29,18 @@ from tooling.errors import ToolingError
 CORPUS = Path(__file__).parent / "check_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.toml").is_file())
 #: what of the repository a check reads: the example tree plus CI, bootstrap and hooks
-BASE = ("root.hcl", "policy.toml", ".tool-versions", "tasks.py", ".gitignore", ".pre-commit-config.yaml",
-        "live", ".github", "bootstrap", ".ci")
+BASE = (
+    "root.hcl",
+    "policy.toml",
+    ".tool-versions",
+    "tasks.py",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "live",
+    ".github",
+    "bootstrap",
+    ".ci",
+)
 LINE_RE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+): (?P<rule>[a-z-]+): .+\. Fix: .+$")
 
 
@@ -39,7 +49,9 @@ def base_tree(dest: Path) -> Path:
     for name in BASE:
         src = REPO / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(".terragrunt-cache", "__pycache__"))
+            shutil.copytree(
+                src, dest / name, ignore=shutil.ignore_patterns(".terragrunt-cache", "__pycache__")
+            )
         elif src.is_file():
             shutil.copy2(src, dest / name)
     return dest
@@ -84,8 +96,14 @@ def test_the_example_tree_passes_clean(tree: Path) -> None:
 
 
 def test_the_corpus_has_a_case_for_every_rule() -> None:
-    rules = {e["rule"] for case in CASES for e in tomllib.loads((CORPUS / case / "case.toml").read_text()).get("expect", [])}
-    documented = set(re.findall(r"^#### `([a-z-]+)`", (REPO / "docs" / "rules.md").read_text(), re.M))
+    rules = {
+        e["rule"]
+        for case in CASES
+        for e in tomllib.loads((CORPUS / case / "case.toml").read_text()).get("expect", [])
+    }
+    documented = set(
+        re.findall(r"^#### `([a-z-]+)`", (REPO / "docs" / "rules.md").read_text(), re.M)
+    )
     assert rules == documented
 
 
@@ -111,14 +129,18 @@ def test_each_broken_repository_fails_naming_the_offending_file(tree: Path, case
     assert ran.stderr.rstrip().splitlines()[-1].startswith(f"check: {len(found)} violation(s)")
 
 
-def test_app_workspaces_outside_the_repository_are_checked_with_apps(tree: Path, tmp_path: Path) -> None:
+def test_app_workspaces_outside_the_repository_are_checked_with_apps(
+    tree: Path, tmp_path: Path
+) -> None:
     apps = tmp_path / "app-repos"
     (apps / "shop" / "terraform").mkdir(parents=True)
     (apps / "shop" / "terraform" / "main.tf").write_text(
         'terraform {\n  backend "s3" {\n    key = "live/cluster/vms/terraform.tfstate"\n  }\n}\n'
     )
     (apps / "blog" / "terraform").mkdir(parents=True)
-    (apps / "blog" / "terraform" / "prod.s3.tfbackend").write_text('key = "apps/blog/terraform.tfstate"\n')
+    (apps / "blog" / "terraform" / "prod.s3.tfbackend").write_text(
+        'key = "apps/blog/terraform.tfstate"\n'
+    )
     assert invoke(tree, "check").returncode == 0
     ran = invoke(tree, "check", "--apps", str(apps), "--json")
     assert ran.returncode == 1, ran.output
@@ -132,10 +154,21 @@ def test_app_workspaces_outside_the_repository_are_checked_with_apps(tree: Path,
 def test_the_published_hook_entry_runs_the_same_check(tree: Path) -> None:
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
     assert "id: iac-check" in hooks and "entry: python -m tooling.check" in hooks
-    ok = subprocess.run([sys.executable, "-m", "tooling.check"], cwd=tree, capture_output=True, text=True, check=False)
+    ok = subprocess.run(
+        [sys.executable, "-m", "tooling.check"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert ok.returncode == 0, ok.stderr
     apply_case(tree, "ref-main")
-    bad = subprocess.run([sys.executable, "-m", "tooling.check", str(tree)], capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tooling.check", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode == 1
     assert "live/cloud/dns/terragrunt.hcl:13: pin-branch: " in bad.stderr
 
@@ -144,14 +177,21 @@ def test_pre_commit_runs_the_check_and_fails_on_a_violation(tree: Path, tmp_path
     git(tree, "init", "--quiet", "--initial-branch=main")
     commit_all(tree, "example")
     env = {
-        **os.environ, **GIT_ENV,
+        **os.environ,
+        **GIT_ENV,
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 
     def hook() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pre_commit", "run", "iac-check", "--all-files"],
-                              cwd=tree, env=env, capture_output=True, text=True, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "iac-check", "--all-files"],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
     first = hook()
     assert first.returncode == 0, first.stdout + first.stderr
@@ -167,7 +207,9 @@ def test_pre_commit_runs_the_check_and_fails_on_a_violation(tree: Path, tmp_path
 
 
 def _snap(files: dict[str, str], executable: tuple[str, ...] = ()) -> Snapshot:
-    return Snapshot.of({".tool-versions": "opentofu 1.12.6\nterragrunt 1.1.3\n", **files}, executable)
+    return Snapshot.of(
+        {".tool-versions": "opentofu 1.12.6\nterragrunt 1.1.3\n", **files}, executable
+    )
 
 
 @pytest.mark.parametrize(
@@ -178,8 +220,10 @@ def _snap(files: dict[str, str], executable: tuple[str, ...] = ()) -> Snapshot:
         ("TERRAGRUNT_VERSION=0.55.0", ["terragrunt 0.55.0"]),
         ("terragrunt-version: 'v0.67'", ["terragrunt 0.67"]),
         ("ENV OPENTOFU_VERSION=1.7.1", ["opentofu 1.7.1"]),
-        ("curl -LO https://github.com/opentofu/opentofu/releases/download/v1.8.0/tofu_1.8.0_linux_amd64.zip",
-         ["opentofu 1.8.0"]),
+        (
+            "curl -LO https://github.com/opentofu/opentofu/releases/download/v1.8.0/tofu_1.8.0_linux_amd64.zip",
+            ["opentofu 1.8.0"],
+        ),
         ("go install github.com/gruntwork-io/terragrunt@v0.70.1", ["terragrunt 0.70.1"]),
         ("image: ghcr.io/opentofu/opentofu:1.9.0", ["opentofu 1.9.0"]),
         ("python-version: '3.11'", []),
@@ -187,7 +231,9 @@ def _snap(files: dict[str, str], executable: tuple[str, ...] = ()) -> Snapshot:
     ],
 )
 def test_other_pins_of_the_tools_are_found(text: str, pins: list[str]) -> None:
-    found = policy.check_tool_versions(CheckPolicy(), _snap({".github/workflows/x.yml": f"x:\n  {text}\n"}))
+    found = policy.check_tool_versions(
+        CheckPolicy(), _snap({".github/workflows/x.yml": f"x:\n  {text}\n"})
+    )
     assert [v.message.split(", but")[0].removeprefix("pins ") for v in found] == pins
     assert all(v.file == ".github/workflows/x.yml" and v.line == 2 for v in found)
 
@@ -197,7 +243,7 @@ def test_other_pins_of_the_tools_are_found(text: str, pins: list[str]) -> None:
     [
         ("./bootstrap/bootstrap apply", 1),
         ("python3 bootstrap/bootstrap plan", 1),
-        ("bash \"${GITHUB_WORKSPACE}/bootstrap/seed-secrets.sh\"", 1),
+        ('bash "${GITHUB_WORKSPACE}/bootstrap/seed-secrets.sh"', 1),
         ("cd bootstrap && ./bootstrap plan", 1),
         ("# see bootstrap/README.md, never run bootstrap/bootstrap here", 0),
         ("cat bootstrap/README.md", 0),
@@ -213,10 +259,16 @@ def test_workflow_steps_running_bootstrap_are_found(script: str, hits: int) -> N
 
 
 def test_the_real_bootstrap_entry_points_carry_the_ci_guard() -> None:
-    scripts = ["bootstrap/bootstrap", "bootstrap/seed-secrets.sh", "bootstrap/lan-runner/install.sh"]
+    scripts = [
+        "bootstrap/bootstrap",
+        "bootstrap/seed-secrets.sh",
+        "bootstrap/lan-runner/install.sh",
+    ]
     snap = Snapshot.of({p: (REPO / p).read_text() for p in scripts}, executable=scripts)
     assert policy.check_bootstrap_guard(snap) == []
-    unguarded = Snapshot.of({"bootstrap/x.sh": "#!/bin/sh\n# CI GITHUB_ACTIONS only in a comment\necho hi\n"})
+    unguarded = Snapshot.of(
+        {"bootstrap/x.sh": "#!/bin/sh\n# CI GITHUB_ACTIONS only in a comment\necho hi\n"}
+    )
     assert [v.rule for v in policy.check_bootstrap_guard(unguarded)] == ["bootstrap-ci-guard"]
 
 
@@ -229,19 +281,41 @@ def test_a_violation_prints_as_file_line_rule_message_fix() -> None:
     ("section", "error"),
     [
         ({"check": {"layers": {"cloud": {"path": "live/cloud"}}}}, "needs executor"),
-        ({"check": {"layers": {"cloud": {"path": "live/cloud", "executor": "hosted", "may_depend_on": ["x"]}}}},
-         "which is not a layer"),
-        ({"check": {"allowed_module_sources": "git.example.com/*", "typo": 1}}, "unknown key(s) typo"),
+        (
+            {
+                "check": {
+                    "layers": {
+                        "cloud": {
+                            "path": "live/cloud",
+                            "executor": "hosted",
+                            "may_depend_on": ["x"],
+                        }
+                    }
+                }
+            },
+            "which is not a layer",
+        ),
+        (
+            {"check": {"allowed_module_sources": "git.example.com/*", "typo": 1}},
+            "unknown key(s) typo",
+        ),
         ({"check": {"app_state_prefix": "/"}}, "must be a folder prefix"),
     ],
 )
-def test_a_malformed_check_policy_is_refused_with_what_to_fix(section: dict[str, Any], error: str) -> None:
+def test_a_malformed_check_policy_is_refused_with_what_to_fix(
+    section: dict[str, Any], error: str
+) -> None:
     with pytest.raises(ToolingError, match=re.escape(error)):
         policy.parse_policy(section)
 
 
 def test_the_repository_policy_declares_both_layers_and_the_allowlist() -> None:
     pol = policy.parse_policy(tomllib.loads((REPO / "policy.toml").read_text()))
-    assert {(layer.name, layer.executor) for layer in pol.layers} == {("cloud", "hosted"), ("cluster", "lan")}
-    assert pol.layer_named("cloud") is not None and pol.layer_named("cloud").may_depend_on == ("cloud",)  # type: ignore[union-attr]
+    assert {(layer.name, layer.executor) for layer in pol.layers} == {
+        ("cloud", "hosted"),
+        ("cluster", "lan"),
+    }
+    assert pol.layer_named("cloud") is not None and pol.layer_named("cloud").may_depend_on == (
+        "cloud",
+    )  # type: ignore[union-attr]
     assert pol.allowed_module_sources == ("git.example.com/platform-modules/*",)

@@ -22,7 +22,11 @@ from tooling.io.forge import Forge
 ROUTES = {"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"], "units": ["live/cloud/dns"]}
 LAN = {"executor": "lan", "runs_on": ["self-hosted", "lan"], "units": ["live/cluster/vms"]}
-RUN_ENV = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "example-org/infrastructure", "GITHUB_RUN_ID": "42"}
+RUN_ENV = {
+    "GITHUB_SERVER_URL": "https://github.com",
+    "GITHUB_REPOSITORY": "example-org/infrastructure",
+    "GITHUB_RUN_ID": "42",
+}
 
 
 # --------------------------------------------------------------------------- routing
@@ -37,9 +41,18 @@ def test_routes_accept_each_executor_on_its_own_runner() -> None:
     ("doc", "message"),
     [
         ({}, "no 'include' list"),
-        ({"include": [{**LAN, "runs_on": ["ubuntu-latest"]}]}, r"executor lan must run on \['self-hosted', 'lan'\]"),
-        ({"include": [{**HOSTED, "runs_on": ["self-hosted", "lan"]}]}, "executor hosted must run on"),
-        ({"include": [{"executor": "gpu", "runs_on": ["gpu"]}]}, "executor 'gpu', which the workflow's routes do not declare"),
+        (
+            {"include": [{**LAN, "runs_on": ["ubuntu-latest"]}]},
+            r"executor lan must run on \['self-hosted', 'lan'\]",
+        ),
+        (
+            {"include": [{**HOSTED, "runs_on": ["self-hosted", "lan"]}]},
+            "executor hosted must run on",
+        ),
+        (
+            {"include": [{"executor": "gpu", "runs_on": ["gpu"]}]},
+            "executor 'gpu', which the workflow's routes do not declare",
+        ),
         ({"include": [HOSTED, HOSTED]}, "lists executor hosted twice"),
     ],
 )
@@ -48,7 +61,9 @@ def test_routes_refuse_a_misrouted_matrix(doc: dict[str, Any], message: str) -> 
         ci.checked_legs(doc, ROUTES)
 
 
-@pytest.mark.parametrize("text", ["", "[1]", '{"hosted": []}', '{"hosted": "ubuntu-latest"}', "{nope"])
+@pytest.mark.parametrize(
+    "text", ["", "[1]", '{"hosted": []}', '{"hosted": "ubuntu-latest"}', "{nope"]
+)
 def test_bad_routes_are_refused(text: str) -> None:
     with pytest.raises(ToolingError, match="--routes"):
         ci.parse_routes(text)
@@ -56,7 +71,10 @@ def test_bad_routes_are_refused(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("values", "message"),
-    [({"base": "a\nmatrix=evil"}, "must be one line"), ({"bad name": "x"}, "not a step output name")],
+    [
+        ({"base": "a\nmatrix=evil"}, "must be one line"),
+        ({"bad name": "x"}, "not a step output name"),
+    ],
 )
 def test_outputs_cannot_inject_another_output(values: dict[str, str], message: str) -> None:
     with pytest.raises(ToolingError, match=message):
@@ -79,7 +97,9 @@ SHA_A, SHA_B = "a" * 40, "b" * 40
         ([None, None], set(), None),
     ],
 )
-def test_choose_base(candidates: list[str | None], ancestors: set[str], expected: str | None) -> None:
+def test_choose_base(
+    candidates: list[str | None], ancestors: set[str], expected: str | None
+) -> None:
     assert ci.choose_base(candidates, lambda sha: sha in ancestors) == expected
 
 
@@ -142,7 +162,11 @@ def _plans(root: Path, reports: dict[str, dict[str, Any] | None]) -> Path:
 def _summary(*units: tuple[str, str, str]) -> dict[str, Any]:
     return {
         "units": [
-            {"path": path, "status": status, "gate": {"decision": decision, "reasons": [f"{path} reason"]}}
+            {
+                "path": path,
+                "status": status,
+                "gate": {"decision": decision, "reasons": [f"{path} reason"]},
+            }
             for path, status, decision in units
         ]
     }
@@ -158,8 +182,12 @@ def test_the_plan_comment_is_one_sticky_comment_with_every_executor_updated_in_p
     github_api: GitHubAPI, tmp_path: Path
 ) -> None:
     pr = github_api.state.add_pull("feature")["number"]
-    human = github_api.state.add_comment(pr, f"{ci.PLAN_MARKER}\nforged by a human")  # the marker, but not ours
-    plans = _plans(tmp_path / "plans", {"hosted": _summary(("live/cloud/dns", "changes", "auto")), "lan": None})
+    human = github_api.state.add_comment(
+        pr, f"{ci.PLAN_MARKER}\nforged by a human"
+    )  # the marker, but not ours
+    plans = _plans(
+        tmp_path / "plans", {"hosted": _summary(("live/cloud/dns", "changes", "auto")), "lan": None}
+    )
     matrix = json.dumps({"include": [HOSTED, LAN]})
     env = _event(tmp_path, pr)
 
@@ -178,20 +206,28 @@ def test_the_plan_comment_is_one_sticky_comment_with_every_executor_updated_in_p
     assert writes == ["POST", "PATCH"]  # posted once, then updated in place
 
 
-def test_no_affected_unit_posts_nothing_but_updates_an_earlier_comment(github_api: GitHubAPI, tmp_path: Path) -> None:
+def test_no_affected_unit_posts_nothing_but_updates_an_earlier_comment(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
     pr = github_api.state.add_pull("docs")["number"]
     env = _event(tmp_path, pr)
     empty = json.dumps({"include": []})
-    flow.plan_comment(plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env)
+    flow.plan_comment(
+        plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env
+    )
     assert github_api.state.comments_on(pr) == []
     github_api.state.add_comment(pr, f"{ci.PLAN_MARKER}\nold plan", user=BOT)
-    flow.plan_comment(plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env)
+    flow.plan_comment(
+        plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env
+    )
     (comment,) = github_api.state.comments_on(pr)
     assert "No infrastructure unit is affected by this pull request." in comment["body"]
 
 
 def test_an_oversized_report_keeps_each_verdict_and_table() -> None:
-    big = ci.Section("hosted", f"{ci.PLAN_MARKER}\n**verdict**\n\n| table |\n\n<details>{'x' * 70_000}</details>")
+    big = ci.Section(
+        "hosted", f"{ci.PLAN_MARKER}\n**verdict**\n\n| table |\n\n<details>{'x' * 70_000}</details>"
+    )
     body = ci.plan_comment("f" * 40, [big, ci.Section("lan", "**lan ok**")], "RUN")
     assert len(body) <= ci.BUDGET
     assert "**verdict**" in body and "| table |" in body and "**lan ok**" in body
@@ -210,28 +246,43 @@ def test_the_apply_report_offers_only_executors_with_waiting_units_after_a_succe
         tmp_path / "plans",
         {
             "hosted": _summary(("live/cloud/dns", "changes", "auto")),
-            "lan": _summary(("live/cluster/vms", "changes", "manual"), ("live/cluster/os", "no-changes", "none")),
+            "lan": _summary(
+                ("live/cluster/vms", "changes", "manual"), ("live/cluster/os", "no-changes", "none")
+            ),
         },
     )
     matrix = json.dumps({"include": [HOSTED, LAN]})
     out, summary = tmp_path / "output", tmp_path / "summary.md"
-    env = {**RUN_ENV, "GITHUB_SHA": sha, "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)}
+    env = {
+        **RUN_ENV,
+        "GITHUB_SHA": sha,
+        "GITHUB_OUTPUT": str(out),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
 
-    flow.apply_report(plans=plans, matrix=matrix, apply_result="success", forge=_forge(github_api), environ=env)
+    flow.apply_report(
+        plans=plans, matrix=matrix, apply_result="success", forge=_forge(github_api), environ=env
+    )
 
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
-    assert json.loads(outputs["manual_matrix"]) == {"include": [{"executor": "lan", "runs_on": ["self-hosted", "lan"]}]}
+    assert json.loads(outputs["manual_matrix"]) == {
+        "include": [{"executor": "lan", "runs_on": ["self-hosted", "lan"]}]
+    }
     assert outputs["manual_any"] == "true"
     (comment,) = github_api.state.comments_on(pr)
     assert comment["body"].startswith(ci.APPLY_MARKER)
     assert "**Waiting for approval in the `infra-manual` environment**" in comment["body"]
     assert "- `live/cluster/vms` (lan): live/cluster/vms reason" in comment["body"]
     assert "live/cluster/os" not in comment["body"].split("### Executor")[0]
-    assert "Waiting for approval" in summary.read_text() and ci.APPLY_MARKER not in summary.read_text()
+    assert (
+        "Waiting for approval" in summary.read_text() and ci.APPLY_MARKER not in summary.read_text()
+    )
 
     # the auto job failed: nothing is offered for approval; the same comment is updated
     out.write_text("")
-    flow.apply_report(plans=plans, matrix=matrix, apply_result="failure", forge=_forge(github_api), environ=env)
+    flow.apply_report(
+        plans=plans, matrix=matrix, apply_result="failure", forge=_forge(github_api), environ=env
+    )
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     assert outputs == {"manual_matrix": '{"include":[]}', "manual_any": "false"}
     (comment,) = github_api.state.comments_on(pr)
@@ -244,7 +295,11 @@ def test_the_apply_report_without_a_merged_pull_request_goes_to_the_summary_only
     plans = _plans(tmp_path / "plans", {"hosted": _summary(("live/cloud/dns", "changes", "auto"))})
     env = {**RUN_ENV, "GITHUB_SHA": "d" * 40, "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}
     flow.apply_report(
-        plans=plans, matrix=json.dumps({"include": [HOSTED]}), apply_result="success", forge=_forge(github_api), environ=env
+        plans=plans,
+        matrix=json.dumps({"include": [HOSTED]}),
+        apply_result="success",
+        forge=_forge(github_api),
+        environ=env,
     )
     assert [m for m, _ in github_api.calls()] == ["GET"]
     assert "Auto units: applied" in (tmp_path / "s.md").read_text()
@@ -253,15 +308,21 @@ def test_the_apply_report_without_a_merged_pull_request_goes_to_the_summary_only
 @pytest.mark.parametrize("matrix", ["", "{nope", '{"include": [{"runs_on": []}]}'])
 def test_a_bad_matrix_argument_is_refused(matrix: str, tmp_path: Path) -> None:
     with pytest.raises(ToolingError):
-        flow.apply_report(plans=tmp_path, matrix=matrix, apply_result="success", forge=object(), environ={})
+        flow.apply_report(
+            plans=tmp_path, matrix=matrix, apply_result="success", forge=object(), environ={}
+        )
 
 
 def test_manual_gate_reads_the_plans_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "output"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
-    (tmp_path / "summary.json").write_text(json.dumps(_summary(("apps/billing", "changes", "manual"))))
+    (tmp_path / "summary.json").write_text(
+        json.dumps(_summary(("apps/billing", "changes", "manual")))
+    )
     assert flow.manual_gate(plans=tmp_path) is True
-    (tmp_path / "summary.json").write_text(json.dumps(_summary(("apps/billing", "no-changes", "manual"))))
+    (tmp_path / "summary.json").write_text(
+        json.dumps(_summary(("apps/billing", "no-changes", "manual")))
+    )
     assert flow.manual_gate(plans=tmp_path) is False
     assert out.read_text() == "manual=true\nmanual=false\n"
     (tmp_path / "summary.json").write_text("{broken")

@@ -31,8 +31,20 @@ pytestmark = pytest.mark.e2e
 
 def terragrunt_find(root: Path) -> dict[str, dict[str, set[str]]]:
     result = subprocess.run(
-        ["terragrunt", "find", "--json", "--dependencies", "--reading", "--no-color", "--log-level", "error"],
-        cwd=root, capture_output=True, text=True, check=True,
+        [
+            "terragrunt",
+            "find",
+            "--json",
+            "--dependencies",
+            "--reading",
+            "--no-color",
+            "--log-level",
+            "error",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return {
         item["path"]: {
@@ -84,11 +96,15 @@ def test_a_generated_tree_agrees_except_for_file_reads_terragrunt_does_not_track
 
 # --------------------------------------------------------------------------- the shared corpus
 
+
 def _corpus_root() -> Path:
     """``../shared/corpus`` beside the repository (for a git worktree: beside its main checkout)."""
     common = subprocess.run(
         ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        cwd=REPO, capture_output=True, text=True, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.strip()
     for base in (REPO, Path(common).parent if common else REPO):
         if (base.parent / "shared" / "corpus").is_dir():
@@ -103,7 +119,9 @@ FIXTURES = "terragrunt-v1.1.3-fixtures"
 def _corpus(name: str) -> Path:
     folder = CORPUS / name
     if not folder.is_dir():
-        pytest.skip(f"{folder} is absent: the real-world corpus is kept beside the repository, not in it")
+        pytest.skip(
+            f"{folder} is absent: the real-world corpus is kept beside the repository, not in it"
+        )
     return folder
 
 
@@ -140,7 +158,10 @@ def test_the_classic_live_example_agrees_exactly(corpus_reports: dict[str, objec
 
 
 def test_the_stacks_example_agrees_exactly_after_generation(tmp_path: Path, tools: None) -> None:
-    stacks, catalog = _corpus("terragrunt-infrastructure-live-stacks-example"), _corpus("catalog-example")
+    stacks, catalog = (
+        _corpus("terragrunt-infrastructure-live-stacks-example"),
+        _corpus("catalog-example"),
+    )
     # without generation the model still knows the six units the stack files declare
     declared = ours(stacks)
     assert len(declared.units) == 6 and all(u.error for u in declared.units.values())
@@ -152,12 +173,19 @@ def test_the_stacks_example_agrees_exactly_after_generation(tmp_path: Path, tool
     git(source, "init", "--quiet", "--initial-branch=main")
     commit_all(source, "catalog")
     env = {
-        **os.environ, "TG_NON_INTERACTIVE": "true", "GIT_CONFIG_COUNT": "1",
+        **os.environ,
+        "TG_NON_INTERACTIVE": "true",
+        "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": f"url.file://{source}.insteadOf",
         "GIT_CONFIG_VALUE_0": "https://github.com/gruntwork-io/terragrunt-infrastructure-catalog-example.git",
     }
-    subprocess.run(["terragrunt", "stack", "generate", "--no-color"], cwd=copy, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["terragrunt", "stack", "generate", "--no-color"],
+        cwd=copy,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     report = crosscheck.check(copy)
     assert report.disagreements == () and report.blind == (), crosscheck.render(report)
     assert report.compared == report.exact == 6
@@ -170,8 +198,13 @@ def test_this_repository_agrees_exactly(tools: None) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [FIXTURES, "terragrunt-infrastructure-live-example",
-             "terragrunt-infrastructure-live-stacks-example", "catalog-example"]
+    "name",
+    [
+        FIXTURES,
+        "terragrunt-infrastructure-live-example",
+        "terragrunt-infrastructure-live-stacks-example",
+        "catalog-example",
+    ],
 )
 def test_no_command_prints_a_traceback_on_a_corpus_folder(name: str, tmp_path: Path) -> None:
     folder = _corpus(name)
@@ -183,8 +216,14 @@ def test_no_command_prints_a_traceback_on_a_corpus_folder(name: str, tmp_path: P
         shutil.copy2(REPO / name, copy / name)
     git(copy, "init", "--quiet", "--initial-branch=main")
     commit_all(copy, "corpus")
-    for args in (["doctor"], ["units", "--json"], ["affected", "--base", "HEAD", "--uncommitted"],
-                 ["graph"], ["check"], ["crosscheck"]):
+    for args in (
+        ["doctor"],
+        ["units", "--json"],
+        ["affected", "--base", "HEAD", "--uncommitted"],
+        ["graph"],
+        ["check"],
+        ["crosscheck"],
+    ):
         ran = invoke(copy, *args)
         assert "Traceback" not in ran.stderr + ran.stdout, (args, ran.stderr[-2000:])
         assert ran.returncode in (0, 1), (args, ran.returncode, ran.stderr[-2000:])

@@ -46,7 +46,9 @@ def agree(root: Path) -> Report:
 
 
 def select(model_: Model, *paths: str) -> list[str]:
-    result = affected([Change("M", p) for p in paths], model_, lambda: model_, base_sha="b", head_sha="h")
+    result = affected(
+        [Change("M", p) for p in paths], model_, lambda: model_, base_sha="b", head_sha="h"
+    )
     return [u.path for u in result.units]
 
 
@@ -56,15 +58,20 @@ UNIT = 'terraform {\n  source = "git::https://example.com/m.git?ref=v1"\n}\n'
 # --------------------------------------------------------------------------- 1. unit folder
 
 
-def test_any_file_under_a_unit_folder_affects_it_except_documentation(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "app/terragrunt.hcl": UNIT,
-        "app/.terraform.lock.hcl": "# lock\n",
-        "app/extra.tfvars": "a = 1\n",
-        "app/sub/policy.json": "{}\n",
-        "app/README.md": "# docs\n",
-        "other/terragrunt.hcl": UNIT,
-    })
+def test_any_file_under_a_unit_folder_affects_it_except_documentation(
+    tmp_path: Path, tools: None
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "app/terragrunt.hcl": UNIT,
+            "app/.terraform.lock.hcl": "# lock\n",
+            "app/extra.tfvars": "a = 1\n",
+            "app/sub/policy.json": "{}\n",
+            "app/README.md": "# docs\n",
+            "other/terragrunt.hcl": UNIT,
+        },
+    )
     agree(root)
     m = model(root)
     assert select(m, "app/.terraform.lock.hcl") == ["app"]
@@ -86,14 +93,18 @@ def test_lock_files_are_committed_not_ignored() -> None:
 
 
 def test_mark_as_read_and_mark_glob_as_read_are_reads(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "shared/one.yaml": "a: 1\n",
-        "shared/two.yaml": "b: 2\n",
-        "shared/skip.txt": "x\n",
-        "data/extra.json": "{}\n",
-        "app/terragrunt.hcl": UNIT + 'locals {\n  a = mark_as_read("${get_terragrunt_dir()}/../data/extra.json")\n'
-        '  b = mark_glob_as_read("${get_terragrunt_dir()}/../shared/*.yaml")\n}\n',
-    })
+    root = write(
+        tmp_path,
+        {
+            "shared/one.yaml": "a: 1\n",
+            "shared/two.yaml": "b: 2\n",
+            "shared/skip.txt": "x\n",
+            "data/extra.json": "{}\n",
+            "app/terragrunt.hcl": UNIT
+            + 'locals {\n  a = mark_as_read("${get_terragrunt_dir()}/../data/extra.json")\n'
+            '  b = mark_glob_as_read("${get_terragrunt_dir()}/../shared/*.yaml")\n}\n',
+        },
+    )
     agree(root)
     reads = set(model(root).units["app"].reads)
     assert {"data/extra.json", "shared/one.yaml", "shared/two.yaml"} <= reads
@@ -103,19 +114,25 @@ def test_mark_as_read_and_mark_glob_as_read_are_reads(tmp_path: Path, tools: Non
 # --------------------------------------------------------------------------- 3. read_terragrunt_config
 
 
-def test_a_read_file_resolves_its_own_paths_and_follows_its_includes(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        # the same names beside the unit: reading those would be the wrong file
-        "env/app/common.hcl": 'locals {\n  wrong = true\n}\n',
-        "env/app/region.hcl": 'locals {\n  wrong = true\n}\n',
-        "env/app/terragrunt.hcl": UNIT + 'locals {\n  cfg = read_terragrunt_config("${get_terragrunt_dir()}/../conf/env.hcl")\n}\n',
-        "env/conf/env.hcl": 'include "common" {\n  path = "${get_terragrunt_dir()}/common.hcl"\n}\n'
-        'locals {\n  region = read_terragrunt_config("region.hcl")\n'
-        '  parent = read_terragrunt_config(find_in_parent_folders("top.hcl"))\n}\n',
-        "env/conf/common.hcl": 'locals {\n  right = true\n}\n',
-        "env/conf/region.hcl": 'locals {\n  right = true\n}\n',
-        "top.hcl": 'locals {\n  x = 1\n}\n',
-    })
+def test_a_read_file_resolves_its_own_paths_and_follows_its_includes(
+    tmp_path: Path, tools: None
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            # the same names beside the unit: reading those would be the wrong file
+            "env/app/common.hcl": "locals {\n  wrong = true\n}\n",
+            "env/app/region.hcl": "locals {\n  wrong = true\n}\n",
+            "env/app/terragrunt.hcl": UNIT
+            + 'locals {\n  cfg = read_terragrunt_config("${get_terragrunt_dir()}/../conf/env.hcl")\n}\n',
+            "env/conf/env.hcl": 'include "common" {\n  path = "${get_terragrunt_dir()}/common.hcl"\n}\n'
+            'locals {\n  region = read_terragrunt_config("region.hcl")\n'
+            '  parent = read_terragrunt_config(find_in_parent_folders("top.hcl"))\n}\n',
+            "env/conf/common.hcl": "locals {\n  right = true\n}\n",
+            "env/conf/region.hcl": "locals {\n  right = true\n}\n",
+            "top.hcl": "locals {\n  x = 1\n}\n",
+        },
+    )
     agree(root)
     reads = set(model(root).units["env/app"].reads)
     assert {"env/conf/env.hcl", "env/conf/common.hcl", "env/conf/region.hcl", "top.hcl"} <= reads
@@ -123,12 +140,15 @@ def test_a_read_file_resolves_its_own_paths_and_follows_its_includes(tmp_path: P
 
 
 def test_reads_inside_a_for_expression_are_seen(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "conf/a.hcl": 'locals {\n  v = 1\n}\n',
-        "conf/b.hcl": 'locals {\n  v = 2\n}\n',
-        "app/terragrunt.hcl": UNIT + 'locals {\n  names = ["a", "b"]\n'
-        '  all = [for n in local.names : read_terragrunt_config("${get_terragrunt_dir()}/../conf/${n}.hcl")]\n}\n',
-    })
+    root = write(
+        tmp_path,
+        {
+            "conf/a.hcl": "locals {\n  v = 1\n}\n",
+            "conf/b.hcl": "locals {\n  v = 2\n}\n",
+            "app/terragrunt.hcl": UNIT + 'locals {\n  names = ["a", "b"]\n'
+            '  all = [for n in local.names : read_terragrunt_config("${get_terragrunt_dir()}/../conf/${n}.hcl")]\n}\n',
+        },
+    )
     agree(root)
     assert {"conf/a.hcl", "conf/b.hcl"} <= set(model(root).units["app"].reads)
 
@@ -136,11 +156,16 @@ def test_reads_inside_a_for_expression_are_seen(tmp_path: Path, tools: None) -> 
 # --------------------------------------------------------------------------- 4. symlinks
 
 
-def test_a_dependency_through_a_symlinked_folder_is_the_real_unit(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "real/db/terragrunt.hcl": UNIT,
-        "app/terragrunt.hcl": UNIT + 'dependency "db" {\n  config_path = "../links/db"\n}\n',
-    })
+def test_a_dependency_through_a_symlinked_folder_is_the_real_unit(
+    tmp_path: Path, tools: None
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "real/db/terragrunt.hcl": UNIT,
+            "app/terragrunt.hcl": UNIT + 'dependency "db" {\n  config_path = "../links/db"\n}\n',
+        },
+    )
     (root / "links").mkdir()
     os.symlink("../real/db", root / "links" / "db")
     agree(root)
@@ -158,12 +183,15 @@ def test_a_dependency_through_a_symlinked_folder_is_the_real_unit(tmp_path: Path
 
 
 def test_a_local_source_without_dot_slash_is_local(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "app/modules/a/main.tf": 'output "x" {\n  value = 1\n}\n',
-        "app/terragrunt.hcl": 'terraform {\n  source = "modules/a"\n}\n',
-        "mods/b/main.tf": 'output "x" {\n  value = 1\n}\n',
-        "other/terragrunt.hcl": 'terraform {\n  source = "../mods/b"\n}\n',
-    })
+    root = write(
+        tmp_path,
+        {
+            "app/modules/a/main.tf": 'output "x" {\n  value = 1\n}\n',
+            "app/terragrunt.hcl": 'terraform {\n  source = "modules/a"\n}\n',
+            "mods/b/main.tf": 'output "x" {\n  value = 1\n}\n',
+            "other/terragrunt.hcl": 'terraform {\n  source = "../mods/b"\n}\n',
+        },
+    )
     agree(root)
     m = model(root)
     assert "app/modules/a/" in m.units["app"].reads
@@ -173,17 +201,25 @@ def test_a_local_source_without_dot_slash_is_local(tmp_path: Path, tools: None) 
 # --------------------------------------------------------------------------- 6. one bad unit
 
 
-def test_one_unit_that_cannot_be_evaluated_does_not_blind_the_rest(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "good/terragrunt.hcl": UNIT,
-        "bad/terragrunt.hcl": 'locals {\n  x = \n',
-        "guarded/terragrunt.hcl": UNIT + 'locals {\n  c = try(read_terragrunt_config(find_in_parent_folders("nope.hcl")), {})\n}\n',
-        "off/terragrunt.hcl": UNIT + 'dependency "d" {\n  config_path = "../good"\n  enabled = false\n}\n',
-        "flagged/terragrunt.hcl": UNIT + 'feature "dep" {\n  default = "good"\n}\n'
-        'dependency "d" {\n  config_path = "../${feature.dep.value}"\n}\n',
-        "parent/marker/README.txt": "a folder\n",
-        "parent/child/terragrunt.hcl": UNIT + 'locals {\n  dir = find_in_parent_folders("marker")\n}\n',
-    })
+def test_one_unit_that_cannot_be_evaluated_does_not_blind_the_rest(
+    tmp_path: Path, tools: None
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "good/terragrunt.hcl": UNIT,
+            "bad/terragrunt.hcl": "locals {\n  x = \n",
+            "guarded/terragrunt.hcl": UNIT
+            + 'locals {\n  c = try(read_terragrunt_config(find_in_parent_folders("nope.hcl")), {})\n}\n',
+            "off/terragrunt.hcl": UNIT
+            + 'dependency "d" {\n  config_path = "../good"\n  enabled = false\n}\n',
+            "flagged/terragrunt.hcl": UNIT + 'feature "dep" {\n  default = "good"\n}\n'
+            'dependency "d" {\n  config_path = "../${feature.dep.value}"\n}\n',
+            "parent/marker/README.txt": "a folder\n",
+            "parent/child/terragrunt.hcl": UNIT
+            + 'locals {\n  dir = find_in_parent_folders("marker")\n}\n',
+        },
+    )
     m = model(root)
     assert m.units["bad"].error and "bad/terragrunt.hcl:" in m.units["bad"].error
     assert m.units["guarded"].error is None
@@ -199,12 +235,18 @@ def test_one_unit_that_cannot_be_evaluated_does_not_blind_the_rest(tmp_path: Pat
 # --------------------------------------------------------------------------- 7. layout, root file
 
 
-def test_find_in_parent_folders_without_argument_looks_for_terragrunt_hcl(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "terragrunt.hcl": 'locals {\n  legacy = true\n}\n',
-        "root.hcl": 'locals {\n  marker = true\n}\n',
-        "live/app/terragrunt.hcl": UNIT + 'include "root" {\n  path = find_in_parent_folders()\n}\n',
-    })
+def test_find_in_parent_folders_without_argument_looks_for_terragrunt_hcl(
+    tmp_path: Path, tools: None
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "terragrunt.hcl": "locals {\n  legacy = true\n}\n",
+            "root.hcl": "locals {\n  marker = true\n}\n",
+            "live/app/terragrunt.hcl": UNIT
+            + 'include "root" {\n  path = find_in_parent_folders()\n}\n',
+        },
+    )
     report = crosscheck.check(root)
     assert report.dangerous == ()
     assert "terragrunt.hcl" in model(root).units["live/app"].reads
@@ -214,13 +256,17 @@ def test_find_in_parent_folders_without_argument_looks_for_terragrunt_hcl(tmp_pa
 def test_layout_settings_name_other_live_folders_and_root_file(tmp_path: Path, tools: None) -> None:
     from tooling.io.workspace import Workspace, find_root
 
-    root = write(tmp_path, {
-        "policy.toml": '[layout]\nlive = ["prod", "stage"]\nroot_file = "common.hcl"\n',
-        "common.hcl": 'locals {\n  x = 1\n}\n',
-        "prod/app/terragrunt.hcl": UNIT + 'include "root" {\n  path = find_in_parent_folders("common.hcl")\n}\n',
-        "stage/app/terragrunt.hcl": UNIT,
-        "scratch/terragrunt.hcl": UNIT,  # outside the live folders: not a unit
-    })
+    root = write(
+        tmp_path,
+        {
+            "policy.toml": '[layout]\nlive = ["prod", "stage"]\nroot_file = "common.hcl"\n',
+            "common.hcl": "locals {\n  x = 1\n}\n",
+            "prod/app/terragrunt.hcl": UNIT
+            + 'include "root" {\n  path = find_in_parent_folders("common.hcl")\n}\n',
+            "stage/app/terragrunt.hcl": UNIT,
+            "scratch/terragrunt.hcl": UNIT,  # outside the live folders: not a unit
+        },
+    )
     assert find_root(root / "prod" / "app") == root.resolve()
     ws = Workspace(root)
     assert sorted(ws.model().units) == ["prod/app", "stage/app"]
@@ -230,12 +276,16 @@ def test_layout_settings_name_other_live_folders_and_root_file(tmp_path: Path, t
 
 
 def test_working_tree_and_git_revision_give_the_same_model(tmp_path: Path, tools: None) -> None:
-    root = write(tmp_path, {
-        "live/app/terragrunt.hcl": UNIT + 'locals {\n  d = find_in_parent_folders("marker")\n}\n',
-        "live/marker/README.txt": "x\n",
-        "live/app/.terraform/modules/x/terragrunt.hcl": UNIT,
-        "live/app/.terragrunt-cache/abc/terragrunt.hcl": UNIT,
-    })
+    root = write(
+        tmp_path,
+        {
+            "live/app/terragrunt.hcl": UNIT
+            + 'locals {\n  d = find_in_parent_folders("marker")\n}\n',
+            "live/marker/README.txt": "x\n",
+            "live/app/.terraform/modules/x/terragrunt.hcl": UNIT,
+            "live/app/.terragrunt-cache/abc/terragrunt.hcl": UNIT,
+        },
+    )
     git(root, "init", "--quiet", "--initial-branch=main")
     git(root, "add", "-f", ".")
     git(root, "commit", "--quiet", "-m", "tree")
@@ -245,14 +295,14 @@ def test_working_tree_and_git_revision_give_the_same_model(tmp_path: Path, tools
     assert on_disk.units == at_head.units
 
 
-STALE_LOCK = '''provider "registry.opentofu.org/hashicorp/null" {
+STALE_LOCK = """provider "registry.opentofu.org/hashicorp/null" {
   version     = "3.2.3"
   constraints = "3.2.3"
   hashes = [
     "h1:I0Um8UkrMUb81Fxq/dxbr3HLP2cecTH2WMJiwKSrwQY=",
   ]
 }
-'''
+"""
 
 
 def test_a_plan_never_rewrites_a_committed_lock_file(example_repo: Path, tmp_path: Path) -> None:

@@ -77,7 +77,9 @@ def test_sticky_comment_gets_the_marker_when_the_body_lacks_it(github_api: GitHu
 def test_sticky_comment_marker_on_the_last_page_is_found(github_api: GitHubAPI) -> None:
     pr = github_api.state.add_pull("feature/busy")["number"]
     github_api.state.add_comments(pr, [f"comment {i}" for i in range(149)])
-    target = github_api.state.add_comment(pr, f"{MARKER}\nold plan", user={"login": "github-actions[bot]"})
+    target = github_api.state.add_comment(
+        pr, f"{MARKER}\nold plan", user={"login": "github-actions[bot]"}
+    )
     gh = _client(github_api)
 
     assert len(gh.list_comments(pr)) == 150
@@ -183,7 +185,10 @@ def test_duplicate_pull_request_is_a_clear_error(github_api: GitHubAPI) -> None:
         gh.create_pull("Two", "", "deps/bump", "main")
     message = str(exc.value)
     assert "POST /repos/example-org/infrastructure/pulls" in message
-    assert "HTTP 422" in message and "A pull request already exists for example-org:deps/bump" in message
+    assert (
+        "HTTP 422" in message
+        and "A pull request already exists for example-org:deps/bump" in message
+    )
 
 
 def test_merged_pull_request_cannot_be_reopened(github_api: GitHubAPI) -> None:
@@ -211,7 +216,9 @@ def test_labels_are_added_to_a_pull_request(github_api: GitHubAPI) -> None:
 
 def test_issue_create_find_update_close(github_api: GitHubAPI) -> None:
     marker = "<!-- iac-tooling:drift-report -->"
-    github_api.state.add_pull("drift/x", body=marker)  # a pull request with the marker is not an issue
+    github_api.state.add_pull(
+        "drift/x", body=marker
+    )  # a pull request with the marker is not an issue
     gh = _client(github_api)
 
     assert gh.find_issue(marker) is None
@@ -277,7 +284,9 @@ def test_404_names_method_path_and_status(github_api: GitHubAPI) -> None:
     assert exc.value.code == 1
 
     other = Forge.from_env(github_api.env(repo="other-org/other"))
-    with pytest.raises(ToolingError, match=r"GET /repos/other-org/other/pulls/1 failed with HTTP 404"):
+    with pytest.raises(
+        ToolingError, match=r"GET /repos/other-org/other/pulls/1 failed with HTTP 404"
+    ):
         other.get_pull(1)
 
 
@@ -372,7 +381,9 @@ def test_retries_once_on_503(github_api: GitHubAPI) -> None:
 
     github_api.requests.clear()
     github_api.state.fail_next(502, "Bad Gateway", times=2)
-    with pytest.raises(ToolingError, match=r"GET /repos/example-org/infrastructure/issues/1 failed with HTTP 502"):
+    with pytest.raises(
+        ToolingError, match=r"GET /repos/example-org/infrastructure/issues/1 failed with HTTP 502"
+    ):
         gh.get_issue(1)
     assert [r.status for r in github_api.requests] == [502, 502]
 
@@ -453,14 +464,18 @@ def test_token_is_not_sent_across_a_redirect_to_another_origin(github_api: GitHu
     gh = _client(github_api)
     with GitHubAPI() as elsewhere:
         elsewhere.state.add_issue("y")
-        github_api.state.fail_next(302, "Found", headers={"Location": f"{elsewhere.url}{REPO}/issues/1"})
+        github_api.state.fail_next(
+            302, "Found", headers={"Location": f"{elsewhere.url}{REPO}/issues/1"}
+        )
         with pytest.raises(ToolingError, match="HTTP 401"):
             gh.get_issue(1)
         (followed,) = elsewhere.requests
         assert followed.header("Authorization") is None
 
     # within the same origin (e.g. a renamed repository) the token goes along
-    github_api.state.fail_next(301, "Moved Permanently", headers={"Location": f"{github_api.url}{REPO}/issues/1"})
+    github_api.state.fail_next(
+        301, "Moved Permanently", headers={"Location": f"{github_api.url}{REPO}/issues/1"}
+    )
     assert gh.get_issue(1)["number"] == 1
     assert github_api.requests[-1].header("Authorization") == f"Bearer {github_api.token}"
 
@@ -468,7 +483,9 @@ def test_token_is_not_sent_across_a_redirect_to_another_origin(github_api: GitHu
 # -- the pull request number ----------------------------------------------------------
 
 
-def test_from_env_reads_the_pr_number_from_the_event_file(github_api: GitHubAPI, tmp_path: Path) -> None:
+def test_from_env_reads_the_pr_number_from_the_event_file(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
     pr = github_api.state.add_pull("feature/event")["number"]
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"action": "opened", "number": pr, "pull_request": {"number": pr}}))
@@ -488,7 +505,9 @@ def test_pr_number_sources(tmp_path: Path) -> None:
     assert pr_number_from_env({"IAC_PR_NUMBER": "56"}) == 56
     assert pr_number_from_env({}) is None
 
-    event.write_text(json.dumps({"issue": {"number": 8, "pull_request": {"url": "u"}}}))  # issue_comment
+    event.write_text(
+        json.dumps({"issue": {"number": 8, "pull_request": {"url": "u"}}})
+    )  # issue_comment
     assert pr_number_from_env({"GITHUB_EVENT_PATH": str(event)}) == 8
     event.write_text(json.dumps({"issue": {"number": 9}}))  # a comment on a plain issue
     assert pr_number_from_env({"GITHUB_EVENT_PATH": str(event)}) is None

@@ -28,8 +28,13 @@ from tooling.io.workspace import Workspace
 pytestmark = pytest.mark.e2e
 
 EXAMPLE_UNITS = {
-    "live/cloud/dns", "live/cloud/iam", "live/cloud/registry",
-    "live/cluster/network", "live/cluster/vms", "live/cluster/os", "live/cluster/gitops",
+    "live/cloud/dns",
+    "live/cloud/iam",
+    "live/cloud/registry",
+    "live/cluster/network",
+    "live/cluster/vms",
+    "live/cluster/os",
+    "live/cluster/gitops",
 }
 
 
@@ -42,7 +47,9 @@ def _plan(ws: Workspace, unit: str, out: Path) -> dict[str, int]:
     return counts
 
 
-def test_plan_all_on_the_embedded_default_plans_every_unit(example_repo: Path, tmp_path: Path) -> None:
+def test_plan_all_on_the_embedded_default_plans_every_unit(
+    example_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "plans"
     ran = invoke(example_repo, "plan", "--all", "--out", str(out))
     assert ran.returncode == 0, ran.output
@@ -53,9 +60,13 @@ def test_plan_all_on_the_embedded_default_plans_every_unit(example_repo: Path, t
     assert set(units) == EXAMPLE_UNITS
     order = [u["path"] for u in summary["units"]]  # type: ignore[union-attr]
     # DAG order: every dependency before its dependents
-    for before, after in [("live/cluster/network", "live/cluster/vms"), ("live/cluster/vms", "live/cluster/os"),
-                          ("live/cluster/os", "live/cluster/gitops"), ("live/cloud/iam", "live/cloud/registry"),
-                          ("live/cloud/dns", "live/cluster/gitops")]:
+    for before, after in [
+        ("live/cluster/network", "live/cluster/vms"),
+        ("live/cluster/vms", "live/cluster/os"),
+        ("live/cluster/os", "live/cluster/gitops"),
+        ("live/cloud/iam", "live/cloud/registry"),
+        ("live/cloud/dns", "live/cluster/gitops"),
+    ]:
         assert order.index(before) < order.index(after)
     for unit in units.values():
         assert unit["status"] == "changes"
@@ -155,13 +166,17 @@ def test_s3_backend_keeps_one_state_object_per_unit_and_locks_during_apply(
     ws = Workspace(example_repo)
     u = ws.model().units["live/cloud/slow"]
     out = tmp_path / "p3"
-    result = plan_unit(Target(u.path, u.tier, u.executor, "named", example_repo / u.path), out, ws.tool_env)
+    result = plan_unit(
+        Target(u.path, u.tier, u.executor, "named", example_repo / u.path), out, ws.tool_env
+    )
     assert result.status == "changes", result.error
     assert result.plan_file is not None
     applied: list[terragrunt.Run] = []
     thread = threading.Thread(
         target=lambda: applied.append(
-            terragrunt.run(terragrunt.apply_args(out / result.plan_file), example_repo / u.path, ws.tool_env)
+            terragrunt.run(
+                terragrunt.apply_args(out / result.plan_file), example_repo / u.path, ws.tool_env
+            )
         )
     )
     thread.start()
@@ -174,7 +189,9 @@ def test_s3_backend_keeps_one_state_object_per_unit_and_locks_during_apply(
             break
         time.sleep(0.1)
     thread.join(timeout=120)
-    assert applied and applied[0].returncode == 0, applied[0].stderr if applied else "apply did not finish"
+    assert applied and applied[0].returncode == 0, (
+        applied[0].stderr if applied else "apply did not finish"
+    )
     assert seen_lock, "no .tflock object was seen while apply held the lock"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
     assert "live/cloud/slow/terraform.tfstate" in keys
@@ -182,9 +199,17 @@ def test_s3_backend_keeps_one_state_object_per_unit_and_locks_during_apply(
 
 
 def test_the_tools_on_path_print_exactly_the_pinned_versions(tools: None) -> None:
-    pins = dict(line.split()[:2] for line in (REPO / ".tool-versions").read_text().splitlines() if line.strip())
+    pins = dict(
+        line.split()[:2]
+        for line in (REPO / ".tool-versions").read_text().splitlines()
+        if line.strip()
+    )
     quiet = {**os.environ, "TF_CLI_CONFIG_FILE": os.devnull}
-    tofu = subprocess.run(["tofu", "version"], capture_output=True, text=True, env=quiet, check=True)
+    tofu = subprocess.run(
+        ["tofu", "version"], capture_output=True, text=True, env=quiet, check=True
+    )
     assert f"OpenTofu v{pins['opentofu']}\n" in tofu.stdout
-    terragrunt = subprocess.run(["terragrunt", "--version"], capture_output=True, text=True, check=True)
+    terragrunt = subprocess.run(
+        ["terragrunt", "--version"], capture_output=True, text=True, check=True
+    )
     assert terragrunt.stdout.strip() == f"terragrunt version v{pins['terragrunt']}"

@@ -20,14 +20,28 @@ REPO = Path(__file__).resolve().parent.parent
 def _lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
-         "--config", str(REPO / "pyproject.toml"), "--no-cache"],
-        cwd=package_parent, env=env, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
+            "--config",
+            str(REPO / "pyproject.toml"),
+            "--no-cache",
+        ],
+        cwd=package_parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
 def _copy_package(dest: Path) -> Path:
-    shutil.copytree(REPO / "tooling", dest / "tooling", ignore=shutil.ignore_patterns("sandbox_catalog", "__pycache__"))
+    shutil.copytree(
+        REPO / "tooling",
+        dest / "tooling",
+        ignore=shutil.ignore_patterns("sandbox_catalog", "__pycache__"),
+    )
     return dest
 
 
@@ -40,7 +54,10 @@ def test_the_layer_contracts_hold_for_the_package() -> None:
 def test_a_core_module_importing_a_command_breaks_the_layers(tmp_path: Path) -> None:
     root = _copy_package(tmp_path)
     gates = root / "tooling" / "core" / "gates.py"
-    gates.write_text(gates.read_text() + "\nfrom tooling.commands import plans as _wrong_way  # noqa: E402,F401\n")
+    gates.write_text(
+        gates.read_text()
+        + "\nfrom tooling.commands import plans as _wrong_way  # noqa: E402,F401\n"
+    )
     result = _lint_imports(root)
     assert result.returncode == 1
     assert "Layers: commands -> (io | core) -> model BROKEN" in result.stdout
@@ -59,7 +76,9 @@ def test_a_model_module_starting_a_process_breaks_the_purity_contract(tmp_path: 
 def test_core_and_io_never_import_each_other(tmp_path: Path) -> None:
     root = _copy_package(tmp_path)
     git = root / "tooling" / "io" / "git.py"
-    git.write_text(git.read_text() + "\nfrom tooling.core import changes as _sibling  # noqa: E402,F401\n")
+    git.write_text(
+        git.read_text() + "\nfrom tooling.core import changes as _sibling  # noqa: E402,F401\n"
+    )
     result = _lint_imports(root)
     assert result.returncode == 1
     assert "tooling.io.git -> tooling.core.changes" in result.stdout

@@ -41,8 +41,14 @@ def test_parse_keeps_declaration_order_labels_and_identity_patterns() -> None:
     parsed = executors.parse(
         {
             "executors": {
-                "hosted": {"runs_on": ["ubuntu-latest"], "aws_role_arn_pattern": "arn:aws:sts::*:assumed-role/p/*"},
-                "lan": {"runs_on": ["self-hosted", "lan"], "gcp_service_account_pattern": ["lan@*", "x@*"]},
+                "hosted": {
+                    "runs_on": ["ubuntu-latest"],
+                    "aws_role_arn_pattern": "arn:aws:sts::*:assumed-role/p/*",
+                },
+                "lan": {
+                    "runs_on": ["self-hosted", "lan"],
+                    "gcp_service_account_pattern": ["lan@*", "x@*"],
+                },
             }
         }
     )
@@ -70,7 +76,12 @@ def test_parse_rejects_bad_tables_naming_the_key(table: dict[str, Any], message:
 
 def test_matrix_orders_by_declaration_omits_empty_executors_and_keeps_unit_order() -> None:
     declared = executors.parse(
-        {"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}, "lan": {"runs_on": ["self-hosted", "lan"]}}}
+        {
+            "executors": {
+                "hosted": {"runs_on": ["ubuntu-latest"]},
+                "lan": {"runs_on": ["self-hosted", "lan"]},
+            }
+        }
     )
     units = [("live/cluster/vms", "lan"), ("live/cloud/dns", "hosted"), ("live/cluster/os", "lan")]
     assert executors.matrix(units, declared) == {
@@ -79,13 +90,17 @@ def test_matrix_orders_by_declaration_omits_empty_executors_and_keeps_unit_order
             {**LAN, "units": ["live/cluster/vms", "live/cluster/os"]},
         ]
     }
-    assert executors.matrix([("live/cluster/os", "lan")], declared) == {"include": [{**LAN, "units": ["live/cluster/os"]}]}
+    assert executors.matrix([("live/cluster/os", "lan")], declared) == {
+        "include": [{**LAN, "units": ["live/cluster/os"]}]
+    }
     assert executors.matrix([], declared) == {"include": []}
 
 
 def test_a_unit_of_an_undeclared_executor_is_an_error_naming_it() -> None:
     declared = executors.parse({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}})
-    with pytest.raises(ToolingError, match=r"unit live/x names executor 'gpu', which policy.toml does not declare"):
+    with pytest.raises(
+        ToolingError, match=r"unit live/x names executor 'gpu', which policy.toml does not declare"
+    ):
         executors.matrix([("live/x", "gpu")], declared)
 
 
@@ -95,9 +110,14 @@ def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
     routes = {name: list(e.runs_on) for name, e in declared.items()}
     assert routes == {"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}
     for name in ("plan.yml", "apply.yml"):
-        assert _workflow_routes(name) == routes, f"{name}: its routing guard differs from policy.toml"
+        assert _workflow_routes(name) == routes, (
+            f"{name}: its routing guard differs from policy.toml"
+        )
     drift = yaml.safe_load((REPO / ".github" / "workflows" / "drift.yml").read_text())
-    legs = {leg["executor"]: leg["runs_on"] for leg in drift["jobs"]["drift"]["strategy"]["matrix"]["include"]}
+    legs = {
+        leg["executor"]: leg["runs_on"]
+        for leg in drift["jobs"]["drift"]["strategy"]["matrix"]["include"]
+    }
     assert legs == routes
     # every tier's executor is declared
     for tier in sorted((REPO / "live").glob("*/tier.hcl")):
@@ -111,25 +131,44 @@ def test_the_expected_identities_match_the_roles_bootstrap_creates() -> None:
     roles = boot["roles"]
     hosted = declared["hosted"].aws_role_arn_patterns
     for role in (roles["plan"]["name"], roles["apply"]["name"]):
-        assert executors.matches(f"arn:aws:sts::123456789012:assumed-role/{role}/plan-42-1", hosted), role
+        assert executors.matches(
+            f"arn:aws:sts::123456789012:assumed-role/{role}/plan-42-1", hosted
+        ), role
     lan_arn = f"arn:aws:sts::123456789012:assumed-role/{roles['lan']['name']}/vault-lan-1"
     assert executors.matches(lan_arn, declared["lan"].aws_role_arn_patterns)
     assert not executors.matches(lan_arn, hosted)
-    assert not executors.matches("arn:aws:sts::123456789012:user/moto", declared["lan"].aws_role_arn_patterns)
+    assert not executors.matches(
+        "arn:aws:sts::123456789012:user/moto", declared["lan"].aws_role_arn_patterns
+    )
 
 
 # --------------------------------------------------------------------------- invoke matrix
 
 
-def test_a_cluster_only_change_lists_only_the_lan_executor_and_its_units(example_repo: Path) -> None:
+def test_a_cluster_only_change_lists_only_the_lan_executor_and_its_units(
+    example_repo: Path,
+) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "vm-bump")
     edit(example_repo, "live/cluster/vms/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
-    edit(example_repo, "live/cluster/tier.hcl", "gate       = \"auto\"", "gate       = \"auto\" # reviewed")
+    edit(
+        example_repo,
+        "live/cluster/tier.hcl",
+        'gate       = "auto"',
+        'gate       = "auto" # reviewed',
+    )
     commit_all(example_repo, "bump the vm module; touch the cluster tier file")
     doc = _matrix(example_repo, "--base", "main")
     assert doc == {
         "include": [
-            {**LAN, "units": ["live/cluster/network", "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"]}
+            {
+                **LAN,
+                "units": [
+                    "live/cluster/network",
+                    "live/cluster/vms",
+                    "live/cluster/os",
+                    "live/cluster/gitops",
+                ],
+            }
         ]
     }
 
@@ -148,7 +187,9 @@ def test_a_deleted_unit_puts_its_executor_in_the_matrix(example_repo: Path) -> N
     git(example_repo, "checkout", "--quiet", "-b", "retire")
     shutil.rmtree(example_repo / "live/cloud/registry")
     commit_all(example_repo, "retire the registry")
-    assert _matrix(example_repo, "--base", "main") == {"include": [{**HOSTED, "units": ["live/cloud/registry"]}]}
+    assert _matrix(example_repo, "--base", "main") == {
+        "include": [{**HOSTED, "units": ["live/cloud/registry"]}]
+    }
 
 
 def test_no_change_gives_an_empty_include_and_the_workflow_starts_no_plan_job(
@@ -162,15 +203,22 @@ def test_no_change_gives_an_empty_include_and_the_workflow_starts_no_plan_job(
     outputs = _run_workflow_guard("plan.yml", doc, tmp_path)
     assert outputs == {"matrix": '{"include":[]}', "any": "false"}
     plan_job = yaml.safe_load((REPO / ".github/workflows/plan.yml").read_text())["jobs"]["plan"]
-    assert "needs.matrix.outputs.any == 'true'" in plan_job["if"]  # so the empty matrix is never expanded
+    assert (
+        "needs.matrix.outputs.any == 'true'" in plan_job["if"]
+    )  # so the empty matrix is never expanded
 
 
 def test_the_workflow_guard_accepts_the_real_matrix_and_refuses_a_misrouted_one(
     example_repo: Path, tmp_path: Path
 ) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "mixed")
-    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "include \"root\"", "# iam\ninclude \"root\"")
-    edit(example_repo, "live/cluster/network/terragrunt.hcl", "include \"root\"", "# network\ninclude \"root\"")
+    edit(example_repo, "live/cloud/iam/terragrunt.hcl", 'include "root"', '# iam\ninclude "root"')
+    edit(
+        example_repo,
+        "live/cluster/network/terragrunt.hcl",
+        'include "root"',
+        '# network\ninclude "root"',
+    )
     commit_all(example_repo, "comments in two tiers")
     doc = _matrix(example_repo, "--base", "main")
     assert [leg["executor"] for leg in doc["include"]] == ["hosted", "lan"]
@@ -178,14 +226,18 @@ def test_the_workflow_guard_accepts_the_real_matrix_and_refuses_a_misrouted_one(
         outputs = _run_workflow_guard(workflow, doc, tmp_path)
         assert outputs["any"] == "true"
         assert json.loads(outputs["matrix"]) == doc
-    misrouted = {"include": [{**LAN, "runs_on": ["ubuntu-latest"], "units": ["live/cluster/network"]}]}
+    misrouted = {
+        "include": [{**LAN, "runs_on": ["ubuntu-latest"], "units": ["live/cluster/network"]}]
+    }
     with pytest.raises(ToolingError, match="executor lan must run on"):
         _run_workflow_guard("plan.yml", misrouted, tmp_path)
 
 
 def _workflow_routes(workflow: str) -> dict[str, list[str]]:
     """The ROUTES that WORKFLOW's matrix step passes to `invoke matrix --routes`."""
-    steps = yaml.safe_load((REPO / ".github/workflows" / workflow).read_text())["jobs"]["matrix"]["steps"]
+    steps = yaml.safe_load((REPO / ".github/workflows" / workflow).read_text())["jobs"]["matrix"][
+        "steps"
+    ]
     step = next(s for s in steps if "invoke matrix" in s.get("run", ""))
     assert '--routes "${ROUTES}"' in step["run"]
     return ci.parse_routes(step["env"]["ROUTES"])

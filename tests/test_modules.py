@@ -1102,7 +1102,9 @@ def test_a_labelled_terraform_block_is_not_the_units_source() -> None:
     assert bump_text(hcl, "v1.1.0", "v1.2.0") == hcl
 
 
-@pytest.mark.parametrize("ref", ["main", "development", "release", "Release", "feature/x", "hotfix/y"])
+@pytest.mark.parametrize(
+    "ref", ["main", "development", "release", "Release", "feature/x", "hotfix/y"]
+)
 def test_one_branch_classifier_for_check_and_bump(ref: str) -> None:
     assert is_branch_name(ref)
     skip = pick_upgrades(ref, ["v1.0.0"])

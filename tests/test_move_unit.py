@@ -41,7 +41,9 @@ def _body(s3: Any, bucket: str, key: str) -> bytes:
     return data
 
 
-def test_local_state_moves_with_the_folder_and_the_moved_unit_plans_clean(example_repo: Path, tmp_path: Path) -> None:
+def test_local_state_moves_with_the_folder_and_the_moved_unit_plans_clean(
+    example_repo: Path, tmp_path: Path
+) -> None:
     apply_unit(example_repo, OLD, tmp_path / "a1")
     before = _local(example_repo, OLD_KEY).read_bytes()
 
@@ -74,7 +76,9 @@ def test_local_state_moves_with_the_folder_and_the_moved_unit_plans_clean(exampl
     assert _local(example_repo, NEW_KEY).read_bytes() == before
 
 
-def test_a_move_onto_a_key_that_holds_state_is_refused_and_changes_nothing(example_repo: Path, tmp_path: Path) -> None:
+def test_a_move_onto_a_key_that_holds_state_is_refused_and_changes_nothing(
+    example_repo: Path, tmp_path: Path
+) -> None:
     apply_unit(example_repo, OLD, tmp_path / "a1")
     before = _local(example_repo, OLD_KEY).read_bytes()
     occupant = _local(example_repo, NEW_KEY)
@@ -127,7 +131,9 @@ def test_s3_refuses_a_target_key_that_holds_state(
     assert (example_repo / OLD / "terragrunt.hcl").exists()
 
 
-def test_a_hand_moved_unit_is_blocked_until_move_unit_migrates_its_state(example_repo: Path, tmp_path: Path) -> None:
+def test_a_hand_moved_unit_is_blocked_until_move_unit_migrates_its_state(
+    example_repo: Path, tmp_path: Path
+) -> None:
     apply_unit(example_repo, OLD, tmp_path / "a1")
     git(example_repo, "checkout", "--quiet", "-b", "rename-by-hand")
     git(example_repo, "mv", OLD, NEW)
@@ -162,11 +168,16 @@ def test_bad_moves_are_usage_errors(example_repo: Path) -> None:
 
 def test_the_new_key_is_computed_from_the_configuration_at_the_new_path(example_repo: Path) -> None:
     plan = moving.plan_move(example_repo, "live/cluster/vms", "live/cluster/compute/vms")
-    assert (plan.old_key, plan.new_key) == ("live/cluster/vms/terraform.tfstate",
-                                            "live/cluster/compute/vms/terraform.tfstate")
+    assert (plan.old_key, plan.new_key) == (
+        "live/cluster/vms/terraform.tfstate",
+        "live/cluster/compute/vms/terraform.tfstate",
+    )
     assert plan.folder_moved is False
     # the renamed view sees the unit (and its includes) at the new path only
-    view = load(moving.RenamedTree(WorkTree(example_repo), "live/cluster/vms", "live/cluster/compute/vms"), None)
+    view = load(
+        moving.RenamedTree(WorkTree(example_repo), "live/cluster/vms", "live/cluster/compute/vms"),
+        None,
+    )
     assert "live/cluster/compute/vms" in view.units and "live/cluster/vms" not in view.units
     assert view.units["live/cluster/compute/vms"].tier == "cluster"
 
@@ -186,7 +197,20 @@ def test_a_moved_unit_is_blocked_only_while_its_state_waits_at_the_old_key(
             _local(example_repo, key).parent.mkdir(parents=True, exist_ok=True)
             _local(example_repo, key).write_text("{}")
     model = load(WorkTree(example_repo), None)
-    change = Affected(base="b", head="h", uncommitted=True, units=(
-        AffectedUnit(path=NEW, change="moved", moved_from=OLD, reasons=(), tier="cloud", executor="hosted"),
-    ), dependents=())
+    change = Affected(
+        base="b",
+        head="h",
+        uncommitted=True,
+        units=(
+            AffectedUnit(
+                path=NEW,
+                change="moved",
+                moved_from=OLD,
+                reasons=(),
+                tier="cloud",
+                executor="hosted",
+            ),
+        ),
+        dependents=(),
+    )
     assert moving.moved_unit_blocked(example_repo, model, change, NEW) is blocked

@@ -13,7 +13,9 @@ from infra_fixtures import apply_unit, commit_all, edit, git, invoke, read_summa
 pytestmark = pytest.mark.e2e
 
 
-def _plan(repo: Path, out: Path, *args: str, env: dict[str, str] | None = None) -> tuple[Any, dict[str, Any], str]:
+def _plan(
+    repo: Path, out: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[Any, dict[str, Any], str]:
     ran = invoke(repo, "plan", "--out", str(out), *args, env=env)
     summary = read_summary(out) if (out / "summary.json").exists() else {}
     comment = (out / "comment.md").read_text() if (out / "comment.md").exists() else ""
@@ -37,7 +39,9 @@ def test_a_one_line_module_bump_plans_exactly_that_unit_and_shows_its_changes(
     assert vms["counts"]["update"] == 3 and vms["counts"]["create"] == 0
     assert vms["gate"]["decision"] == "manual"
     assert comment.startswith("<!-- iac-tooling:plan-report -->\n")
-    assert comment.splitlines()[1].startswith("⚠️ **Plan:** 1 unit(s) planned, 1 with changes, 0 error(s)")
+    assert comment.splitlines()[1].startswith(
+        "⚠️ **Plan:** 1 unit(s) planned, 1 with changes, 0 error(s)"
+    )
     assert '`terraform_data.vm["node-1"]`' in comment and "**update** (3)" in comment
     assert "?ref=v1.2.0" in comment  # the module pin is shown
     # dependents are re-planned after the upstream applies, not on the PR
@@ -46,7 +50,9 @@ def test_a_one_line_module_bump_plans_exactly_that_unit_and_shows_its_changes(
     assert (out / vms["plan_file"]).stat().st_size > 0
 
 
-def test_a_forced_replacement_is_listed_in_the_warnings_block(example_repo: Path, tmp_path: Path) -> None:
+def test_a_forced_replacement_is_listed_in_the_warnings_block(
+    example_repo: Path, tmp_path: Path
+) -> None:
     apply_unit(example_repo, "live/cloud/dns", tmp_path / "a1")
     git(example_repo, "checkout", "--quiet", "-b", "major")
     edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v2.0.0")
@@ -56,8 +62,12 @@ def test_a_forced_replacement_is_listed_in_the_warnings_block(example_repo: Path
     dns = units_by_path(summary)["live/cloud/dns"]
     assert dns["counts"]["replace"] == 3
     assert dns["gate"]["decision"] == "manual"
-    warning_block = comment.split("> **Destroys, replacements and drift:**", 1)[1].split("\n\n", 1)[0]
-    line = next(w for w in warning_block.splitlines() if "♻️ **replace** in `live/cloud/dns` (3)" in w)
+    warning_block = comment.split("> **Destroys, replacements and drift:**", 1)[1].split("\n\n", 1)[
+        0
+    ]
+    line = next(
+        w for w in warning_block.splitlines() if "♻️ **replace** in `live/cloud/dns` (3)" in w
+    )
     for key in ("api", "cluster", "www"):
         assert f'`terraform_data.record["{key}"]`' in line
 
@@ -83,10 +93,14 @@ def test_a_deleted_unit_with_state_gets_a_destroy_plan_from_the_base_revision_fi
     assert legacy["gate"]["decision"] == "manual"
     warnings = [line for line in comment.splitlines() if line.startswith("> - ")]
     assert warnings[0].startswith("> - 🗑️ **destroy** (unit deleted) in `live/cloud/legacy` (5): ")
-    assert not (example_repo / ".iac" / "worktrees").exists() or not any((example_repo / ".iac" / "worktrees").iterdir())
+    assert not (example_repo / ".iac" / "worktrees").exists() or not any(
+        (example_repo / ".iac" / "worktrees").iterdir()
+    )
 
 
-def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(example_repo: Path, tmp_path: Path) -> None:
+def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(
+    example_repo: Path, tmp_path: Path
+) -> None:
     git(example_repo, "checkout", "--quiet", "-b", "typo")
     edit(example_repo, "live/cloud/dns/terragrunt.hcl", "?ref=v1.1.0", "?ref=v9.9.9")
     edit(example_repo, "live/cluster/network/terragrunt.hcl", "?ref=v1.1.0", "?ref=v1.2.0")
@@ -104,7 +118,9 @@ def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(example_repo: Path
 CANARY = "canary-7f3a9c1e-do-not-print"
 
 
-def test_no_sensitive_value_reaches_the_out_dir_or_the_output(example_repo: Path, tmp_path: Path) -> None:
+def test_no_sensitive_value_reaches_the_out_dir_or_the_output(
+    example_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "plans"
     ran, summary, _comment = _plan(
         example_repo, out, "--unit", "live/cloud/iam", env={"IAC_BOOTSTRAP_TOKEN": CANARY}
@@ -131,7 +147,7 @@ def _unzipped(path: Path) -> bytes:
 def test_a_plan_over_the_comment_budget_keeps_counts_and_warnings_in_valid_markdown(
     example_repo: Path, tmp_path: Path
 ) -> None:
-    many = "records = { for i in range(400) : \"r${i}\" => { type = \"A\", value = \"203.0.113.${i % 250}\", ttl = 300 } }"
+    many = 'records = { for i in range(400) : "r${i}" => { type = "A", value = "203.0.113.${i % 250}", ttl = 300 } }'
     unit = example_repo / "live/cloud/dns/terragrunt.hcl"
     text = unit.read_text()
     start = text.index("  records = {")
@@ -156,7 +172,9 @@ def test_a_plan_over_the_comment_budget_keeps_counts_and_warnings_in_valid_markd
     assert dns["counts"]["replace"] == 400
     # counts kept in the table, every replacement kept in the warnings
     assert re.search(r"\| `live/cloud/dns` \| cloud / hosted \| 0 \| \d+ \| 0 \| 400 \|", comment)
-    warning_line = next(w for w in comment.splitlines() if "♻️ **replace** in `live/cloud/dns` (400)" in w)
+    warning_line = next(
+        w for w in comment.splitlines() if "♻️ **replace** in `live/cloud/dns` (400)" in w
+    )
     assert len(re.findall(r"`terraform_data\.record\[\"r\d+\"\]`", warning_line)) == 400
     assert "Left out to stay under GitHub's 65,536-character limit" in comment
     assert "plan text of `live/cloud/dns`" in comment
@@ -167,9 +185,13 @@ def test_sticky_comment_is_created_then_updated_in_place(
 ) -> None:
     number = github_api.state.add_pull(head="feature", base="main")["number"]
     env = github_api.env(pr=number)
-    first, _, _body1 = _plan(example_repo, tmp_path / "p1", "--unit", "live/cloud/dns", "--comment", env=env)
+    first, _, _body1 = _plan(
+        example_repo, tmp_path / "p1", "--unit", "live/cloud/dns", "--comment", env=env
+    )
     assert first.returncode == 0, first.output
-    second, _, _body2 = _plan(example_repo, tmp_path / "p2", "--unit", "live/cloud/iam", "--comment", env=env)
+    second, _, _body2 = _plan(
+        example_repo, tmp_path / "p2", "--unit", "live/cloud/iam", "--comment", env=env
+    )
     assert second.returncode == 0, second.output
     writes = [(r.method, r.path) for r in github_api.requests if r.method in ("POST", "PATCH")]
     assert writes[0][0] == "POST" and writes[0][1].endswith(f"/issues/{number}/comments")
@@ -180,28 +202,50 @@ def test_sticky_comment_is_created_then_updated_in_place(
     assert env["GITHUB_TOKEN"] not in first.output + second.output
 
 
-def test_executor_filter_plans_only_that_executors_units(example_repo: Path, tmp_path: Path) -> None:
+def test_executor_filter_plans_only_that_executors_units(
+    example_repo: Path, tmp_path: Path
+) -> None:
     ran, summary, _ = _plan(example_repo, tmp_path / "plans", "--all", "--executor", "lan")
     assert ran.returncode == 0, ran.output
     assert {u["executor"] for u in summary["units"]} == {"lan"}
     assert len(summary["units"]) == 4
 
 
-def test_units_that_need_admin_credentials_are_withheld_on_pull_requests(example_repo: Path, tmp_path: Path) -> None:
-    edit(example_repo, "live/cloud/iam/terragrunt.hcl", "inputs = {", "locals {\n  plan_on_pr = false\n}\n\ninputs = {")
+def test_units_that_need_admin_credentials_are_withheld_on_pull_requests(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    edit(
+        example_repo,
+        "live/cloud/iam/terragrunt.hcl",
+        "inputs = {",
+        "locals {\n  plan_on_pr = false\n}\n\ninputs = {",
+    )
     commit_all(example_repo, "iam needs admin to plan")
     pr = {"GITHUB_EVENT_NAME": "pull_request"}
-    ran, summary, comment = _plan(example_repo, tmp_path / "p1", "--unit", "live/cloud/iam", "--unit", "live/cloud/dns", env=pr)
+    ran, summary, comment = _plan(
+        example_repo,
+        tmp_path / "p1",
+        "--unit",
+        "live/cloud/iam",
+        "--unit",
+        "live/cloud/dns",
+        env=pr,
+    )
     assert ran.returncode == 0, ran.output
     units = units_by_path(summary)
-    assert units["live/cloud/iam"]["status"] == "withheld" and units["live/cloud/iam"]["plan_file"] is None
+    assert (
+        units["live/cloud/iam"]["status"] == "withheld"
+        and units["live/cloud/iam"]["plan_file"] is None
+    )
     assert units["live/cloud/dns"]["status"] == "changes"
     assert "withheld" in comment
     ran, summary, _ = _plan(example_repo, tmp_path / "p2", "--unit", "live/cloud/iam")
     assert units_by_path(summary)["live/cloud/iam"]["status"] == "changes"
 
 
-def test_a_moved_unit_is_blocked_until_its_state_is_migrated(example_repo: Path, tmp_path: Path) -> None:
+def test_a_moved_unit_is_blocked_until_its_state_is_migrated(
+    example_repo: Path, tmp_path: Path
+) -> None:
     # blocked only while its state waits at the old key (a never-applied unit plans like a new one)
     apply_unit(example_repo, "live/cloud/iam", tmp_path / "a1")
     apply_unit(example_repo, "live/cloud/registry", tmp_path / "a2")
@@ -216,7 +260,9 @@ def test_a_moved_unit_is_blocked_until_its_state_is_migrated(example_repo: Path,
     assert not list((tmp_path / "plans").rglob("*.tfplan"))
 
 
-def test_an_out_folder_holding_other_files_is_refused_and_kept(example_repo: Path, tmp_path: Path) -> None:
+def test_an_out_folder_holding_other_files_is_refused_and_kept(
+    example_repo: Path, tmp_path: Path
+) -> None:
     precious = tmp_path / "notes"
     precious.mkdir()
     (precious / "todo.txt").write_text("keep me\n")
@@ -228,6 +274,10 @@ def test_an_out_folder_holding_other_files_is_refused_and_kept(example_repo: Pat
     assert ran.returncode == 2 and (example_repo / "live").is_dir()
     # a previous plan report is replaced without asking
     out = tmp_path / "plans"
-    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
-    assert invoke(example_repo, "plan", "--unit", "live/cloud/iam", "--out", str(out)).returncode == 0
+    assert (
+        invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    )
+    assert (
+        invoke(example_repo, "plan", "--unit", "live/cloud/iam", "--out", str(out)).returncode == 0
+    )
     assert [u["path"] for u in read_summary(out)["units"]] == ["live/cloud/iam"]

@@ -25,8 +25,15 @@ from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
-ALL = ["live/cloud/dns", "live/cloud/iam", "live/cloud/registry", "live/cluster/network",
-       "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"]
+ALL = [
+    "live/cloud/dns",
+    "live/cloud/iam",
+    "live/cloud/registry",
+    "live/cluster/network",
+    "live/cluster/vms",
+    "live/cluster/os",
+    "live/cluster/gitops",
+]
 
 
 def _break_iam(repo: Path) -> None:
@@ -62,7 +69,9 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     assert units["live/cloud/iam"]["status"] == "error"
     assert "v9.9.9" in units["live/cloud/iam"]["error"]
     assert units["live/cloud/registry"]["status"] == "not-planned"
-    assert units["live/cloud/registry"]["error"] == "not planned: its dependency live/cloud/iam failed"
+    assert (
+        units["live/cloud/registry"]["error"] == "not planned: its dependency live/cloud/iam failed"
+    )
     planned = [p for p in ALL if p not in ("live/cloud/iam", "live/cloud/registry")]
     for path in planned:
         assert units[path]["status"] == "changes", (path, units[path]["error"])
@@ -81,9 +90,16 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
         from tooling.commands.plans import sha256_file
 
         assert sha256_file(plan) == units[path]["plan_sha256"]
-        assert (out / units[path]["text_file"]).read_text().startswith("OpenTofu used the selected providers")
+        assert (
+            (out / units[path]["text_file"])
+            .read_text()
+            .startswith("OpenTofu used the selected providers")
+        )
     assert not list(out.rglob("tfplan.tfplan"))  # every plan file renamed, none left behind
-    assert units["live/cloud/iam"]["plan_file"] is None and units["live/cloud/registry"]["plan_file"] is None
+    assert (
+        units["live/cloud/iam"]["plan_file"] is None
+        and units["live/cloud/registry"]["plan_file"] is None
+    )
 
     # each log holds that unit's lines only: its own plan, no other unit's
     texts = {p: (out / units[p]["text_file"]).read_text() for p in planned}
@@ -92,7 +108,9 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
         first_change = next(line for line in texts[path].splitlines() if line.startswith("  # "))
         assert first_change in log, path
         for other in planned:
-            other_change = next(line for line in texts[other].splitlines() if line.startswith("  # "))
+            other_change = next(
+                line for line in texts[other].splitlines() if line.startswith("  # ")
+            )
             if other != path and other_change not in texts[path]:
                 assert other_change not in log, (path, other)
     assert "v9.9.9" in (out / "units/live/cloud/iam/plan.log").read_text()
@@ -100,24 +118,51 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     # one progress line per unit, in the order they finished
     progress = re.findall(r"^  \[(\d+)/(\d+)\] (\S+): (\S+)", ran.stderr, re.M)
     assert sorted(p for _, _, p, _ in progress) == sorted(ALL)
-    assert [int(k) for k, _, _, _ in progress] == list(range(1, 8)) and {n for _, n, _, _ in progress} == {"7"}
+    assert [int(k) for k, _, _, _ in progress] == list(range(1, 8)) and {
+        n for _, n, _, _ in progress
+    } == {"7"}
     assert {p: s for _, _, p, s in progress} == {p: u["status"] for p, u in units.items()}
 
     # the same tree planned one Terragrunt process per unit: the same results,
     # field by field, and a summary.json of the same shape
     ws = Workspace(example_repo)
     model = ws.model()
-    targets = select_targets(model, root=example_repo.resolve(), all_units=True, units=(), change=None,
-                             executor=None, on_pr=False)
+    targets = select_targets(
+        model,
+        root=example_repo.resolve(),
+        all_units=True,
+        units=(),
+        change=None,
+        executor=None,
+        on_pr=False,
+    )
     per_unit_out = tmp_path / "per-unit"
     per_unit_out.mkdir()
     one_by_one = run_all(targets, per_unit_out, ws.tool_env, jobs=2, planner=plan_unit)
-    reference = summary_document(one_by_one, base=None, head=summary["head"], executor=None, root=example_repo,
-                                 policy=parse_policy(ws.policy))
+    reference = summary_document(
+        one_by_one,
+        base=None,
+        head=summary["head"],
+        executor=None,
+        root=example_repo,
+        policy=parse_policy(ws.policy),
+    )
     assert _shape(summary) == _shape(reference)
     for ours, theirs in zip(summary["units"], reference["units"], strict=True):
-        for key in ("path", "status", "counts", "changes", "output_changes", "gate", "plan_file", "text_file",
-                    "log_file", "mocked_dependencies", "destroy", "source"):
+        for key in (
+            "path",
+            "status",
+            "counts",
+            "changes",
+            "output_changes",
+            "gate",
+            "plan_file",
+            "text_file",
+            "log_file",
+            "mocked_dependencies",
+            "destroy",
+            "source",
+        ):
             assert ours[key] == theirs[key], (ours["path"], key)
         assert (ours["error"] is None) == (theirs["error"] is None)
     for path in planned:
@@ -137,8 +182,15 @@ def test_a_unit_the_filter_language_cannot_name_is_planned_one_process_per_unit(
     commit_all(example_repo, "a unit with shell and glob characters in its name")
     ws = Workspace(example_repo)
     model = ws.model()
-    targets = select_targets(model, root=example_repo.resolve(), all_units=False, units=[odd], change=None,
-                             executor=None, on_pr=False)
+    targets = select_targets(
+        model,
+        root=example_repo.resolve(),
+        all_units=False,
+        units=[odd],
+        change=None,
+        executor=None,
+        on_pr=False,
+    )
     stream = io.StringIO()
     out = tmp_path / "plans"
     out.mkdir()

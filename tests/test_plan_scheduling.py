@@ -31,7 +31,12 @@ class Recorder:
     finishes: the only way that wait ends is the two running at the same time.
     """
 
-    def __init__(self, paths: list[str], fail: frozenset[str] = frozenset(), hold: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        fail: frozenset[str] = frozenset(),
+        hold: Mapping[str, str] | None = None,
+    ) -> None:
         self.events: list[tuple[str, str, int]] = []
         self.lock = threading.Lock()
         self.clock = itertools.count()

@@ -39,7 +39,9 @@ def test_foreign_units_name_the_unit_and_both_executors() -> None:
     units = [("live/cluster/vms", "lan"), ("live/cloud/dns", "hosted"), ("live/x", None)]
     problems = preflight.foreign_units(units, "lan")
     assert len(problems) == 2
-    assert problems[0].startswith("unit live/cloud/dns belongs to executor hosted, but this job runs as executor lan")
+    assert problems[0].startswith(
+        "unit live/cloud/dns belongs to executor hosted, but this job runs as executor lan"
+    )
     assert "unit live/x belongs to executor (none)" in problems[1]
     assert preflight.foreign_units(units[:1], "lan") == []
 
@@ -54,7 +56,11 @@ def test_foreign_units_name_the_unit_and_both_executors() -> None:
     ],
 )
 def test_identity_problems_for_aws(arn: str | None, ok: bool) -> None:
-    lan = Executor("lan", ("self-hosted", "lan"), aws_role_arn_patterns=("arn:aws:sts::*:assumed-role/infra-lan-executor/*",))
+    lan = Executor(
+        "lan",
+        ("self-hosted", "lan"),
+        aws_role_arn_patterns=("arn:aws:sts::*:assumed-role/infra-lan-executor/*",),
+    )
     problems = preflight.identity_problems(lan, aws_arn=arn)
     assert (problems == []) is ok
     if not ok:
@@ -74,9 +80,13 @@ def test_a_tool_version_other_than_the_pin_is_refused(example_repo: Path) -> Non
     with pytest.raises(ToolingError) as err:
         preflight.check(Workspace(example_repo), [("live/cloud/dns", "hosted")])
     assert "pins 1.12.5" in str(err.value) and "1.12.6" in str(err.value)
-    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(example_repo / "out"))
+    ran = invoke(
+        example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(example_repo / "out")
+    )
     assert ran.returncode == 1
-    assert re.search(r"opentofu: \S*\.tool-versions pins 1\.12\.5, but \S*tofu is 1\.12\.6", ran.stderr), ran.stderr
+    assert re.search(
+        r"opentofu: \S*\.tool-versions pins 1\.12\.5, but \S*tofu is 1\.12\.6", ran.stderr
+    ), ran.stderr
     assert not (example_repo / "out" / "summary.json").exists()
 
 
@@ -84,7 +94,9 @@ def test_a_tool_version_other_than_the_pin_is_refused(example_repo: Path) -> Non
 
 
 def _assumed(role_arn: str, session: str) -> dict[str, str]:
-    creds = boto3.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=session)["Credentials"]
+    creds = boto3.client("sts").assume_role(RoleArn=role_arn, RoleSessionName=session)[
+        "Credentials"
+    ]
     return {
         "AWS_ACCESS_KEY_ID": creds["AccessKeyId"],
         "AWS_SECRET_ACCESS_KEY": creds["SecretAccessKey"],
@@ -92,43 +104,79 @@ def _assumed(role_arn: str, session: str) -> dict[str, str]:
     }
 
 
-def test_moto_gives_the_assumed_role_arn_the_patterns_are_written_for(aws_env: dict[str, str],
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moto_gives_the_assumed_role_arn_the_patterns_are_written_for(
+    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert preflight.aws_caller_arn() == "arn:aws:sts::123456789012:user/moto"
     for key, value in _assumed(LAN_ROLE, "vault-lan-1").items():
         monkeypatch.setenv(key, value)
-    assert preflight.aws_caller_arn() == "arn:aws:sts::123456789012:assumed-role/infra-lan-executor/vault-lan-1"
+    assert (
+        preflight.aws_caller_arn()
+        == "arn:aws:sts::123456789012:assumed-role/infra-lan-executor/vault-lan-1"
+    )
 
 
-def test_a_wrong_aws_identity_is_refused_before_anything_is_planned(example_repo: Path, aws_env: dict[str, str]) -> None:
+def test_a_wrong_aws_identity_is_refused_before_anything_is_planned(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
     out = example_repo / "out"
-    ran = invoke(example_repo, "plan", "--unit", "live/cluster/network", "--out", str(out),
-                 env={"IAC_EXECUTOR": "lan"})
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(out),
+        env={"IAC_EXECUTOR": "lan"},
+    )
     assert ran.returncode == 1, ran.output
-    assert "AWS identity arn:aws:sts::123456789012:user/moto is not the one executor lan runs as" in ran.stderr
+    assert (
+        "AWS identity arn:aws:sts::123456789012:user/moto is not the one executor lan runs as"
+        in ran.stderr
+    )
     assert "arn:aws:sts::*:assumed-role/infra-lan-executor/*" in ran.stderr
     assert "Traceback" not in ran.output
     assert not (out / "summary.json").exists()
     assert not (example_repo / ".iac" / "state" / "live").exists()
 
 
-def test_the_right_aws_identity_is_accepted_and_the_unit_is_planned(example_repo: Path, aws_env: dict[str, str]) -> None:
+def test_the_right_aws_identity_is_accepted_and_the_unit_is_planned(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
     out = example_repo / "out"
-    ran = invoke(example_repo, "plan", "--unit", "live/cluster/network", "--out", str(out),
-                 env={"IAC_EXECUTOR": "lan", **_assumed(LAN_ROLE, "vault-lan-7")})
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(out),
+        env={"IAC_EXECUTOR": "lan", **_assumed(LAN_ROLE, "vault-lan-7")},
+    )
     assert ran.returncode == 0, ran.output
     assert (
         "preflight: AWS identity arn:aws:sts::123456789012:assumed-role/infra-lan-executor/vault-lan-7 "
         "is executor lan's" in ran.stderr
     )
     summary = json.loads((out / "summary.json").read_text())
-    assert [(u["path"], u["status"]) for u in summary["units"]] == [("live/cluster/network", "changes")]
+    assert [(u["path"], u["status"]) for u in summary["units"]] == [
+        ("live/cluster/network", "changes")
+    ]
 
 
-def test_the_hosted_plan_role_is_not_the_lan_identity(example_repo: Path, aws_env: dict[str, str]) -> None:
+def test_the_hosted_plan_role_is_not_the_lan_identity(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
     creds = _assumed("arn:aws:iam::123456789012:role/github-infra-plan", "plan-1")
-    ran = invoke(example_repo, "plan", "--unit", "live/cluster/network", "--out", str(example_repo / "out"),
-                 env={"IAC_EXECUTOR": "lan", **creds})
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(example_repo / "out"),
+        env={"IAC_EXECUTOR": "lan", **creds},
+    )
     assert ran.returncode == 1
     assert "assumed-role/github-infra-plan/plan-1 is not the one executor lan runs as" in ran.stderr
 
@@ -138,8 +186,17 @@ def test_the_hosted_plan_role_is_not_the_lan_identity(example_repo: Path, aws_en
 
 def test_planning_a_unit_of_the_other_executor_is_refused(example_repo: Path) -> None:
     # no identity is needed to be refused: the routing check comes first
-    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--unit", "live/cluster/network",
-                 "--out", str(example_repo / "out"), env={"IAC_EXECUTOR": "lan"})
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/dns",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(example_repo / "out"),
+        env={"IAC_EXECUTOR": "lan"},
+    )
     assert ran.returncode == 1
     assert (
         "unit live/cloud/dns belongs to executor hosted, but this job runs as executor lan (IAC_EXECUTOR=lan)"
@@ -155,16 +212,31 @@ def test_applying_a_unit_of_the_other_executor_is_refused(example_repo: Path) ->
     assert planned.returncode == 0, planned.output
     ran = invoke(example_repo, "apply", "--plans", str(out), env={"IAC_EXECUTOR": "lan"})
     assert ran.returncode == 1
-    assert "unit live/cloud/dns belongs to executor hosted, but this job runs as executor lan" in ran.stderr
+    assert (
+        "unit live/cloud/dns belongs to executor hosted, but this job runs as executor lan"
+        in ran.stderr
+    )
     assert not (out / "apply.json").exists()
-    assert not (example_repo / ".iac" / "state" / "live" / "cloud" / "dns" / "terraform.tfstate").exists()
+    assert not (
+        example_repo / ".iac" / "state" / "live" / "cloud" / "dns" / "terraform.tfstate"
+    ).exists()
 
 
 def test_an_undeclared_executor_is_refused(example_repo: Path) -> None:
-    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(example_repo / "out"),
-                 env={"IAC_EXECUTOR": "gpu"})
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/dns",
+        "--out",
+        str(example_repo / "out"),
+        env={"IAC_EXECUTOR": "gpu"},
+    )
     assert ran.returncode == 1
-    assert "IAC_EXECUTOR names executor 'gpu', which policy.toml does not declare (declared: hosted, lan)" in ran.stderr
+    assert (
+        "IAC_EXECUTOR names executor 'gpu', which policy.toml does not declare (declared: hosted, lan)"
+        in ran.stderr
+    )
 
 
 # --------------------------------------------------------------------------- Google Cloud identity (google-auth)
@@ -181,16 +253,32 @@ class TokenEndpoint:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-                endpoint.requests.append(("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                endpoint.requests.append(
+                    ("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 if self.path == "/v1/token":
                     if endpoint.refuse:
-                        self._send(400, {"error": "invalid_grant", "error_description": "subject token rejected"})
+                        self._send(
+                            400,
+                            {
+                                "error": "invalid_grant",
+                                "error_description": "subject token rejected",
+                            },
+                        )
                     else:
-                        self._send(200, {"access_token": "federated-token", "issued_token_type":
-                                         "urn:ietf:params:oauth:token-type:access_token",
-                                         "token_type": "Bearer", "expires_in": 3600})
+                        self._send(
+                            200,
+                            {
+                                "access_token": "federated-token",
+                                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                                "token_type": "Bearer",
+                                "expires_in": 3600,
+                            },
+                        )
                 elif self.path.endswith(":generateAccessToken"):
-                    self._send(200, {"accessToken": "sa-token", "expireTime": "2099-01-01T00:00:00Z"})
+                    self._send(
+                        200, {"accessToken": "sa-token", "expireTime": "2099-01-01T00:00:00Z"}
+                    )
                 else:
                     self._send(404, {"error": "not found"})
 
@@ -224,8 +312,13 @@ def token_endpoint() -> Iterator[TokenEndpoint]:
         yield endpoint
 
 
-def _external_account(tmp_path: Path, endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch,
-                      *, service_account: str | None) -> None:
+def _external_account(
+    tmp_path: Path,
+    endpoint: TokenEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    service_account: str | None,
+) -> None:
     """An external account credentials file, as google-github-actions/auth writes it."""
     subject = tmp_path / "oidc-token"
     subject.write_text("github-oidc-jwt")
@@ -247,11 +340,18 @@ def _external_account(tmp_path: Path, endpoint: TokenEndpoint, monkeypatch: pyte
         monkeypatch.delenv(key, raising=False)
 
 
-LAN_GCP = Executor("lan", ("self-hosted", "lan"), gcp_service_account_patterns=("infra-lan@*.iam.gserviceaccount.com",))
+LAN_GCP = Executor(
+    "lan",
+    ("self-hosted", "lan"),
+    gcp_service_account_patterns=("infra-lan@*.iam.gserviceaccount.com",),
+)
 
 
 def test_gcp_identity_is_fetched_from_the_token_endpoint_and_accepted(
-    tmp_path: Path, token_endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    token_endpoint: TokenEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     _external_account(tmp_path, token_endpoint, monkeypatch, service_account=LAN_SA)
     preflight.check_identity(LAN_GCP)
@@ -268,10 +368,18 @@ def test_gcp_identity_is_fetched_from_the_token_endpoint_and_accepted(
 def test_a_wrong_gcp_service_account_is_refused(
     tmp_path: Path, token_endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _external_account(tmp_path, token_endpoint, monkeypatch, service_account="infra-hosted@example-infra.iam.gserviceaccount.com")
+    _external_account(
+        tmp_path,
+        token_endpoint,
+        monkeypatch,
+        service_account="infra-hosted@example-infra.iam.gserviceaccount.com",
+    )
     with pytest.raises(ToolingError) as err:
         preflight.check_identity(LAN_GCP)
-    assert "service account infra-hosted@example-infra.iam.gserviceaccount.com is not the one executor lan runs as" in str(err.value)
+    assert (
+        "service account infra-hosted@example-infra.iam.gserviceaccount.com is not the one executor lan runs as"
+        in str(err.value)
+    )
     assert len(token_endpoint.requests) == 2  # the token was really fetched before the comparison
 
 
@@ -279,14 +387,29 @@ def test_gcp_audience_without_impersonation(
     tmp_path: Path, token_endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _external_account(tmp_path, token_endpoint, monkeypatch, service_account=None)
-    right = Executor("hosted", ("ubuntu-latest",), gcp_audience_patterns=("//iam.googleapis.com/projects/*/locations/global/workloadIdentityPools/github/providers/*",))
+    right = Executor(
+        "hosted",
+        ("ubuntu-latest",),
+        gcp_audience_patterns=(
+            "//iam.googleapis.com/projects/*/locations/global/workloadIdentityPools/github/providers/*",
+        ),
+    )
     preflight.check_identity(right)
     assert [r[1] for r in token_endpoint.requests] == ["/v1/token"]
-    wrong = Executor("hosted", ("ubuntu-latest",), gcp_audience_patterns=("//iam.googleapis.com/projects/*/locations/global/workloadIdentityPools/other/providers/*",))
+    wrong = Executor(
+        "hosted",
+        ("ubuntu-latest",),
+        gcp_audience_patterns=(
+            "//iam.googleapis.com/projects/*/locations/global/workloadIdentityPools/other/providers/*",
+        ),
+    )
     with pytest.raises(ToolingError, match="not the workload identity provider of executor hosted"):
         preflight.check_identity(wrong)
     # and a service account is expected, but the credentials impersonate none
-    with pytest.raises(ToolingError, match=r"service account \(none: the credentials impersonate no service account\)"):
+    with pytest.raises(
+        ToolingError,
+        match=r"service account \(none: the credentials impersonate no service account\)",
+    ):
         preflight.check_identity(LAN_GCP)
 
 
@@ -295,5 +418,7 @@ def test_a_rejected_token_exchange_is_an_actionable_error(
 ) -> None:
     token_endpoint.refuse = True
     _external_account(tmp_path, token_endpoint, monkeypatch, service_account=LAN_SA)
-    with pytest.raises(ToolingError, match=r"preflight: cannot obtain Google Cloud credentials .*invalid_grant"):
+    with pytest.raises(
+        ToolingError, match=r"preflight: cannot obtain Google Cloud credentials .*invalid_grant"
+    ):
         preflight.check_identity(LAN_GCP)

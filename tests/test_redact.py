@@ -24,7 +24,9 @@ PEM = "-----BEGIN KEY-----\ncanary-multi-one\ncanary-multi-two\n-----END KEY----
         ({"nested": [{"deep": "canary-deep-5"}]}, ["canary-deep-5"]),
     ],
 )
-def test_every_shape_of_a_secret_is_redacted_in_plain_json_and_heredoc_text(value: object, leaked: list[str]) -> None:
+def test_every_shape_of_a_secret_is_redacted_in_plain_json_and_heredoc_text(
+    value: object, leaked: list[str]
+) -> None:
     r = redact.Redactor.of(redact.secret_strings(value))
     texts = [
         f"input = {value!r}",
@@ -49,9 +51,15 @@ def test_a_secret_containing_another_is_masked_whole() -> None:
 
 
 def test_secret_environment_variables_by_name() -> None:
-    env = {"GITHUB_TOKEN": "ghp_canarytoken1", "TF_VAR_db_password": "canary-tfvar", "VAULT_TOKEN": "hvs.canary",
-           "AWS_SECRET_ACCESS_KEY": "canary-aws-secret", "AWS_ACCESS_KEY_ID": "AKIAPUBLICID", "HOME": "/root",
-           "PATH": "/usr/bin"}
+    env = {
+        "GITHUB_TOKEN": "ghp_canarytoken1",
+        "TF_VAR_db_password": "canary-tfvar",
+        "VAULT_TOKEN": "hvs.canary",
+        "AWS_SECRET_ACCESS_KEY": "canary-aws-secret",
+        "AWS_ACCESS_KEY_ID": "AKIAPUBLICID",
+        "HOME": "/root",
+        "PATH": "/usr/bin",
+    }
     found = redact.secret_env(env)
     assert {"ghp_canarytoken1", "canary-tfvar", "hvs.canary", "canary-aws-secret"} <= found
     assert "AKIAPUBLICID" not in found and "/root" not in found
@@ -60,12 +68,24 @@ def test_secret_environment_variables_by_name() -> None:
 def test_sensitive_values_of_a_plan_document() -> None:
     plan = {
         "variables": {"db_password": {"value": "canary-var"}, "region": {"value": "eu-west-1"}},
-        "configuration": {"root_module": {"variables": {"db_password": {"sensitive": True}, "region": {}}}},
-        "planned_values": {"outputs": {"kubeconfig": {"sensitive": True, "value": "canary-out"},
-                                       "endpoint": {"sensitive": False, "value": "https://k8s"}}},
+        "configuration": {
+            "root_module": {"variables": {"db_password": {"sensitive": True}, "region": {}}}
+        },
+        "planned_values": {
+            "outputs": {
+                "kubeconfig": {"sensitive": True, "value": "canary-out"},
+                "endpoint": {"sensitive": False, "value": "https://k8s"},
+            }
+        },
         "prior_state": {"values": {"outputs": {"old": {"sensitive": True, "value": "canary-old"}}}},
-        "resource_changes": [{"change": {"after": {"input": {"pw": "canary-attr", "name": "web"}},
-                                         "after_sensitive": {"input": {"pw": True}}}}],
+        "resource_changes": [
+            {
+                "change": {
+                    "after": {"input": {"pw": "canary-attr", "name": "web"}},
+                    "after_sensitive": {"input": {"pw": True}},
+                }
+            }
+        ],
     }
     found = redact.sensitive_in_plan(plan)
     assert {"canary-var", "canary-out", "canary-old", "canary-attr"} <= found
@@ -86,7 +106,9 @@ def _claim(folder: Path, root: Path) -> outdir.ReportDir:
     return outdir.ReportDir.claim(folder, outdir.PLAN_LAYOUT, root=root)
 
 
-def test_a_foreign_file_at_any_depth_refuses_the_folder_and_nothing_is_deleted(tmp_path: Path) -> None:
+def test_a_foreign_file_at_any_depth_refuses_the_folder_and_nothing_is_deleted(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out"
     (out / "units" / "mine").mkdir(parents=True)
     (out / "summary.json").write_text("{}")
@@ -123,7 +145,9 @@ def test_a_symlink_inside_the_folder_is_foreign_and_never_followed(tmp_path: Pat
     assert (precious / "plan.txt").read_text() == "keep"
 
 
-def test_a_second_claim_refuses_while_the_first_holds_the_folder_then_succeeds(tmp_path: Path) -> None:
+def test_a_second_claim_refuses_while_the_first_holds_the_folder_then_succeeds(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out"
     first = _claim(out, tmp_path / "repo")
     first.reset()
@@ -152,7 +176,9 @@ def test_writes_are_atomic_and_redacted(tmp_path: Path) -> None:
 
     secrets.register({"canary-written-secret"})
     try:
-        path = outdir.write_json(tmp_path / "a" / "doc.json", {"x": "pre canary-written-secret post"})
+        path = outdir.write_json(
+            tmp_path / "a" / "doc.json", {"x": "pre canary-written-secret post"}
+        )
         assert "canary-written-secret" not in path.read_text()
         assert json.loads(path.read_text())["x"] == f"pre {redact.MASK} post"
         assert [p.name for p in path.parent.iterdir()] == ["doc.json"]  # no temporary file left

@@ -17,8 +17,14 @@ from infra_fixtures import GIT_ENV, apply_unit, commit_all, git, invoke
 
 pytestmark = pytest.mark.e2e
 
-CANARIES = ("canary-plain-7f3a9", "canary-map-41c2e", "canary-list-9b8d1", "canary-list-2e4f6",
-            "canary-multi-line-one", "canary-multi-line-two")
+CANARIES = (
+    "canary-plain-7f3a9",
+    "canary-map-41c2e",
+    "canary-list-9b8d1",
+    "canary-list-2e4f6",
+    "canary-multi-line-one",
+    "canary-multi-line-two",
+)
 
 VAULT_MODULE = """
 output "token" {
@@ -100,7 +106,9 @@ def _leaks(folder: Path, *texts: str) -> list[str]:
 # --------------------------------------------------------------------------- the guarded folder
 
 
-def test_app_plan_out_dot_refuses_and_leaves_the_clone_whole(example_repo: Path, tmp_path: Path) -> None:
+def test_app_plan_out_dot_refuses_and_leaves_the_clone_whole(
+    example_repo: Path, tmp_path: Path
+) -> None:
     app = tmp_path / "app"
     app.mkdir()
     (app / "main.tf").write_text('resource "terraform_data" "x" {\n  input = "x"\n}\n')
@@ -115,7 +123,9 @@ def test_plan_out_holding_a_file_deep_inside_units_is_refused_and_nothing_is_del
     example_repo: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    assert (
+        invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    )
     (out / "units" / "mine").mkdir()
     (out / "units" / "mine" / "precious.txt").write_text("keep me")
     ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
@@ -125,28 +135,40 @@ def test_plan_out_holding_a_file_deep_inside_units_is_refused_and_nothing_is_del
     assert (out / "summary.json").is_file()
 
 
-def test_a_plan_that_fails_to_parse_keeps_the_previous_report(example_repo: Path, tmp_path: Path) -> None:
+def test_a_plan_that_fails_to_parse_keeps_the_previous_report(
+    example_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
-    assert invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    assert (
+        invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out)).returncode == 0
+    )
     before = (out / "summary.json").read_text()
     unit = example_repo / "live" / "cloud" / "dns" / "terragrunt.hcl"
     unit.write_text("inputs = = {\n" + unit.read_text())
     ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
     assert ran.returncode != 0 and "Traceback" not in ran.output, ran.output
     assert (out / "summary.json").read_text() == before
-    assert (out / "comment.md").is_file() and (out / "units" / "live" / "cloud" / "dns" / "plan.txt").is_file()
+    assert (out / "comment.md").is_file() and (
+        out / "units" / "live" / "cloud" / "dns" / "plan.txt"
+    ).is_file()
 
 
-def test_a_second_plan_into_the_same_folder_refuses_while_the_first_runs(example_repo: Path, tmp_path: Path) -> None:
+def test_a_second_plan_into_the_same_folder_refuses_while_the_first_runs(
+    example_repo: Path, tmp_path: Path
+) -> None:
     unit = example_repo / "live" / "cloud" / "dns" / "terragrunt.hcl"
     text = unit.read_text()
-    hook = ('  before_hook "slow" {\n    commands = ["plan"]\n    execute  = ["sleep", "8"]\n  }\n')
+    hook = '  before_hook "slow" {\n    commands = ["plan"]\n    execute  = ["sleep", "8"]\n  }\n'
     unit.write_text(text.replace("terraform {\n", "terraform {\n" + hook, 1))
     commit_all(example_repo, "a slow plan")
     out = tmp_path / "out"
     first = subprocess.Popen(
         [sys.executable, "-m", "invoke", "plan", "--unit", "live/cloud/dns", "--out", str(out)],
-        cwd=example_repo, env={**os.environ, **GIT_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=example_repo,
+        env={**os.environ, **GIT_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not (out / "units").is_dir():
@@ -177,15 +199,37 @@ def test_sensitive_dependency_outputs_never_reach_the_report_logs_summary_or_out
     _vault_and_consumer(example_repo, tmp_path)
     out = tmp_path / "out"
     step = tmp_path / "step-summary.md"
-    env = {**os.environ, **GIT_ENV, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step),
-           "TF_VAR_extra_secret": "canary-tfvar-env-88a", "GH_TOKEN": "ghp_canarytoken0000"}
+    env = {
+        **os.environ,
+        **GIT_ENV,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(step),
+        "TF_VAR_extra_secret": "canary-tfvar-env-88a",
+        "GH_TOKEN": "ghp_canarytoken0000",
+    }
     ran = subprocess.run(
-        [sys.executable, "-m", "invoke", "plan", "--unit", "live/cloud/consumer", "--out", str(out)],
-        cwd=example_repo, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "invoke",
+            "plan",
+            "--unit",
+            "live/cloud/consumer",
+            "--out",
+            str(out),
+        ],
+        cwd=example_repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     plan_text = (out / "units/live/cloud/consumer/plan.txt").read_text()
-    assert "terraform_data.app" in plan_text and "not-a-secret-endpoint" in plan_text  # the plan is still there
+    assert (
+        "terraform_data.app" in plan_text and "not-a-secret-endpoint" in plan_text
+    )  # the plan is still there
     assert _leaks(out, ran.stderr, step.read_text()) == []
     assert "canary-tfvar-env-88a" not in step.read_text() + ran.stderr
     # in GitHub Actions the runner is told to mask them too, line by line
@@ -193,7 +237,9 @@ def test_sensitive_dependency_outputs_never_reach_the_report_logs_summary_or_out
         assert f"::add-mask::{canary}" in ran.stdout
     assert "::add-mask::canary-tfvar-env-88a" in ran.stdout
     assert "::add-mask::ghp_canarytoken0000" in ran.stdout
-    leftover = "\n".join(line for line in ran.stdout.splitlines() if not line.startswith("::add-mask::"))
+    leftover = "\n".join(
+        line for line in ran.stdout.splitlines() if not line.startswith("::add-mask::")
+    )
     assert not any(c in leftover for c in CANARIES)
 
     drift = tmp_path / "drift"

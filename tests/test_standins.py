@@ -34,5 +34,8 @@ def test_iam_standin_keeps_its_token_output_sensitive(standin_iam: Any) -> None:
 
 @terraform("standin_vm", scope="function")
 def test_vm_standin_creates_one_vm_per_node(standin_vm: Any) -> None:
-    assert standin_vm.outputs["node_ips"]["value"] == {"node-1": "10.40.0.11", "node-2": "10.40.0.12"}
+    assert standin_vm.outputs["node_ips"]["value"] == {
+        "node-1": "10.40.0.11",
+        "node-2": "10.40.0.12",
+    }
     assert "vm" in standin_vm.resources["terraform_data"]

@@ -278,7 +278,10 @@ def test_plan_matrix_job_computes_the_matrix_from_the_base() -> None:
     assert step["id"] == "matrix"
     # the routing guard: each executor on its own runner
     assert '--routes "${ROUTES}"' in step["run"]
-    assert yaml.safe_load(step["env"]["ROUTES"]) == {"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}
+    assert yaml.safe_load(step["env"]["ROUTES"]) == {
+        "hosted": ["ubuntu-latest"],
+        "lan": ["self-hosted", "lan"],
+    }
 
 
 def test_plan_routes_each_executor_to_its_runner_and_identity() -> None:
@@ -331,7 +334,9 @@ def test_plan_comment_job_holds_the_only_write_token() -> None:
     assert set(comment["needs"]) == {"matrix", "plan"}
     assert comment["permissions"] == {"pull-requests": "write"}
     assert steps_using(comment, "actions/download-artifact")
-    assert 'invoke plan-comment --plans "${RUNNER_TEMP}/plans" --matrix "${MATRIX}"' in runs(comment)
+    assert 'invoke plan-comment --plans "${RUNNER_TEMP}/plans" --matrix "${MATRIX}"' in runs(
+        comment
+    )
     assert steps_using(comment, "actions/checkout")[0]["with"]["persist-credentials"] is False
     for name, job in jobs(doc).items():
         if name != "comment":
@@ -529,7 +534,9 @@ def test_app_infra_plans_on_pull_requests_and_applies_on_main() -> None:
     assert "IAC_STATE_BUCKET" not in raw("app-infra.yml").replace("IAC_APP_STATE_BUCKET", "")
 
 
-def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the_same_artifact() -> None:
+def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the_same_artifact() -> (
+    None
+):
     doc = load("app-infra.yml")
     inputs = triggers(doc)["workflow_call"]["inputs"]
     assert inputs["manual-environment"]["default"] == "app-infra-manual"
@@ -540,9 +547,10 @@ def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the
     assert names.index("gate") > max(
         i for i, s in enumerate(steps(apply)) if "invoke app-apply" in s.get("run", "")
     )
-    assert 'invoke manual-gate --plans "${RUNNER_TEMP}/app-plan"' in next(
-        s for s in steps(apply) if s.get("id") == "gate"
-    )["run"]
+    assert (
+        'invoke manual-gate --plans "${RUNNER_TEMP}/app-plan"'
+        in next(s for s in steps(apply) if s.get("id") == "gate")["run"]
+    )
     assert manual["needs"] == "apply"
     assert manual["if"] == "needs.apply.outputs.manual == 'true'"
     assert manual["environment"] == "${{ inputs.manual-environment }}"
@@ -556,7 +564,9 @@ def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the
     assert app_checkout["with"]["ref"] == "${{ github.sha }}"
     script = runs(manual)
     assert "invoke app-apply" in script and script.rstrip().endswith("--approve-manual")
-    assert "invoke app-plan" not in script, "the manual job applies the reviewed plan; it never re-plans"
+    assert "invoke app-plan" not in script, (
+        "the manual job applies the reviewed plan; it never re-plans"
+    )
 
 
 def test_foundation_legs_declare_their_executor_for_the_preflight() -> None:
@@ -622,9 +632,15 @@ def test_no_workflow_holds_inline_python_or_gh_api_calls(name: str) -> None:
     for job_name, job in jobs(load(name)).items():
         for step in steps(job) if "steps" in job else []:
             script = step.get("run", "")
-            assert not re.search(r"\bpython3?\s+(-\s|-c\b|-\s*<<|<<)", script), f"{name} {job_name}: inline Python"
-            assert "<<'PY'" not in script and '<<"PY"' not in script, f"{name} {job_name}: inline Python"
-            assert not re.search(r"(^|[\s;|&(])gh\s", script), f"{name} {job_name}: a gh call (use tooling.io.forge)"
+            assert not re.search(r"\bpython3?\s+(-\s|-c\b|-\s*<<|<<)", script), (
+                f"{name} {job_name}: inline Python"
+            )
+            assert "<<'PY'" not in script and '<<"PY"' not in script, (
+                f"{name} {job_name}: inline Python"
+            )
+            assert not re.search(r"(^|[\s;|&(])gh\s", script), (
+                f"{name} {job_name}: a gh call (use tooling.io.forge)"
+            )
 
 
 @pytest.mark.parametrize("name", WORKFLOWS)
@@ -634,5 +650,7 @@ def test_every_invoke_call_names_a_task_that_exists(name: str) -> None:
     known = set(tasks.ns.task_names)
     for job in jobs(load(name)).values():
         for step in steps(job) if "steps" in job else []:
-            for task_name in re.findall(r"(?:^|[\s;&|])invoke\s+([a-z][a-z0-9-]*)", step.get("run", "")):
+            for task_name in re.findall(
+                r"(?:^|[\s;&|])invoke\s+([a-z][a-z0-9-]*)", step.get("run", "")
+            ):
                 assert task_name in known, f"{name}: invoke {task_name} is not a task"

@@ -4,43 +4,61 @@ For each unit of ``DIR/summary.json``, in order:
 
 1. a unit whose plan did not succeed, or whose upstream failed, was refused or
    did not run, is ``not-run``; one whose upstream waits for approval waits too;
-2. ``no-changes`` plans are reported and skipped;
-3. ``manual`` units wait (``waiting-approval``) unless ``--approve-manual``;
+2. a unit the folder's record (``apply.json``) says was applied by an earlier
+   run is reported as ``applied`` (``earlier``) and left alone; one an earlier
+   run was killed while applying is settled from OpenTofu's own output;
+3. ``no-changes`` plans are reported and skipped;
 4. the binding is verified: the plan file's SHA-256 equals the one in the
    summary, HEAD is the commit the plans were made for, the tools are the
    versions the plans were made with; any mismatch refuses the unit (never a
    silent re-plan);
-5. the saved plan is applied; OpenTofu's own stale-plan refusal and lock
-   errors are reported as such (never an automatic force-unlock);
-6. after a unit applies, each dependent planned against its mock outputs, or
+5. the gate is recomputed from the saved plan itself (``show -json``) and
+   policy.toml, never read from ``summary.json``: ``manual`` units wait
+   (``waiting-approval``) unless ``--approve-manual``;
+6. the saved plan is applied; OpenTofu's own stale-plan and lineage refusals
+   are ``refused``, a lock error names the lock's ID, holder and age and the
+   runbook's recovery command (never an automatic force-unlock);
+7. after a unit applies, each dependent planned against its mock outputs, or
    against outputs this apply changed, is re-planned (the "cascade"): applied
    if its gate is still ``auto``; with ``--approve-manual`` a ``manual`` one is
    applied only if it changes exactly the same resources, with the same
    actions, as the plan the reviewer approved; otherwise it waits.
 
-SIGINT/SIGTERM are forwarded once to the running apply; the tool waits for
-OpenTofu to persist state and release the lock, marks the rest ``not-run``,
-writes the report and exits non-zero.
+The record is merged, never overwritten: each run adds itself to ``runs`` and
+updates ``units`` (the latest result per unit), and is saved after every unit,
+so a re-run after a failure continues from the failure point.
+
+SIGINT/SIGTERM are forwarded once to the running apply's process group; the
+tool waits for OpenTofu to persist state and release the lock, records what
+OpenTofu really did (its exit status and output), marks the rest ``not-run``,
+writes the report and exits non-zero. The apply writes its output to a file,
+not a pipe: if the tool itself is killed, OpenTofu still finishes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight
+from tooling.commands import preflight, secrets
 from tooling.commands.plans import Target, plan_unit, sha256_file
-from tooling.core.gates import decide, parse_policy
+from tooling.core import redact
+from tooling.core.gates import Gate, decide, parse_policy
+from tooling.core.planjson import PlanSummary, summarize
 from tooling.errors import ToolingError
-from tooling.io import git, proc, terragrunt
+from tooling.io import git, outdir, proc, terragrunt
 from tooling.io.workspace import Workspace
 
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
+#: in the record only, while a unit's apply runs (or if the tool was killed meanwhile)
+RUNNING = "running"
+RECORD_VERSION = 2
 
 
 @dataclass
@@ -50,6 +68,7 @@ class UnitApply:
     reason: str
     cascaded: bool = False
     gate: str = "none"
+    earlier: bool = False  # applied by an earlier run on this folder, left alone
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +77,7 @@ class UnitApply:
             "reason": self.reason,
             "cascaded": self.cascaded,
             "gate": self.gate,
+            "earlier": self.earlier,
         }
 
 
@@ -101,31 +121,110 @@ def binding_problems(
     return problems
 
 
-_LOCK_ID = re.compile(r"^\s*ID:\s*(\S+)", re.M)
-_LOCK_WHO = re.compile(r"^\s*Who:\s*(.+)$", re.M)
+_LOCK_ID = re.compile(r"^[\s│]*ID:\s*(\S+)", re.M)
+_LOCK_WHO = re.compile(r"^[\s│]*Who:\s*(.+)$", re.M)
+_LOCK_CREATED = re.compile(
+    r"^[\s│]*Created:\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\s*([+-]\d{4})?", re.M
+)
 
 
-def explain_failure(output: str) -> tuple[str, str]:
-    """(result, reason) for a failed ``apply``: stale plan and lock errors are named."""
+def lock_age(created: str, offset: str | None, now: datetime) -> str:
+    """``Created: 2026-12-02 16:00:20.15 +0000 UTC`` -> "3 min ago" (relative to ``now``)."""
+    try:
+        taken = datetime.strptime(f"{created} {offset or '+0000'}", "%Y-%m-%d %H:%M:%S %z")
+    except ValueError:
+        return "age unknown"
+    seconds = max(0, int((now - taken).total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
+
+
+def unlock_command(unit_path: str, lock_id: str) -> str:
+    """The recovery command of docs/runbooks.md ("A lock is stuck"), exactly."""
+    return f"cd {unit_path} && terragrunt force-unlock -force {lock_id}"
+
+
+def explain_failure(
+    output: str, unit_path: str = "", now: datetime | None = None
+) -> tuple[str, str]:
+    """(result, reason) for a failed ``apply``: stale plans, lineage and lock errors are named."""
     if "Saved plan is stale" in output:
         return (
             "refused",
             'state changed since this plan was made (OpenTofu: "Saved plan is stale"); re-plan',
         )
+    if "Saved plan does not match the given state" in output:
+        return "refused", (
+            'the state is not the one this plan was made against (OpenTofu: "Saved plan does not match the given '
+            'state": another state lineage, e.g. a migrated or replaced state); re-plan'
+        )
     if "Error acquiring the state lock" in output:
         lock_id = _LOCK_ID.search(output)
         who = _LOCK_WHO.search(output)
-        return "failed", (
-            "the state is locked by another run"
-            + (f" (lock ID {lock_id.group(1)}" if lock_id else " (")
-            + (f", held by {who.group(1).strip()})" if who else ")")
-            + ". Wait for it to finish; see docs/runbooks.md before any force-unlock."
-        )
+        created = _LOCK_CREATED.search(output)
+        parts = []
+        if lock_id:
+            parts.append(f"lock ID {lock_id.group(1)}")
+        if who:
+            parts.append(f"held by {who.group(1).strip()}")
+        if created:
+            parts.append(
+                f"taken {created.group(1)} UTC{'' if not created.group(2) or created.group(2) == '+0000' else ' ' + created.group(2)}, "
+                f"{lock_age(created.group(1), created.group(2), now or datetime.now(UTC))}"
+            )
+        reason = "the state is locked by another run (" + ", ".join(parts) + "). "
+        reason += "If that run is still going, wait: it releases the lock itself. "
+        if lock_id and unit_path:
+            reason += (
+                'If it is gone for certain (docs/runbooks.md, "A lock is stuck"), release it with: '
+                + unlock_command(unit_path, lock_id.group(1))
+            )
+        else:
+            reason += 'See docs/runbooks.md, "A lock is stuck".'
+        return "failed", reason
     return "failed", terragrunt.error_summary(output)
+
+
+def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> tuple[str, str]:
+    """What an apply really did, from OpenTofu's exit status and its own output."""
+    if code == 0:
+        if interrupted:
+            return "applied", "an interrupt arrived after OpenTofu had finished: applied"
+        return "applied", ""
+    if "Interrupt received" in output:
+        return "failed", (
+            f"interrupted: OpenTofu stopped gracefully (exit {code}) and saved the state of what it had "
+            "applied; the lock was released. Re-plan to see what is left."
+        )
+    if interrupted:
+        return (
+            "failed",
+            f"interrupted; OpenTofu exited with {code}: {terragrunt.error_summary(output)}",
+        )
+    return explain_failure(output, unit_path)
 
 
 def change_set(changes: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
     return {(str(c["address"]), str(c["action"])) for c in changes}
+
+
+def merged_units(
+    order: Sequence[str],
+    now: Mapping[str, Mapping[str, Any]],
+    before: Mapping[str, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The record's ``units``: per unit of ``order``, this run's entry, else the earlier one."""
+    merged = []
+    for path in order:
+        entry = now.get(path) or before.get(path)
+        if entry is not None:
+            merged.append(dict(entry))
+    return merged
 
 
 # ------------------------------------------------------------------ the run
@@ -151,17 +250,86 @@ class Applier:
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
+        self.record_doc = self._read_record()
+        self.earlier: dict[str, dict[str, Any]] = {
+            str(u.get("path")): u for u in self.record_doc.get("units", []) if isinstance(u, dict)
+        }
+        self.started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+        self.running: str | None = None
+        key = hashlib.sha256(str(self.dir).encode()).hexdigest()[:16]
+        # raw OpenTofu output, outside the report folder (which is uploaded): redacted into apply.log after
+        self.raw_dir = ws.root / ".iac" / "apply-output" / key
 
     def _tools_now(self) -> dict[str, str]:
         from tooling.io import toolchain
 
         return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
 
+    def _read_record(self) -> dict[str, Any]:
+        path = self.dir / "apply.json"
+        if not path.is_file():
+            return {}
+        try:
+            doc = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ToolingError(
+                f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
+                "restore it (e.g. from the workflow's artifact) rather than delete it"
+            ) from None
+        if not isinstance(doc, dict):
+            raise ToolingError(
+                f"{path}: not an apply record; restore it from the workflow's artifact"
+            )
+        if doc.get("plans_head") not in (None, self.summary.get("head")):
+            raise ToolingError(
+                f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
+                f"summary.json to {str(self.summary.get('head'))[:12]}: one folder, one set of plans"
+            )
+        return doc
+
+    # -- the record, saved after every unit
+    def document(self) -> dict[str, Any]:
+        order = [str(u["path"]) for u in self.summary.get("units", [])]
+        now = {u.path: u.to_json() for u in self.run.units}
+        if self.running and self.running not in now:
+            now[self.running] = UnitApply(
+                self.running, RUNNING, "apply started; no outcome recorded yet"
+            ).to_json()
+        this_run = {
+            "started_at": self.started_at,
+            "head": self.head,
+            "approve_manual": self.approve,
+            "interrupted": self.run.interrupted,
+            "units": [u.to_json() for u in self.run.units],
+        }
+        runs = [r for r in self.record_doc.get("runs", []) if isinstance(r, dict)]
+        return {
+            "version": RECORD_VERSION,
+            "head": self.head,
+            "plans_head": self.summary.get("head"),
+            "approve_manual": self.approve,
+            "interrupted": self.run.interrupted,
+            "units": merged_units(order, now, self.earlier),
+            "runs": [*runs, this_run],
+        }
+
+    def save(self) -> None:
+        outdir.write_json(self.dir / "apply.json", self.document())
+
     # -- helpers
     def record(
-        self, path: str, result: str, reason: str, *, cascaded: bool = False, gate: str = "none"
+        self,
+        path: str,
+        result: str,
+        reason: str,
+        *,
+        cascaded: bool = False,
+        gate: str = "none",
+        earlier: bool = False,
     ) -> None:
-        self.run.units.append(UnitApply(path, result, reason, cascaded, gate))
+        self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier))
+        if self.running == path:
+            self.running = None
         mark = {
             "applied": "✓",
             "no-changes": "=",
@@ -171,6 +339,7 @@ class Applier:
             "not-run": "-",
         }[result]
         print(f"  {mark} {path}: {result}" + (f" ({reason})" if reason else ""), flush=True)
+        self.save()
 
     def run_dir(self, unit: Mapping[str, Any]) -> Path:
         if unit.get("destroy"):
@@ -188,17 +357,50 @@ class Applier:
             return self.worktree / str(unit["path"])
         return self.ws.root / str(unit["path"])
 
-    def apply_plan(self, run_dir: Path, plan_file: Path) -> tuple[int, str]:
+    def raw_file(self, path: str) -> Path:
+        return self.raw_dir / (path.replace("/", "__") + ".out")
+
+    def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
+        """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
         args = terragrunt.apply_args(plan_file)
-        code, output, interrupted = proc.run_forwarding_signals(
-            args, cwd=run_dir, env=self.ws.tool_env
-        )
+        raw = self.raw_file(path)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(f"# plan {plan_file}\n")
+        self.running = path
+        self.save()
+        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=self.ws.tool_env)
         if interrupted:
             self.run.interrupted = True
-        log = plan_file.parent / "apply.log"
-        with log.open("a") as fh:
-            fh.write(f"$ {' '.join(args)}\n{output}\n[exit {code}]\n")
-        return code, output
+        output = raw.read_text(errors="replace")
+        outdir.append_text(
+            plan_file.parent / "apply.log", f"$ {' '.join(args)}\n{output}\n[exit {code}]\n"
+        )
+        raw.unlink(missing_ok=True)
+        return code, output, interrupted
+
+    def settle_killed(self, unit: Mapping[str, Any]) -> bool:
+        """An earlier run was killed while applying this unit: did OpenTofu finish?
+
+        The apply kept running (its output goes to a file, it is in its own
+        process group) and its output is what it really did. True if it applied.
+        """
+        path = str(unit["path"])
+        raw = self.raw_file(path)
+        if not raw.is_file():
+            return False
+        output = raw.read_text(errors="replace")
+        first = output.splitlines()[0] if output else ""
+        plan_file = (
+            Path(first[len("# plan ") :])
+            if first.startswith("# plan ")
+            else self.dir / str(unit.get("plan_file"))
+        )
+        outdir.append_text(
+            plan_file.parent / "apply.log",
+            f"(output of an apply whose tool was stopped before it finished)\n{output}\n",
+        )
+        raw.unlink(missing_ok=True)
+        return "Apply complete!" in output
 
     # -- the walk
     def execute(self) -> ApplyRun:
@@ -229,15 +431,49 @@ class Applier:
                 return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
         return None
 
+    def gate_of(self, unit: Mapping[str, Any], summary: PlanSummary) -> Gate:
+        """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
+        model_unit = self.model.units.get(str(unit["path"]))
+        declared = "manual" if unit.get("destroy") or model_unit is None else model_unit.gate
+        return decide(
+            status="changes",
+            declared=declared,
+            summary=summary,
+            destroy=bool(unit.get("destroy")),
+            policy=self.policy,
+        )
+
     def one(self, unit: Mapping[str, Any]) -> None:
         path = str(unit["path"])
-        gate = (unit.get("gate") or {}).get("decision", "none")
+        claimed = (unit.get("gate") or {}).get("decision", "none")
         if self.run.interrupted:
-            self.record(path, "not-run", "interrupted before this unit", gate=gate)
+            self.record(path, "not-run", "interrupted before this unit", gate=claimed)
+            return
+        before = self.earlier.get(path) or {}
+        if before.get("result") == RUNNING and self.settle_killed(unit):
+            self.record(
+                path,
+                "applied",
+                "applied by an earlier run that was stopped before it could record it "
+                '(OpenTofu\'s output: "Apply complete!")',
+                gate=str(before.get("gate") or claimed),
+                cascaded=bool(before.get("cascaded")),
+                earlier=True,
+            )
+            return
+        if before.get("result") == "applied":
+            self.record(
+                path,
+                "applied",
+                "applied earlier from this folder; left alone",
+                gate=str(before.get("gate") or claimed),
+                cascaded=bool(before.get("cascaded")),
+                earlier=True,
+            )
             return
         status = unit.get("status")
         if status == "no-changes":
-            self.record(path, "no-changes", "", gate=gate)
+            self.record(path, "no-changes", "", gate=claimed)
             return
         if status != "changes":
             self.record(
@@ -245,20 +481,12 @@ class Applier:
                 "not-run",
                 f"plan status is {status}"
                 + (f": {unit.get('error')}" if unit.get("error") else ""),
-                gate=gate,
+                gate=claimed,
             )
             return
         blocked = self.upstream_block(unit)
         if blocked:
-            self.record(path, blocked[0], blocked[1], gate=gate)
-            return
-        if gate == "manual" and not self.approve:
-            self.record(
-                path,
-                "waiting-approval",
-                "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]),
-                gate=gate,
-            )
+            self.record(path, blocked[0], blocked[1], gate=claimed)
             return
         plan_file = self.dir / str(unit.get("plan_file"))
         problems = binding_problems(
@@ -270,24 +498,49 @@ class Applier:
             tools_then=self.summary.get("tools") or {},
         )
         if problems:
-            self.record(path, "refused", "; ".join(problems), gate=gate)
+            self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
-        if self.needs_cascade(unit):
-            self.cascade(unit, gate)
-            return
-        code, output = self.apply_plan(self.run_dir(unit), plan_file)
-        if code == 0 and not self.run.interrupted:
-            self.record(path, "applied", "", gate=gate)
-        elif self.run.interrupted:
+        run_dir = self.run_dir(unit)
+        try:
+            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.ws.tool_env)
+        except ToolingError as exc:
             self.record(
                 path,
-                "failed",
-                "interrupted: OpenTofu stopped and saved what it had applied; re-plan",
-                gate=gate,
+                "refused",
+                f"cannot read the saved plan to decide its gate: {exc}",
+                gate=claimed,
             )
-        else:
-            result, reason = explain_failure(output)
-            self.record(path, result, reason, gate=gate)
+            return
+        secrets.register(redact.sensitive_in_plan(shown))
+        reviewed = summarize(shown)
+        if not reviewed.has_changes:
+            self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
+            return
+        gate = self.gate_of(unit, reviewed)
+        note = (
+            ""
+            if gate.decision == claimed
+            else f" (summary.json said {claimed}; the saved plan says {gate.decision})"
+        )
+        if gate.decision == "manual" and not self.approve:
+            self.record(
+                path,
+                "waiting-approval",
+                "manual gate: " + "; ".join(gate.reasons[:3]) + note,
+                gate=gate.decision,
+            )
+            return
+        if self.needs_cascade(unit):
+            self.cascade(unit, reviewed)
+            return
+        code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
+        result, reason = outcome(code, output, interrupted, path)
+        self.record(
+            path,
+            result,
+            reason + note if result == "applied" and note else reason,
+            gate=gate.decision,
+        )
 
     def needs_cascade(self, unit: Mapping[str, Any]) -> bool:
         """Planned against mock outputs, or against outputs this run changed?"""
@@ -303,7 +556,7 @@ class Applier:
                 return True
         return False
 
-    def cascade(self, unit: Mapping[str, Any], reviewed_gate: str) -> None:
+    def cascade(self, unit: Mapping[str, Any], reviewed: PlanSummary) -> None:
         """Re-plan a dependent against its upstream's real outputs, then apply if allowed."""
         path = str(unit["path"])
         model_unit = self.model.units[path]
@@ -326,7 +579,7 @@ class Applier:
                 "failed",
                 f"re-plan after upstream apply failed: {fresh.error}",
                 cascaded=True,
-                gate=reviewed_gate,
+                gate=self.gate_of(unit, reviewed).decision,
             )
             return
         gate = decide(
@@ -346,9 +599,10 @@ class Applier:
             )
             return
         assert fresh.summary is not None and fresh.plan_file is not None
+        # compared with the saved plan the reviewer saw, not with summary.json
         same = change_set(
             [{"address": c.address, "action": c.action} for c in fresh.summary.changes]
-        ) == change_set(unit.get("changes") or [])
+        ) == change_set([{"address": c.address, "action": c.action} for c in reviewed.changes])
         if gate.decision == "manual" and not (self.approve and same):
             why = (
                 "the re-plan changes other resources than the approved plan"
@@ -363,29 +617,25 @@ class Applier:
                 gate=gate.decision,
             )
             return
-        code, output = self.apply_plan(self.ws.root / path, out / fresh.plan_file)
-        if code == 0 and not self.run.interrupted:
-            self.record(
-                path,
-                "applied",
-                "re-planned against its upstream's real outputs, then applied",
-                cascaded=True,
-                gate=gate.decision,
-            )
-        else:
-            result, reason = (
-                explain_failure(output) if not self.run.interrupted else ("failed", "interrupted")
-            )
-            self.record(path, result, reason, cascaded=True, gate=gate.decision)
+        code, output, interrupted = self.apply_plan(
+            path, self.ws.root / path, out / fresh.plan_file
+        )
+        result, reason = outcome(code, output, interrupted, path)
+        if result == "applied" and not reason:
+            reason = "re-planned against its upstream's real outputs, then applied"
+        self.record(path, result, reason, cascaded=True, gate=gate.decision)
 
 
 def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
     counts = {r: sum(1 for u in run.units if u.result == r) for r in RESULTS}
+    earlier = sum(1 for u in run.units if u.earlier)
     bad = counts["failed"] + counts["refused"]
     mark = "❌" if bad or run.interrupted else ("⏸" if counts["waiting-approval"] else "✅")
     lines = [
         "<!-- iac-tooling:apply-report -->",
-        f"{mark} **Apply:** {counts['applied']} applied, {counts['no-changes']} without changes, "
+        f"{mark} **Apply:** {counts['applied']} applied"
+        + (f" ({earlier} earlier)" if earlier else "")
+        + f", {counts['no-changes']} without changes, "
         f"{counts['waiting-approval']} waiting for approval, {counts['refused']} refused, {counts['failed']} failed, "
         f"{counts['not-run']} not run" + (" — **interrupted**" if run.interrupted else ""),
         "",
@@ -396,9 +646,8 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
     ]
     for u in run.units:
         reason = u.reason.replace("|", "\\|").replace("\n", " ")
-        lines.append(
-            f"| `{u.path}` | {u.result}{' (cascaded)' if u.cascaded else ''} | {u.gate} | {reason} |"
-        )
+        tags = (" (cascaded)" if u.cascaded else "") + (" (earlier)" if u.earlier else "")
+        lines.append(f"| `{u.path}` | {u.result}{tags} | {u.gate} | {reason} |")
     cascaded = [u.path for u in run.units if u.cascaded]
     if cascaded:
         lines += [
@@ -412,28 +661,23 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     print(ws.settings.describe(), flush=True)
     ws.check_tools()
-    applier = Applier(ws, plans_dir, approve_manual=approve_manual)
-    preflight.check(
-        ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
-    )
-    run = applier.execute()
-    doc = {
-        "head": applier.head,
-        "plans_head": applier.summary.get("head"),
-        "approve_manual": approve_manual,
-        "interrupted": run.interrupted,
-        "units": [u.to_json() for u in run.units],
-    }
-    tmp = applier.dir / "apply.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, applier.dir / "apply.json")
-    md = report_md(run, applier.summary)
-    (applier.dir / "apply.md").write_text(md)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(md + "\n")
-    print(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}", flush=True)
+    folder_path = plans_dir.resolve()
+    if not (folder_path / "summary.json").is_file():
+        raise ToolingError(
+            f"{folder_path / 'summary.json'}: no summary.json; run `invoke plan --out {plans_dir}` first"
+        )
+    # one apply per folder at a time: the record is read, merged and written under the lock
+    with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
+        applier = Applier(ws, folder.path, approve_manual=approve_manual)
+        preflight.check(
+            ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
+        )
+        run = applier.execute()
+        applier.save()
+        md = report_md(run, applier.summary)
+        folder.write_text("apply.md", md)
+        folder.job_summary(md)
+        print(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}", flush=True)
     if run.interrupted:
         return 130
     return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0

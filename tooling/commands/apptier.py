@@ -651,35 +651,64 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
 
 
 def _apply_one(
-    prep: Prepared, plan_file: Path, run: Any, record: Callable[[str, str], None]
+    ws: Workspace,
+    prep: Prepared,
+    plan_file: Path,
+    run: Any,
+    record: Callable[[str, str, str], None],
+    *,
+    approve_manual: bool,
+    claimed: str,
 ) -> None:
-    """Init, check the saved plan's resource types once more, apply it."""
+    """Init, check the saved plan's resource types once more, decide its gate from
+    the saved plan itself (never from summary.json), apply it."""
     from tooling.commands import apply as applying
+    from tooling.commands import secrets
+    from tooling.core import gates, redact
+    from tooling.core.planjson import summarize
 
     log = plan_file.parent / "apply.log"
+    raw = ws.root / ".iac" / "apply-output" / f"app-{prep.app}.out"
     try:
         with backend_override(prep.app_dir, prep.state.backend):
             _init(prep, log)
-            refused = plan_problems(_show(prep, plan_file), prep.policy)
+            shown = _show(prep, plan_file)
+            secrets.register(redact.sensitive_in_plan(shown))
+            refused = plan_problems(shown, prep.policy)
             if refused:
-                record("refused", "; ".join(refused))
+                record("refused", "; ".join(refused), claimed)
+                return
+            reviewed = summarize(shown)
+            if not reviewed.has_changes:
+                record("no-changes", "the saved plan changes nothing", "none")
+                return
+            gate = gates.decide(
+                status="changes",
+                declared=prep.policy.gate,
+                summary=reviewed,
+                destroy=False,
+                policy=gates.parse_policy(ws.policy),
+            )
+            if gate.decision == "manual" and not approve_manual:
+                note = "" if gate.decision == claimed else f" (summary.json said {claimed})"
+                record(
+                    "waiting-approval",
+                    "manual gate: " + "; ".join(gate.reasons[:3]) + note,
+                    gate.decision,
+                )
                 return
             args = apply_args(prep.app_dir, plan_file)
-            code, output, interrupted = proc.run_forwarding_signals(
-                args, cwd=prep.app_dir, env=prep.env
-            )
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            raw.write_text("")
+            code, interrupted = proc.run_to_file(args, output=raw, cwd=prep.app_dir, env=prep.env)
     except ToolingError as exc:
-        record("failed", str(exc))
+        record("failed", str(exc), claimed)
         return
     run.interrupted = interrupted
-    with log.open("a") as fh:
-        fh.write(f"$ {' '.join(args)}\n{output}\n[exit {code}]\n")
-    if code == 0 and not interrupted:
-        record("applied", "")
-    elif interrupted:
-        record("failed", "interrupted: OpenTofu stopped and saved what it had applied; re-plan")
-    else:
-        record(*applying.explain_failure(output))
+    output = raw.read_text(errors="replace")
+    outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {code}]\n")
+    raw.unlink(missing_ok=True)
+    record(*applying.outcome(code, output, interrupted), gate.decision)
 
 
 def apply(
@@ -718,59 +747,89 @@ def apply(
         )
     unit: dict[str, Any] = units[0]
     path = str(unit.get("path"))
-    gate = (unit.get("gate") or {}).get("decision", "none")
+    claimed = (unit.get("gate") or {}).get("decision", "none")
     run = applying.ApplyRun()
+    folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
+    with folder:
+        previous = _previous_record(plans_dir, summary)
 
-    def record(result: str, reason: str) -> None:
-        run.units.append(applying.UnitApply(path, result, reason, gate=gate))
-        say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
+        def record(result: str, reason: str, gate: str, earlier: bool = False) -> None:
+            run.units.append(applying.UnitApply(path, result, reason, gate=gate, earlier=earlier))
+            say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
 
-    status = unit.get("status")
-    if status == "no-changes":
-        record("no-changes", "")
-    elif status != "changes":
-        record(
-            "refused",
-            f"plan status is {status}" + (f": {unit.get('error')}" if unit.get("error") else ""),
+        status = unit.get("status")
+        before: dict[str, Any] = next(
+            (u for u in previous.get("units", []) if u.get("path") == path), {}
         )
-    elif gate == "manual" and not approve_manual:
-        record(
-            "waiting-approval",
-            "manual gate: " + "; ".join((unit.get("gate") or {}).get("reasons", [])[:3]),
-        )
-    else:
-        plan_file = plans_dir / str(unit.get("plan_file"))
-        commit = app_commit(prep.app_dir)
-        problems = applying.binding_problems(
-            unit,
-            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
-            head=commit or "",
-            summary_head=summary.get("head") or "",
-            tools_now={t.name: t.version for t in toolchain.check_versions(ws.root)},
-            tools_then=summary.get("tools") or {},
-        )
-        if problems:
-            record("refused", "; ".join(problems))
+        if before.get("result") == "applied":
+            record(
+                "applied",
+                "applied earlier from this folder; left alone",
+                str(before.get("gate") or claimed),
+                True,
+            )
+        elif status == "no-changes":
+            record("no-changes", "", claimed)
+        elif status != "changes":
+            record(
+                "refused",
+                f"plan status is {status}"
+                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                claimed,
+            )
         else:
-            _apply_one(prep, plan_file, run, record)
-    doc = {
-        "app": prep.app,
-        "head": app_commit(prep.app_dir),
-        "plans_head": summary.get("head"),
-        "approve_manual": approve_manual,
-        "interrupted": run.interrupted,
-        "units": [u.to_json() for u in run.units],
-    }
-    tmp = plans_dir / "apply.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, plans_dir / "apply.json")
-    md = applying.report_md(run, {**summary, "head": summary.get("head") or "no-commit"})
-    (plans_dir / "apply.md").write_text(md)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a") as fh:
-            fh.write(md + "\n")
+            plan_file = plans_dir / str(unit.get("plan_file"))
+            commit = app_commit(prep.app_dir)
+            problems = applying.binding_problems(
+                unit,
+                plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+                head=commit or "",
+                summary_head=summary.get("head") or "",
+                tools_now={t.name: t.version for t in toolchain.check_versions(ws.root)},
+                tools_then=summary.get("tools") or {},
+            )
+            if problems:
+                record("refused", "; ".join(problems), claimed)
+            else:
+                _apply_one(
+                    ws, prep, plan_file, run, record, approve_manual=approve_manual, claimed=claimed
+                )
+        this_run = {
+            "head": app_commit(prep.app_dir),
+            "approve_manual": approve_manual,
+            "interrupted": run.interrupted,
+            "units": [u.to_json() for u in run.units],
+        }
+        doc = {
+            "app": prep.app,
+            "head": app_commit(prep.app_dir),
+            "plans_head": summary.get("head"),
+            "approve_manual": approve_manual,
+            "interrupted": run.interrupted,
+            "units": [u.to_json() for u in run.units],
+            "runs": [*[r for r in previous.get("runs", []) if isinstance(r, dict)], this_run],
+        }
+        folder.write_json("apply.json", doc)
+        md = applying.report_md(run, {**summary, "head": summary.get("head") or "no-commit"})
+        folder.write_text("apply.md", md)
+        folder.job_summary(md)
     say(f"wrote {plans_dir / 'apply.json'} and {plans_dir / 'apply.md'}")
     if run.interrupted:
         return 130
     return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0
+
+
+def _previous_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The folder's earlier apply record (merged into, never overwritten)."""
+    path = plans_dir / "apply.json"
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ToolingError(
+            f"{path}: not valid JSON ({exc}); restore it from the workflow's artifact"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
+    return doc

@@ -8,6 +8,7 @@ It never uses a shell, always captures output as text, and on failure raises
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -181,50 +182,67 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_forwarding_signals(
-    args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
-) -> tuple[int, str, bool]:
-    """Run a long, state-changing command; forward the first SIGINT/SIGTERM to it, once.
+def run_to_file(
+    args: Sequence[str],
+    *,
+    output: Path,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, bool]:
+    """Run a long, state-changing command (an apply) so that it finishes what it started.
 
-    The child runs in its own session, so a Ctrl-C on the terminal reaches only
-    us; we pass one SIGINT on to the child (Terragrunt forwards it to OpenTofu,
-    which stops gracefully, persists state and releases its lock) and wait for
-    it to exit. Further signals are ignored while waiting: a second interrupt
-    would make OpenTofu exit without saving state. Returns (exit code, combined
-    output, whether we were interrupted).
+    - The child writes its output to the file ``output`` (appended), never to a
+      pipe: if we are killed, a pipe's reader vanishes and OpenTofu dies at its
+      next write, half way through, with its state unwritten and its lock held.
+      A file outlives us.
+    - The child runs in its own process group (its own session), so a Ctrl-C
+      on the terminal, or a runner's signal to our group, reaches only us.
+    - The first SIGINT/SIGTERM we get is forwarded once, as SIGINT, to the
+      child's whole process group: Terragrunt (1.1.3) does not forward a signal
+      sent to its own pid, OpenTofu receives it from the group, prints
+      "Interrupt received", stops gracefully, persists state and releases its
+      lock. Further signals are not forwarded: a second interrupt would make
+      OpenTofu exit without saving state. We wait for the child to exit.
+
+    Returns (exit code, whether we were interrupted). Read ``output`` for what
+    the child really did.
     """
     import signal
 
     argv = tuple(str(a) for a in args)
     if _echo_enabled():
         _echo(argv)
-    try:
-        child = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=child_env(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ToolingError(
-            f"{argv[0]}: program not found. Run `invoke setup` and try again."
-        ) from exc
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("ab") as sink:
+        try:
+            child = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=child_env(env),
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise ToolingError(
+                f"{argv[0]}: program not found. Run `invoke setup` and try again."
+            ) from exc
     interrupted = False
 
     def forward(signum: int, frame: object) -> None:
         nonlocal interrupted
-        if not interrupted:
-            interrupted = True
-            print(
-                f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
-                "(waiting for OpenTofu to save state and release the lock)...",
-                file=sys.stderr,
-                flush=True,
-            )
-            child.send_signal(signal.SIGINT)
+        if interrupted:
+            return
+        interrupted = True
+        print(
+            f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
+            "(waiting for OpenTofu to save state and release the lock)...",
+            file=sys.stderr,
+            flush=True,
+        )
+        with contextlib.suppress(ProcessLookupError):  # it has just exited
+            os.killpg(child.pid, signal.SIGINT)
 
     in_main = threading.current_thread() is threading.main_thread()
     previous = {}
@@ -232,8 +250,8 @@ def run_forwarding_signals(
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, forward)
     try:
-        output, _ = child.communicate()
+        code = child.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return child.returncode, output, interrupted
+    return code, interrupted

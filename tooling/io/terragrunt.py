@@ -201,6 +201,17 @@ def plan_json(args: list[str], cwd: Path, env: Mapping[str, str]) -> dict[str, A
     return data
 
 
+def saved_plan_json(unit_dir: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """A saved plan as JSON, read at apply time: in Terragrunt's working copy of the
+    unit when there is one, else through ``terragrunt show -json`` (which
+    initialises it: a fresh checkout, a job on another runner)."""
+    try:
+        work = work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
+    except ToolingError:
+        return plan_json(["terragrunt", *_COMMON, "show", "-json", str(plan_file)], unit_dir, env)
+    return plan_json(tofu_show_args(plan_file), work, env)
+
+
 def outputs_json(unit_dir: Path, env: Mapping[str, str]) -> dict[str, Any]:
     """A unit's outputs as ``tofu output -json`` gives them (with ``sensitive`` marks).
 
