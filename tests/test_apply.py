@@ -222,7 +222,8 @@ def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_loc
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
-    _local_unit(example_repo, "slow", SLOW_MODULE)
+    # long enough that the second apply meets the lock even on a loaded machine
+    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 25\n}\n")
     commit_all(example_repo, "slow unit")
     _plan(example_repo, tmp_path / "a", "--unit", "live/cloud/slow")
     _plan(example_repo, tmp_path / "b", "--unit", "live/cloud/slow")

@@ -38,7 +38,7 @@ from typing import Any
 
 from tooling.core.planjson import action_of
 from tooling.errors import ToolingError, UsageError
-from tooling.io import terragrunt
+from tooling.io import outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
@@ -307,11 +307,19 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
                 f"nothing was changed. Run `invoke adopt {path} {target} {import_id} --apply` to adopt it."
             )
             return 0
-        applied = terragrunt.run(terragrunt.apply_args(plan_file), unit_dir, env, log)
-        if applied.returncode != 0:
-            raise ToolingError(
-                f"applying the import plan failed:\n{terragrunt.error_summary(applied.stderr + chr(10) + applied.stdout)}"
-            )
+        # in its own process group, output to a file: an interrupt reaches OpenTofu
+        # once, and a killed tool does not kill OpenTofu half way
+        raw = private / "apply.out"
+        code, interrupted = proc.run_to_file(
+            terragrunt.apply_args(plan_file), output=raw, cwd=unit_dir, env=env
+        )
+        output = raw.read_text(errors="replace")
+        outdir.append_text(log, output)
+        if code != 0 or interrupted:
+            from tooling.commands.apply import outcome
+
+            _, why = outcome(code, output, interrupted, path)
+            raise ToolingError(f"applying the import plan failed: {why}")
         import_file.unlink()
         import_file = None
         say(f"adopted {target} into the state of {path}; re-planning without the import block")

@@ -279,7 +279,7 @@ class ReportDir:
                 shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
                 raise UsageError(
                     f"{flag} {self.path} holds {shown}, which a {self.layout.what} does not write: "
-                    "emptying the folder would delete it. Name a new or empty folder."
+                    "it would be deleted when the folder is emptied. Name a new or empty folder."
                 )
 
     def _lock(self) -> None:
