@@ -17,7 +17,7 @@ from typing import Any
 from tooling.commands import matrix as matrices
 from tooling.core import ci
 from tooling.errors import ToolingError, UsageError
-from tooling.io import git
+from tooling.io import git, outdir
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
@@ -39,7 +39,7 @@ def _append_summary(text: str, environ: Mapping[str, str] | None = None) -> None
     target = env.get("GITHUB_STEP_SUMMARY", "").strip()
     if target:
         with open(target, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+            fh.write(outdir.redact(text) + "\n")  # the one redaction step
 
 
 def checked_matrix(ws: Workspace, *, base: str | None, routes: str) -> dict[str, Any]:
