@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import GIT_ENV, commit_all, units_by_path
+from infra_fixtures import GIT_ENV, apply_unit, commit_all, units_by_path
 from test_apply import SLOW_MODULE, _apply, _keys, _local_unit, _plan, _popen_apply, _s3
 
 pytestmark = pytest.mark.e2e
@@ -63,11 +63,13 @@ def test_the_approval_path_in_the_workflows_order_applies_the_waiting_units_on_t
 def test_editing_summary_json_to_auto_does_not_let_a_vm_change_apply(
     example_repo: Path, tmp_path: Path
 ) -> None:
+    apply_unit(
+        example_repo, "live/cluster/network", tmp_path / "network"
+    )  # no cascade: vms plans on real outputs
     out = tmp_path / "plans"
-    summary = _plan(
-        example_repo, out, "--unit", "live/cluster/network", "--unit", "live/cluster/vms"
-    )
+    summary = _plan(example_repo, out, "--unit", "live/cluster/vms")
     assert units_by_path(summary)["live/cluster/vms"]["gate"]["decision"] == "manual"
+    assert units_by_path(summary)["live/cluster/vms"]["mocked_dependencies"] == []
     for unit in summary["units"]:
         unit["gate"] = {"decision": "auto", "reasons": ["edited"]}
     (out / "summary.json").write_text(json.dumps(summary))
