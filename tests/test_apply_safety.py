@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import GIT_ENV, apply_unit, commit_all, units_by_path
-from test_apply import SLOW_MODULE, _apply, _keys, _local_unit, _plan, _popen_apply, _s3
+from infra_fixtures import (
+    GIT_ENV,
+    apply_unit,
+    bucket_keys,
+    commit_all,
+    s3_state_bucket,
+    units_by_path,
+)
+from test_apply import SLOW_MODULE, _apply, _local_unit, _plan, _popen_apply
 
 pytestmark = pytest.mark.e2e
 
@@ -73,7 +80,7 @@ def test_editing_summary_json_to_auto_does_not_let_a_vm_change_apply(
     for unit in summary["units"]:
         unit["gate"] = {"decision": "auto", "reasons": ["edited"]}
     (out / "summary.json").write_text(json.dumps(summary))
-    code, results, output = _apply(example_repo, out)
+    _code, results, output = _apply(example_repo, out)
     assert results["live/cluster/vms"]["result"] == "waiting-approval", output
     assert "summary.json said auto" in results["live/cluster/vms"]["reason"]
     assert not (example_repo / ".iac/state/live/cluster/vms/terraform.tfstate").exists()
@@ -82,14 +89,14 @@ def test_editing_summary_json_to_auto_does_not_let_a_vm_change_apply(
 def test_sigint_reaches_opentofu_and_the_record_says_what_it_did(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 30\n}\n")
     commit_all(example_repo, "slow unit")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/slow", "--unit", "live/cloud/dns")
     proc = _popen_apply(example_repo, out)
     deadline = time.monotonic() + 90
-    while "live/cloud/slow/terraform.tfstate.tflock" not in _keys(s3, bucket):
+    while "live/cloud/slow/terraform.tfstate.tflock" not in bucket_keys(s3, bucket):
         assert time.monotonic() < deadline and proc.poll() is None, "the apply never took the lock"
         time.sleep(0.1)
     time.sleep(2)  # inside the provisioner's sleep
@@ -107,28 +114,30 @@ def test_sigint_reaches_opentofu_and_the_record_says_what_it_did(
     assert doc["interrupted"] is True
     assert results["live/cloud/slow"]["result"] == "failed"
     assert "OpenTofu stopped gracefully" in results["live/cloud/slow"]["reason"]
-    assert not any(k.endswith(".tflock") for k in _keys(s3, bucket)), "the lock was not released"
-    assert "live/cloud/slow/terraform.tfstate" in _keys(s3, bucket), "no state was written"
+    assert not any(k.endswith(".tflock") for k in bucket_keys(s3, bucket)), (
+        "the lock was not released"
+    )
+    assert "live/cloud/slow/terraform.tfstate" in bucket_keys(s3, bucket), "no state was written"
 
 
 def test_a_killed_tool_leaves_opentofu_to_finish_and_the_next_run_records_it(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 8\n}\n")
     commit_all(example_repo, "slow unit")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/slow")
     proc = _popen_apply(example_repo, out)
     deadline = time.monotonic() + 90
-    while "live/cloud/slow/terraform.tfstate.tflock" not in _keys(s3, bucket):
+    while "live/cloud/slow/terraform.tfstate.tflock" not in bucket_keys(s3, bucket):
         assert time.monotonic() < deadline and proc.poll() is None, "the apply never took the lock"
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert _record(out)["units"][0]["result"] == "running"
     deadline = time.monotonic() + 90
-    while any(k.endswith(".tflock") for k in _keys(s3, bucket)):
+    while any(k.endswith(".tflock") for k in bucket_keys(s3, bucket)):
         assert time.monotonic() < deadline, "OpenTofu never finished: the lock is still held"
         time.sleep(0.2)
     state = json.loads(
@@ -147,7 +156,7 @@ def test_a_killed_tool_leaves_opentofu_to_finish_and_the_next_run_records_it(
 def test_a_stale_lock_is_named_with_id_holder_age_and_the_runbooks_command_which_works(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s3, bucket = _s3(monkeypatch, aws_env, tmp_path.name)
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/dns", "--unit", "live/cloud/iam")
     lock_id = "0a1b2c3d-1111-2222-3333-444455556666"
@@ -175,7 +184,7 @@ def test_a_stale_lock_is_named_with_id_holder_age_and_the_runbooks_command_which
     command = f"cd live/cloud/dns && terragrunt force-unlock -force {lock_id}"
     assert command in output and command in dns["reason"]
     assert "-lock=false" not in output + (out / "apply.md").read_text() + json.dumps(results)
-    assert "live/cloud/dns/terraform.tfstate.tflock" in _keys(s3, bucket), (
+    assert "live/cloud/dns/terraform.tfstate.tflock" in bucket_keys(s3, bucket), (
         "the tool unlocked by itself"
     )
     assert results["live/cloud/iam"]["result"] == "applied"

@@ -113,7 +113,7 @@ def test_a_foreign_file_at_any_depth_refuses_the_folder_and_nothing_is_deleted(
     (out / "units" / "mine").mkdir(parents=True)
     (out / "summary.json").write_text("{}")
     (out / "units" / "mine" / "precious.txt").write_text("keep me")
-    with pytest.raises(UsageError, match="units/mine/precious.txt"):
+    with pytest.raises(UsageError, match=r"units/mine/precious\.txt"):
         _claim(out, tmp_path / "repo")
     assert (out / "units" / "mine" / "precious.txt").read_text() == "keep me"
     assert (out / "summary.json").exists()

@@ -146,7 +146,8 @@ def test_a_plan_that_fails_to_parse_keeps_the_previous_report(
     unit = example_repo / "live" / "cloud" / "dns" / "terragrunt.hcl"
     unit.write_text("inputs = = {\n" + unit.read_text())
     ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
-    assert ran.returncode != 0 and "Traceback" not in ran.output, ran.output
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert "live/cloud/dns/terragrunt.hcl:1:" in ran.stderr, ran.stderr  # file:line:col
     assert (out / "summary.json").read_text() == before
     assert (out / "comment.md").is_file() and (
         out / "units" / "live" / "cloud" / "dns" / "plan.txt"

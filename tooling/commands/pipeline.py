@@ -20,7 +20,7 @@ from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result
 from tooling.core.targets import select_targets
-from tooling.errors import UsageError
+from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
@@ -124,6 +124,23 @@ def blocked_moves(
     }
 
 
+def refuse_unparsable(model: Model, paths: Sequence[str]) -> None:
+    """Fail closed, before the report folder is touched, when a unit to plan has an
+    HCL syntax error: its dependencies and state key are unknown, so neither the
+    plan order nor the change set can be trusted. (A unit the model merely cannot
+    *evaluate* is planned: Terragrunt is the authority on what it means.)"""
+    broken = [
+        str(model.units[p].error)
+        for p in paths
+        if p in model.units and "HCL syntax error" in (model.units[p].error or "")
+    ]
+    if broken:
+        raise ToolingError(
+            "cannot plan: a unit's HCL does not parse (the previous report is kept):\n  "
+            + "\n  ".join(broken)
+        )
+
+
 def write_summary(out_dir: Path, data: dict[str, Any]) -> Path:
     return outdir.write_json(out_dir / "summary.json", data)
 
@@ -203,6 +220,7 @@ def _plan_into(
             base_root=base_root,
             base_model=base_model,
         )
+        refuse_unparsable(model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         folder.reset()
         if not targets:

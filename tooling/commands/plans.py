@@ -397,7 +397,7 @@ def run_batch(
             log = unit_out_dir(out_dir, t.path) / "plan.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             why = f"{t.path}: folder not found at the revision being planned"
-            log.write_text(f"[error: {why}]\n")
+            outdir.write_text(log, f"[error: {why}]\n")
             results[t.path] = replace(
                 _unplanned(t, out_dir, why),
                 status="error",
@@ -544,11 +544,13 @@ class _Batch:
                 raise ToolingError("terragrunt reported success but wrote no plan file")
             plan_path = udir / PLAN_NAME
             os.replace(written, plan_path)
-            summary = summarize(
-                terragrunt.plan_json(
-                    terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
-                )
+            # as in plan_unit: learn the secrets before any text of this unit is written
+            secrets.register(upstream_secrets(t, self.env))
+            shown = terragrunt.plan_json(
+                terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
             )
+            secrets.register(redact.sensitive_in_plan(shown))
+            summary = summarize(shown)
         except ToolingError as exc:
             self._report(run, replace(self._base(t), error=str(exc)))
             return str(exc)
@@ -635,7 +637,7 @@ class _Batch:
             udir = unit_out_dir(self.out_dir, t.path)
             plan_path = udir / PLAN_NAME
             text_path = udir / "plan.txt"
-            text_path.write_text(_plan_text("".join(run.stdout)))
+            outdir.write_text(text_path, _plan_text("".join(run.stdout)))
             return replace(
                 base,
                 mocked_dependencies=mocked_dependencies(
@@ -702,8 +704,8 @@ class _Batch:
             else ""
         )
         tail = f"\n[{result.status}{': ' + result.error.splitlines()[0] if result.error else ''}]\n"
-        (unit_out_dir(self.out_dir, run.target.path) / "plan.log").write_text(
-            head + body + shared + tail
+        outdir.write_text(
+            unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
         )
 
 
