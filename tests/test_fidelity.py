@@ -8,12 +8,13 @@ specific fact, so that agreement cannot come from both sides seeing nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from infra_fixtures import commit_all, git, invoke
+from infra_fixtures import REPO, commit_all, git, invoke
 
 from tooling.commands import crosscheck
 from tooling.core.changes import NO_PLAN_FILES, affected
@@ -270,6 +271,67 @@ def test_layout_settings_name_other_live_folders_and_root_file(tmp_path: Path, t
     assert find_root(root / "prod" / "app") == root.resolve()
     ws = Workspace(root)
     assert sorted(ws.model().units) == ["prod/app", "stage/app"]
+
+
+def test_doctor_lists_what_an_existing_repository_needs_then_says_ready(tmp_path: Path) -> None:
+    # an existing Terragrunt repository: a root terragrunt.hcl (the old style), units under
+    # infrastructure/ (not live/), no .tool-versions, lock files ignored, one unit the model
+    # cannot evaluate
+    repo = write(
+        tmp_path / "existing",
+        {
+            "terragrunt.hcl": 'locals {\n  org = "acme"\n}\n',
+            ".gitignore": ".terragrunt-cache/\n.terraform.lock.hcl\n",
+            "infrastructure/prod/app/terragrunt.hcl": UNIT
+            + 'include "root" {\n  path = find_in_parent_folders()\n}\n',
+            "infrastructure/prod/db/terragrunt.hcl": UNIT
+            + 'locals {\n  x = read_terragrunt_config("missing.hcl")\n}\n',
+        },
+    )
+
+    def doctor() -> tuple[int, dict[str, object]]:
+        ran = invoke(REPO, "doctor", "--path", str(repo), "--json")
+        assert "Traceback" not in ran.output
+        return ran.returncode, json.loads(ran.stdout)
+
+    code, report = doctor()
+    assert code == 1
+    needs = {f["where"]: f["what"] for f in report["findings"] if f["level"] == "needs"}
+    assert set(needs) == {"live", "root.hcl", ".tool-versions", ".gitignore"}
+    assert "rename it to root.hcl" in needs["root.hcl"]  # the old root terragrunt.hcl is seen
+    assert report["units"] == 0  # live/ does not exist: nothing is read yet
+
+    # the adopter names the layout in policy.toml, as doctor says
+    write(
+        repo, {"policy.toml": '[layout]\nlive = ["infrastructure"]\nroot_file = "terragrunt.hcl"\n'}
+    )
+    code, report = doctor()
+    assert code == 1
+    assert (report["live"], report["root_file"], report["units"]) == (
+        ["infrastructure"],
+        "terragrunt.hcl",
+        2,
+    )
+    findings = {(f["level"], f["where"]): f["what"] for f in report["findings"]}
+    assert {w for lv, w in findings if lv == "needs"} == {".tool-versions", ".gitignore"}
+    # what the model cannot read, and the include of a file named terragrunt.hcl, are notes
+    assert "missing.hcl does not exist" in findings[("note", "infrastructure/prod/db")]
+    assert "is a unit of its own" in findings[("note", "infrastructure/prod/app")]
+
+    # pin the tools and commit lock files: nothing blocks adoption, the notes stay
+    write(
+        repo,
+        {
+            ".tool-versions": (REPO / ".tool-versions").read_text(),
+            ".gitignore": ".terragrunt-cache/\n",
+        },
+    )
+    code, report = doctor()
+    assert code == 0
+    assert [f["level"] for f in report["findings"]] == ["note", "note"]
+    ran = invoke(REPO, "doctor", "--path", str(repo))
+    assert ran.returncode == 0 and "ready to adopt" in ran.stderr
+    assert "2 units under infrastructure; root file terragrunt.hcl" in ran.stdout
 
 
 # --------------------------------------------------------------------------- 8. one model
