@@ -15,7 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from invoke import Collection, Context, Exit, task
+from invoke.collection import Collection
+from invoke.context import Context
+from invoke.exceptions import Exit
+from invoke.tasks import task
 
 ROOT = Path(__file__).resolve().parent
 
@@ -53,7 +56,11 @@ def _run(fn: Callable[[], int | None]) -> None:
         raise Exit(code=code)
 
 
-@task(help={"pipeline": "only the tools the pipeline's tasks need (leave out act, which only the tests use)"})
+@task(
+    help={
+        "pipeline": "only the tools the pipeline's tasks need (leave out act, which only the tests use)"
+    }
+)
 def setup(c: Context, pipeline: bool = False) -> None:
     """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions).
 
@@ -265,7 +272,9 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
         "branch": "the branch of that run (default: main)",
     }
 )
-def apply_base(c: Context, before: str = "", workflow: str = "apply.yml", branch: str = "main") -> None:
+def apply_base(
+    c: Context, before: str = "", workflow: str = "apply.yml", branch: str = "main"
+) -> None:
     """The commit a merge is planned from, on stdout and as `base` in $GITHUB_OUTPUT.
 
     The head of the last successful run of WORKFLOW on BRANCH (GitHub API),
@@ -274,12 +283,16 @@ def apply_base(c: Context, before: str = "", workflow: str = "apply.yml", branch
     """
     from tooling.commands import ci
 
-    _run(lambda: print(ci.apply_base(_workspace(), before=before, workflow=workflow, branch=branch)) or 0)
+    _run(
+        lambda: (
+            print(ci.apply_base(_workspace(), before=before, workflow=workflow, branch=branch)) or 0
+        )
+    )
 
 
 _REPORTS_HELP = {
     "plans": "folder holding one plan-EXECUTOR folder per leg (the downloaded artifacts)",
-    "matrix": "the matrix job's `matrix` output ({\"include\": [...]})",
+    "matrix": 'the matrix job\'s `matrix` output ({"include": [...]})',
 }
 
 
@@ -294,11 +307,18 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
     from tooling.commands import ci
 
     if not plans:
-        raise Exit("error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2)
+        raise Exit(
+            "error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2
+        )
     _run(lambda: ci.plan_comment(plans=Path(plans), matrix=matrix))
 
 
-@task(help={**_REPORTS_HELP, "apply_result": "the auto apply job's result (success, failure, cancelled, skipped)"})
+@task(
+    help={
+        **_REPORTS_HELP,
+        "apply_result": "the auto apply job's result (success, failure, cancelled, skipped)",
+    }
+)
 def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: str = "") -> None:
     """After the auto applies: job summary, comment on the merged pull request, and the manual job's matrix.
 

@@ -36,14 +36,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gentree import generate
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
 }
 
 
-def sh(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env={**os.environ, **GIT_ENV, **(env or {})},
-                          capture_output=True, text=True, check=False)
+def sh(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def timed(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -54,7 +64,14 @@ def timed(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str
 
 def scenario(tree: Path, name: str) -> None:
     sh(tree, "git", "checkout", "--quiet", "main")
-    sh(tree, "git", "branch", "--quiet", "-D", "bench", )
+    sh(
+        tree,
+        "git",
+        "branch",
+        "--quiet",
+        "-D",
+        "bench",
+    )
     sh(tree, "git", "checkout", "--quiet", "-b", "bench")
     if name == "one-unit":
         unit = tree / "live/t0/g3/u4/terragrunt.hcl"
@@ -95,8 +112,12 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
                     tgs.append(seconds)
                     tg_selected = len(json.loads(result.stdout))
                 row = {
-                    "units": size, "scenario": name, "selected": selected, "terragrunt_selected": tg_selected,
-                    "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
+                    "units": size,
+                    "scenario": name,
+                    "selected": selected,
+                    "terragrunt_selected": tg_selected,
+                    "cold_s": statistics.median(cold),
+                    "warm_s": statistics.median(warm),
                     "terragrunt_s": statistics.median(tgs) if tgs else None,
                 }
                 if tgs:
@@ -128,12 +149,15 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path)
     parser.add_argument(
-        "--no-terragrunt", action="store_true",
+        "--no-terragrunt",
+        action="store_true",
         help="time only `invoke affected` (Terragrunt's find takes minutes on the largest trees)",
     )
     args = parser.parse_args()

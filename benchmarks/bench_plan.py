@@ -38,16 +38,28 @@ sys.path.insert(0, str(REPO))
 from tooling.io.workspace import Workspace  # noqa: E402
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
 }
 
 
-def sh(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(args, cwd=cwd, env={**os.environ, **GIT_ENV, **(env or {})},
-                            capture_output=True, text=True, check=False)
+def sh(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        args,
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if check and result.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        raise SystemExit(
+            f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+        )
     return result
 
 
@@ -68,7 +80,9 @@ def build_tree(dest: Path, units: int) -> list[str]:
     for i in range(units):
         unit = dest / "live/cloud" / f"z{i:03d}"
         unit.mkdir()
-        (unit / "terragrunt.hcl").write_text(template.replace('"example.net"', f'"zone{i}.example.net"'))
+        (unit / "terragrunt.hcl").write_text(
+            template.replace('"example.net"', f'"zone{i}.example.net"')
+        )
         paths.append(f"live/cloud/z{i:03d}")
     sh(dest, "git", "init", "--quiet", "--initial-branch=main")
     sh(dest, "git", "add", "--all")
@@ -90,7 +104,9 @@ def median(xs: list[float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--units", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
@@ -103,22 +119,71 @@ def main() -> None:
         env = dict(Workspace(tree).tool_env)
         # apply everything once, so every plan below compares against real state
         print(f"applying {len(paths)} units (set-up, not timed)", file=sys.stderr, flush=True)
-        sh(tree / "live", "terragrunt", "run", "--all", "--non-interactive", "--parallelism", "2",
-           "--log-level", "error", "apply", "--", "-auto-approve", env=env)
+        sh(
+            tree / "live",
+            "terragrunt",
+            "run",
+            "--all",
+            "--non-interactive",
+            "--parallelism",
+            "2",
+            "--log-level",
+            "error",
+            "apply",
+            "--",
+            "-auto-approve",
+            env=env,
+        )
 
         # (a) one changed unit
         one = paths[17]
         bump(tree, [one], "one")
         ours, bare, whole = [], [], []
         for _ in range(args.repeat):
-            ours.append(timed(tree, *invoke, "plan", "--base", "main", "--out", str(Path(tmp) / "out-a"), env=env))
-            bare.append(timed(tree / one, "terragrunt", "plan", "--non-interactive", "--log-level", "error",
-                              "-input=false", "-lock-timeout=0s", env=env))
+            ours.append(
+                timed(
+                    tree,
+                    *invoke,
+                    "plan",
+                    "--base",
+                    "main",
+                    "--out",
+                    str(Path(tmp) / "out-a"),
+                    env=env,
+                )
+            )
+            bare.append(
+                timed(
+                    tree / one,
+                    "terragrunt",
+                    "plan",
+                    "--non-interactive",
+                    "--log-level",
+                    "error",
+                    "-input=false",
+                    "-lock-timeout=0s",
+                    env=env,
+                )
+            )
         for _ in range(max(1, args.repeat // 2)):
-            whole.append(timed(tree / "live", "terragrunt", "run", "--all", "--non-interactive",
-                               "--log-level", "error", "plan", env=env))
-        results |= {"a_invoke_plan_s": median(ours), "a_bare_terragrunt_plan_s": median(bare),
-                    "a_run_all_plan_s": median(whole)}
+            whole.append(
+                timed(
+                    tree / "live",
+                    "terragrunt",
+                    "run",
+                    "--all",
+                    "--non-interactive",
+                    "--log-level",
+                    "error",
+                    "plan",
+                    env=env,
+                )
+            )
+        results |= {
+            "a_invoke_plan_s": median(ours),
+            "a_bare_terragrunt_plan_s": median(bare),
+            "a_run_all_plan_s": median(whole),
+        }
 
         # (b) 16 independent changed units
         sixteen = paths[100:116]
@@ -126,13 +191,44 @@ def main() -> None:
         ours, theirs = [], []
         include = [arg for p in sixteen for arg in ("--filter", f"./{p}")]
         for _ in range(args.repeat):
-            ours.append(timed(tree, *invoke, "plan", "--base", "main", "--jobs", "2",
-                              "--out", str(Path(tmp) / "out-b"), env=env))
-            theirs.append(timed(tree, "terragrunt", "run", "--all", "--non-interactive", "--log-level", "error",
-                                "--parallelism", "2", *include, "plan", env=env))
-        results |= {"b_invoke_plan_jobs2_s": median(ours), "b_run_all_16_parallelism2_s": median(theirs)}
+            ours.append(
+                timed(
+                    tree,
+                    *invoke,
+                    "plan",
+                    "--base",
+                    "main",
+                    "--jobs",
+                    "2",
+                    "--out",
+                    str(Path(tmp) / "out-b"),
+                    env=env,
+                )
+            )
+            theirs.append(
+                timed(
+                    tree,
+                    "terragrunt",
+                    "run",
+                    "--all",
+                    "--non-interactive",
+                    "--log-level",
+                    "error",
+                    "--parallelism",
+                    "2",
+                    *include,
+                    "plan",
+                    env=env,
+                )
+            )
+        results |= {
+            "b_invoke_plan_jobs2_s": median(ours),
+            "b_run_all_16_parallelism2_s": median(theirs),
+        }
         summary = json.loads((Path(tmp) / "out-b" / "summary.json").read_text())
-        assert len(summary["units"]) == 16 and all(u["status"] == "changes" for u in summary["units"])
+        assert len(summary["units"]) == 16 and all(
+            u["status"] == "changes" for u in summary["units"]
+        )
 
     a_over = results["a_invoke_plan_s"] / results["a_bare_terragrunt_plan_s"] - 1
     a_speedup = results["a_run_all_plan_s"] / results["a_invoke_plan_s"]
@@ -140,13 +236,15 @@ def main() -> None:
     results |= {"a_overhead": a_over, "a_speedup_vs_run_all": a_speedup, "b_ratio": b_ratio}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"| scenario | invoke plan | terragrunt | ratio |\n|---|--:|--:|--:|\n"
-          f"| (a) 1 changed unit of {args.units} vs bare `terragrunt plan` of it | {results['a_invoke_plan_s']:.2f} s | "
-          f"{results['a_bare_terragrunt_plan_s']:.2f} s | overhead {a_over:+.0%} |\n"
-          f"| (a) same vs `terragrunt run --all plan` of all {args.units} | {results['a_invoke_plan_s']:.2f} s | "
-          f"{results['a_run_all_plan_s']:.2f} s | {a_speedup:.0f}x faster |\n"
-          f"| (b) 16 changed units, `--jobs 2` vs `run --all --parallelism 2` on the same 16 | "
-          f"{results['b_invoke_plan_jobs2_s']:.2f} s | {results['b_run_all_16_parallelism2_s']:.2f} s | {b_ratio:.2f} |")
+    print(
+        f"| scenario | invoke plan | terragrunt | ratio |\n|---|--:|--:|--:|\n"
+        f"| (a) 1 changed unit of {args.units} vs bare `terragrunt plan` of it | {results['a_invoke_plan_s']:.2f} s | "
+        f"{results['a_bare_terragrunt_plan_s']:.2f} s | overhead {a_over:+.0%} |\n"
+        f"| (a) same vs `terragrunt run --all plan` of all {args.units} | {results['a_invoke_plan_s']:.2f} s | "
+        f"{results['a_run_all_plan_s']:.2f} s | {a_speedup:.0f}x faster |\n"
+        f"| (b) 16 changed units, `--jobs 2` vs `run --all --parallelism 2` on the same 16 | "
+        f"{results['b_invoke_plan_jobs2_s']:.2f} s | {results['b_run_all_16_parallelism2_s']:.2f} s | {b_ratio:.2f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,12 @@ from tooling.io.config import git_rewrite_env  # noqa: E402
 
 BASE = "https://git.example.com/bench-modules/"
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
@@ -53,7 +56,9 @@ def version_tags(count: int) -> list[str]:
 
 def build_repo(path: Path, tag_names: list[str]) -> None:
     """One repository, one commit and one annotated tag per version, in one fast-import."""
-    subprocess.run(["git", "init", "--quiet", "--bare", str(path)], check=True, env={**os.environ, **GIT_ENV})
+    subprocess.run(
+        ["git", "init", "--quiet", "--bare", str(path)], check=True, env={**os.environ, **GIT_ENV}
+    )
     stream: list[str] = []
     when = 1_700_000_000
     for mark, tag in enumerate(tag_names, 1):
@@ -63,20 +68,27 @@ def build_repo(path: Path, tag_names: list[str]) -> None:
             "commit refs/heads/main",
             f"mark :{mark}",
             f"committer bench <bench@example.invalid> {when + mark} +0000",
-            f"data {len(message)}", message,
+            f"data {len(message)}",
+            message,
         ]
         if mark > 1:
             stream.append(f"from :{mark - 1}")
         stream += ["M 100644 inline main.tf", f"data {len(content.encode())}", content]
         note = f"{path.name} {tag}: generated release"
         stream += [
-            f"tag {tag}", f"from :{mark}",
+            f"tag {tag}",
+            f"from :{mark}",
             f"tagger bench <bench@example.invalid> {when + mark} +0000",
-            f"data {len(note)}", note,
+            f"data {len(note)}",
+            note,
         ]
     subprocess.run(
-        ["git", "fast-import", "--quiet"], cwd=path, input="\n".join(stream) + "\n",
-        text=True, check=True, env={**os.environ, **GIT_ENV},
+        ["git", "fast-import", "--quiet"],
+        cwd=path,
+        input="\n".join(stream) + "\n",
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
     )
 
 
@@ -93,13 +105,17 @@ def build_tree(dest: Path, repos: int) -> None:
             f'terraform {{\n  source = "git::{BASE}terraform-mod-{i:02d}.git?ref=v1.0.0"\n}}\n'
         )
     env = {**os.environ, **GIT_ENV}
-    subprocess.run(["git", "init", "--quiet", "--initial-branch=main"], cwd=dest, check=True, env=env)
+    subprocess.run(
+        ["git", "init", "--quiet", "--initial-branch=main"], cwd=dest, check=True, env=env
+    )
     subprocess.run(["git", "add", "--all"], cwd=dest, check=True, env=env)
     subprocess.run(["git", "commit", "--quiet", "-m", "bench tree"], cwd=dest, check=True, env=env)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repos", type=int, default=50)
     parser.add_argument("--tags", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5)
@@ -107,7 +123,10 @@ def main() -> None:
     tag_names = version_tags(args.tags)
     # what `outdated` must say for a unit at v1.0.0 (the tags are in ascending order)
     in_major = [t for t in tag_names if t.startswith("v1.") and t != "v1.0.0"]
-    expected = (in_major[-1] if in_major else None, None if tag_names[-1].startswith("v1.") else tag_names[-1])
+    expected = (
+        in_major[-1] if in_major else None,
+        None if tag_names[-1].startswith("v1.") else tag_names[-1],
+    )
 
     with tempfile.TemporaryDirectory(prefix="bench-tags-") as tmp:
         root = Path(tmp)
@@ -139,14 +158,17 @@ def main() -> None:
         build_tree(tree, args.repos)
         command = [sys.executable, "-m", "invoke", "outdated", "--json"]
         cmd_env = {
-            **os.environ, **GIT_ENV,
+            **os.environ,
+            **GIT_ENV,
             "IAC_MODULE_SOURCES": "remote",
             "IAC_MODULE_REWRITE": f"{BASE}={modules.as_uri()}/",
         }
         whole = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            result = subprocess.run(command, cwd=tree, env=cmd_env, capture_output=True, text=True, check=False)
+            result = subprocess.run(
+                command, cwd=tree, env=cmd_env, capture_output=True, text=True, check=False
+            )
             whole.append(time.perf_counter() - start)
             assert result.returncode == 0, result.stderr
             doc = json.loads(result.stdout)

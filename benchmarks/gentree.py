@@ -99,7 +99,9 @@ def generate(dest: Path, units: int, per_group: int = 10, groups_per_tier: int =
         tier_dir = dest / "live" / tier
         if not (tier_dir / "tier.hcl").exists():
             tier_dir.mkdir(parents=True, exist_ok=True)
-            (tier_dir / "tier.hcl").write_text(TIER.format(tier=tier, executor="hosted" if t % 2 == 0 else "lan"))
+            (tier_dir / "tier.hcl").write_text(
+                TIER.format(tier=tier, executor="hosted" if t % 2 == 0 else "lan")
+            )
         group_dir = tier_dir / group
         if not (group_dir / "group.hcl").exists():
             (group_dir / "shared").mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,12 @@ def generate(dest: Path, units: int, per_group: int = 10, groups_per_tier: int =
             extra = '  peers    = jsondecode(file("${get_terragrunt_dir()}/../u0/peers.json"))\n'
         (unit_dir / "terragrunt.hcl").write_text(
             UNIT.format(
-                path=path, index=k, group=group, module=n % 20, minor=n % 5, replicas=1 + k % 3,
+                path=path,
+                index=k,
+                group=group,
+                module=n % 20,
+                minor=n % 5,
+                replicas=1 + k % 3,
                 extra_local=extra,
                 dependency=DEPENDENCY.format(previous=k - 1) if k > 0 else "",
             )
@@ -126,7 +133,9 @@ def generate(dest: Path, units: int, per_group: int = 10, groups_per_tier: int =
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dest", type=Path)
     parser.add_argument("--units", type=int, default=1000)
     args = parser.parse_args()
