@@ -1,0 +1,82 @@
+"""The rule that prevents disasters, as checks. Pure.
+
+"The two tiers never point at the same layer or state; every layer has its own
+state key; units hold configuration only, pinned to immutable module
+versions; bootstrap/ never runs in CI; the tools are pinned once." Each rule is
+a small function over the repository model (:class:`tooling.model.repo.Model`), the
+policy (``[check]`` in ``policy.toml``) and file contents (a
+:class:`Snapshot`), returning :class:`Violation` values. Nothing here starts a
+process or touches the disk: :mod:`tooling.commands.check` gathers the inputs and prints
+the results.
+
+Every violation names ``file:line``, the rule it breaks and how to fix it;
+``docs/rules.md`` explains each rule id.
+
+The rules live one family per module: :mod:`.settings` (the ``[check]``
+section), :mod:`.snapshot` (what the rules read and return), :mod:`.state`,
+:mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap` and
+:mod:`.tool_pins`; :func:`check_all` runs them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tooling.core.policy.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
+from tooling.core.policy.config_only import check_configuration_only
+from tooling.core.policy.layers import check_layers
+from tooling.core.policy.pins import check_pins
+from tooling.core.policy.settings import (
+    DEFAULT_TOOL_PIN_FILES,
+    POLICY_FILE,
+    CheckPolicy,
+    Layer,
+    parse_policy,
+)
+from tooling.core.policy.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
+from tooling.core.policy.state import app_backend_settings, check_app_workspaces, check_state_keys
+from tooling.core.policy.tool_pins import TOOL_VERSIONS_FILE, check_tool_versions
+from tooling.model.repo import Model
+
+__all__ = [
+    "DEFAULT_TOOL_PIN_FILES",
+    "POLICY_FILE",
+    "TOOL_VERSIONS_FILE",
+    "AppWorkspace",
+    "CheckPolicy",
+    "Layer",
+    "Snapshot",
+    "Violation",
+    "app_backend_settings",
+    "check_all",
+    "check_app_workspaces",
+    "check_bootstrap_guard",
+    "check_ci_never_runs_bootstrap",
+    "check_configuration_only",
+    "check_layers",
+    "check_pins",
+    "check_state_keys",
+    "check_tool_versions",
+    "parse_policy",
+    "syntax_violation",
+]
+
+
+def check_all(
+    model: Model | None,
+    policy: CheckPolicy,
+    snap: Snapshot,
+    apps: Sequence[AppWorkspace] = (),
+) -> list[Violation]:
+    """Every rule; ``model`` is None when the HCL did not parse (model rules are skipped)."""
+    found: list[Violation] = []
+    if model is not None:
+        found += check_state_keys(model, policy, snap)
+        found += check_pins(model, policy, snap)
+        found += check_layers(model, policy, snap)
+    found += check_app_workspaces(model, policy, apps)
+    found += check_configuration_only(model, policy, snap)
+    found += check_ci_never_runs_bootstrap(snap)
+    found += check_bootstrap_guard(snap)
+    found += check_tool_versions(policy, snap)
+    return sorted(set(found))
