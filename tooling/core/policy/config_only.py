@@ -9,7 +9,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, locals_of, safe_body
+from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
+from tooling.model.exprs import locals_exprs
 from tooling.model.repo import Model
 
 _CODE_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
@@ -90,7 +91,7 @@ def check_configuration_only(
         body = safe_body(snap, path, out)
         if body is None:
             continue
-        local_exprs = locals_of(body)
+        local_exprs = locals_exprs(body)
         for btype, labels, inner, line in body["b"]:
             if btype in _CODE_BLOCKS:
                 out.append(

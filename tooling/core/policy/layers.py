@@ -7,8 +7,9 @@ from __future__ import annotations
 import posixpath
 
 from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, line_of_text, locals_of, unit_file
+from tooling.core.policy.snapshot import Snapshot, Violation, line_of_text, unit_file
 from tooling.model import hcl
+from tooling.model.exprs import locals_exprs
 from tooling.model.repo import Model, Unit
 
 
@@ -21,7 +22,7 @@ def _executor_site(unit: Unit, snap: Snapshot) -> tuple[str, int]:
     )
     for path in included:
         try:
-            entry = locals_of(snap.body(path)).get("executor")
+            entry = locals_exprs(snap.body(path)).get("executor")
         except hcl.HclSyntaxError:
             continue
         if entry is not None:

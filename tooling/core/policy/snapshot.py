@@ -3,7 +3,7 @@
 :class:`Violation` (one broken rule at ``file:line``, with its fix),
 :class:`Snapshot` (the repository's files as the rules see them, HCL parsed
 once), :class:`AppWorkspace` (an application's backend files), and the small
-helpers the rules share to find a line or read a file's locals.
+helpers the rules share to find a line.
 """
 
 from __future__ import annotations
@@ -127,11 +127,3 @@ def safe_body(snap: Snapshot, path: str, out: list[Violation]) -> hcl.Body | Non
     except hcl.HclSyntaxError as exc:
         out.append(syntax_violation(exc))
         return None
-
-
-def locals_of(body: hcl.Body) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for btype, _labels, inner, _line in body["b"]:
-        if btype == "locals":
-            out.update(inner["a"])
-    return out
