@@ -1,22 +1,29 @@
-"""Benchmark `invoke plan` against bare Terragrunt on a sandbox tree.
+"""Benchmark `invoke plan` against Terragrunt itself, every row of the plan-speed table in one run.
 
 The tree: `--units` copies of the example's DNS unit (`live/cloud/z<i>`), each
-pinning the sandbox DNS stand-in, with local state, all applied first so plans
-compare against real state. Two scenarios, each timed as whole commands in
-fresh processes, median of `--repeat` runs:
+pinning the sandbox DNS stand-in at one tag, local state, all applied first
+(set-up, not timed) so every plan compares against real state. Three branches
+change 1 unit, 16 independent units, and every unit (a ref bump, exactly what a
+bump PR does). Every figure is a whole command in a fresh process; the rows'
+two sides run interleaved, repeat after repeat, so both see the same machine.
 
-(a) one changed unit (a ref bump on a branch):
-    - `invoke plan --base main`                       (plans just that unit)
-    - `terragrunt plan` in that unit's folder         (the bare baseline)
-    - `terragrunt run --all plan` over the whole tree (what "plan everything" costs)
-(b) 16 independent changed units:
-    - `invoke plan --base main --jobs 2`
-    - `terragrunt run --all --parallelism 2 plan` restricted to the same 16
-      units (one `--filter ./<path>` per unit: union).
+Rows:
+  one   1 changed unit. Our own time is `invoke plan` minus a bare
+        `invoke --list` (interpreter and invoke start-up), measured in the same
+        run; the baseline is a bare `terragrunt plan` in that unit's folder.
+  16    16 changed units: `invoke plan --jobs J` vs
+        `terragrunt run --all --parallelism J plan` restricted to the same units
+        (one `--filter ./<path>` each).
+  all   every unit changed: `invoke plan --jobs J` vs
+        `terragrunt run --all --parallelism J plan` over the tree.
+  init  for the `all` plan with an empty Terragrunt cache (CAS) and empty
+        `.terragrunt-cache` folders, then again warm: module downloads (git
+        fetches, counted with GIT_TRACE), provider downloads (files in the
+        plugin cache) and `tofu init` runs (one per unit log that initialised).
 
 Usage (from the repository root, after ./dev setup):
 
-    .venv/bin/python benchmarks/bench_plan.py --units 200 --repeat 3
+    .venv/bin/python benchmarks/bench_plan.py --units 200 --repeat 3 --json results.json
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,10 +40,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tooling.io.config import cache_root  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
 GIT_ENV = {
@@ -43,10 +54,12 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "bench",
     "GIT_COMMITTER_EMAIL": "bench@example.invalid",
 }
+INVOKE = [sys.executable, "-m", "invoke"]
+TG_QUIET = ("--non-interactive", "--log-level", "error")
 
 
 def sh(
-    cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True
+    cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         args,
@@ -56,17 +69,27 @@ def sh(
         text=True,
         check=False,
     )
-    if check and result.returncode != 0:
+    if result.returncode != 0:
         raise SystemExit(
-            f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+            f"{' '.join(args)} failed ({result.returncode}):\n"
+            f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
         )
     return result
 
 
+CPU: dict[str, float] = {"last": 0.0}
+
+
 def timed(cwd: Path, *args: str, env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one whole command; its CPU seconds (user + system, the
+    command and every process it waited for) are left in ``CPU["last"]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     sh(cwd, *args, env=env)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["last"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall
 
 
 def build_tree(dest: Path, units: int) -> list[str]:
@@ -76,13 +99,15 @@ def build_tree(dest: Path, units: int) -> list[str]:
     (dest / "live/cloud").mkdir(parents=True)
     shutil.copy2(REPO / "live/cloud/tier.hcl", dest / "live/cloud/tier.hcl")
     template = (REPO / "live/cloud/dns/terragrunt.hcl").read_text()
+    lock = REPO / "live/cloud/dns/.terraform.lock.hcl"
     paths = []
     for i in range(units):
         unit = dest / "live/cloud" / f"z{i:03d}"
         unit.mkdir()
-        (unit / "terragrunt.hcl").write_text(
-            template.replace('"example.net"', f'"zone{i}.example.net"')
-        )
+        text = template.replace('"example.net"', f'"zone{i}.example.net"')
+        (unit / "terragrunt.hcl").write_text(text)
+        if lock.exists():
+            shutil.copy2(lock, unit / lock.name)
         paths.append(f"live/cloud/z{i:03d}")
     sh(dest, "git", "init", "--quiet", "--initial-branch=main")
     sh(dest, "git", "add", "--all")
@@ -90,160 +115,196 @@ def build_tree(dest: Path, units: int) -> list[str]:
     return paths
 
 
-def bump(tree: Path, units: list[str], branch: str) -> None:
-    sh(tree, "git", "checkout", "--quiet", "main")
-    sh(tree, "git", "checkout", "--quiet", "-B", branch)
+def branch(tree: Path, units: list[str], name: str) -> None:
+    """A branch off main whose one commit bumps the module ref of ``units``."""
+    sh(tree, "git", "checkout", "--quiet", "-B", name, "main")
     for unit in units:
         path = tree / unit / "terragrunt.hcl"
-        path.write_text(path.read_text().replace("?ref=v1.1.0", "?ref=v1.2.0"))
+        text = path.read_text()
+        assert "?ref=v1.1.0" in text, unit
+        path.write_text(text.replace("?ref=v1.1.0", "?ref=v1.2.0"))
     sh(tree, "git", "commit", "--quiet", "-am", f"bump {len(units)} units")
 
 
-def median(xs: list[float]) -> float:
-    return statistics.median(xs)
+def checkout(tree: Path, name: str) -> None:
+    sh(tree, "git", "checkout", "--quiet", name)
+
+
+def plan_ours(tree: Path, out: Path, env: dict[str, str], jobs: int) -> float:
+    if out.exists():
+        shutil.rmtree(out)
+    return timed(
+        tree, *INVOKE, "plan", "--base", "main", "--jobs", str(jobs), "--out", str(out), env=env
+    )
+
+
+def check_summary(out: Path, expected: list[str]) -> None:
+    """Every run is checked: the changed units, each with changes."""
+    summary = json.loads((out / "summary.json").read_text())
+    units = {u["path"]: u for u in summary["units"]}
+    assert sorted(units) == sorted(expected), (len(units), len(expected))
+    bad = [p for p, u in units.items() if u["status"] != "changes"]
+    assert not bad, bad[:5]
+
+
+def run_all_theirs(tree: Path, env: dict[str, str], jobs: int, units: list[str] | None) -> float:
+    selection = [a for p in units or () for a in ("--filter", f"./{p}")]
+    where = tree if units else tree / "live"
+    return timed(
+        where,
+        "terragrunt",
+        "run",
+        "--all",
+        *TG_QUIET,
+        "--parallelism",
+        str(jobs),
+        *selection,
+        "plan",
+        env=env,
+    )
+
+
+def count_downloads(
+    tree: Path, tmp: Path, env: dict[str, str], jobs: int, units: list[str]
+) -> dict[str, Any]:
+    """Module downloads, provider downloads and `tofu init` runs of one `invoke plan`, cold then warm."""
+    cache = tmp / "xdg-cache"
+    plugins = tmp / "plugin-cache"
+    for d in (cache, plugins):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+    for unit in units:  # cold: no downloaded source in any unit
+        shutil.rmtree(tree / unit / ".terragrunt-cache", ignore_errors=True)
+    counts: dict[str, Any] = {}
+    for phase in ("cold", "warm"):
+        trace = tmp / f"git-trace-{phase}.log"
+        trace.unlink(missing_ok=True)
+        run_env = {
+            **env,
+            "GIT_TRACE": str(trace),
+            # Terragrunt's CAS lives in the user cache folder; the sandbox catalog
+            # stays where it was built (IAC_CACHE_DIR is read before XDG)
+            "IAC_CACHE_DIR": str(cache_root()),
+            "XDG_CACHE_HOME": str(cache),
+            "TF_PLUGIN_CACHE_DIR": str(plugins),
+        }
+        out = tmp / f"out-init-{phase}"
+        plan_ours(tree, out, run_env, jobs)
+        check_summary(out, units)
+        text = trace.read_text() if trace.exists() else ""
+        logs = [(out / "units" / u / "plan.log").read_text() for u in units]
+        counts[phase] = {
+            "module_fetches": len(re.findall(r"built-in: git (?:fetch|clone)\b", text)),
+            "provider_downloads": sum(1 for p in plugins.rglob("*") if p.is_file()),
+            "tofu_init_runs": sum(1 for log in logs if "has been successfully initialized" in log),
+        }
+    return counts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--units", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--units", type=int, default=200, help="units in the tree (>= 32)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row and side (median)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallelism on both sides")
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
-    invoke = [sys.executable, "-m", "invoke"]
-    results: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
-        tree = Path(tmp) / "repo"
+    if args.units < 32:
+        parser.error("--units must be at least 32")
+    figures: dict[str, list[float]] = {}
+
+    def record(key: str, seconds: float) -> None:
+        figures.setdefault(key, []).append(seconds)
+        figures.setdefault(key.removesuffix("_s") + "_cpu_s", []).append(CPU["last"])
+
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp_name:
+        tmp = Path(tmp_name)
+        tree = tmp / "repo"
         paths = build_tree(tree, args.units)
         env = dict(Workspace(tree).tool_env)
-        # apply everything once, so every plan below compares against real state
         print(f"applying {len(paths)} units (set-up, not timed)", file=sys.stderr, flush=True)
-        sh(
-            tree / "live",
-            "terragrunt",
-            "run",
-            "--all",
-            "--non-interactive",
-            "--parallelism",
-            "2",
-            "--log-level",
-            "error",
-            "apply",
-            "--",
-            "-auto-approve",
-            env=env,
-        )
+        sh(tree / "live", "terragrunt", "run", "--all", *TG_QUIET, "--parallelism",
+           str(args.jobs), "apply", "--", "-auto-approve", env=env)  # fmt: skip
+        one, sixteen = paths[17], paths[100 % len(paths) : 100 % len(paths) + 16]
+        if len(sixteen) < 16:
+            sixteen = paths[-16:]
+        branch(tree, [one], "one")
+        branch(tree, sixteen, "sixteen")
+        branch(tree, paths, "all")
+        checkout(tree, "one")
+        plan_ours(tree, tmp / "warm-up", env, args.jobs)  # the sandbox catalog, CAS, caches
 
-        # (a) one changed unit
-        one = paths[17]
-        bump(tree, [one], "one")
-        ours, bare, whole = [], [], []
-        for _ in range(args.repeat):
-            ours.append(
-                timed(
-                    tree,
-                    *invoke,
-                    "plan",
-                    "--base",
-                    "main",
-                    "--out",
-                    str(Path(tmp) / "out-a"),
-                    env=env,
-                )
+        for i in range(args.repeat):
+            print(f"repeat {i + 1}/{args.repeat}", file=sys.stderr, flush=True)
+            checkout(tree, "one")
+            record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
+            record("one_invoke_plan_s", plan_ours(tree, tmp / "out-one", env, args.jobs))
+            check_summary(tmp / "out-one", [one])
+            record(
+                "one_bare_terragrunt_plan_s",
+                timed(tree / one, "terragrunt", "plan", *TG_QUIET, "-input=false", env=env),
             )
-            bare.append(
-                timed(
-                    tree / one,
-                    "terragrunt",
-                    "plan",
-                    "--non-interactive",
-                    "--log-level",
-                    "error",
-                    "-input=false",
-                    "-lock-timeout=0s",
-                    env=env,
-                )
-            )
-        for _ in range(max(1, args.repeat // 2)):
-            whole.append(
-                timed(
-                    tree / "live",
-                    "terragrunt",
-                    "run",
-                    "--all",
-                    "--non-interactive",
-                    "--log-level",
-                    "error",
-                    "plan",
-                    env=env,
-                )
-            )
-        results |= {
-            "a_invoke_plan_s": median(ours),
-            "a_bare_terragrunt_plan_s": median(bare),
-            "a_run_all_plan_s": median(whole),
-        }
+            checkout(tree, "sixteen")
+            record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, args.jobs))
+            check_summary(tmp / "out-16", sixteen)
+            record("16_terragrunt_run_all_s", run_all_theirs(tree, env, args.jobs, sixteen))
+            checkout(tree, "all")
+            record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, args.jobs))
+            check_summary(tmp / "out-all", paths)
+            record("all_terragrunt_run_all_s", run_all_theirs(tree, env, args.jobs, None))
 
-        # (b) 16 independent changed units
-        sixteen = paths[100:116]
-        bump(tree, sixteen, "sixteen")
-        ours, theirs = [], []
-        include = [arg for p in sixteen for arg in ("--filter", f"./{p}")]
-        for _ in range(args.repeat):
-            ours.append(
-                timed(
-                    tree,
-                    *invoke,
-                    "plan",
-                    "--base",
-                    "main",
-                    "--jobs",
-                    "2",
-                    "--out",
-                    str(Path(tmp) / "out-b"),
-                    env=env,
-                )
-            )
-            theirs.append(
-                timed(
-                    tree,
-                    "terragrunt",
-                    "run",
-                    "--all",
-                    "--non-interactive",
-                    "--log-level",
-                    "error",
-                    "--parallelism",
-                    "2",
-                    *include,
-                    "plan",
-                    env=env,
-                )
-            )
-        results |= {
-            "b_invoke_plan_jobs2_s": median(ours),
-            "b_run_all_16_parallelism2_s": median(theirs),
-        }
-        summary = json.loads((Path(tmp) / "out-b" / "summary.json").read_text())
-        assert len(summary["units"]) == 16 and all(
-            u["status"] == "changes" for u in summary["units"]
-        )
+        checkout(tree, "all")
+        downloads = count_downloads(tree, tmp, env, args.jobs, paths)
 
-    a_over = results["a_invoke_plan_s"] / results["a_bare_terragrunt_plan_s"] - 1
-    a_speedup = results["a_run_all_plan_s"] / results["a_invoke_plan_s"]
-    b_ratio = results["b_invoke_plan_jobs2_s"] / results["b_run_all_16_parallelism2_s"]
-    results |= {"a_overhead": a_over, "a_speedup_vs_run_all": a_speedup, "b_ratio": b_ratio}
+    m = {k: statistics.median(v) for k, v in figures.items()}
+    own = m["one_invoke_plan_s"] - m["one_invoke_list_s"]
+    result: dict[str, Any] = {
+        "units": args.units,
+        "jobs": args.jobs,
+        "repeat": args.repeat,
+        "medians_s": m,
+        "runs_s": figures,
+        "one_own_s": own,
+        "one_overhead": own / m["one_bare_terragrunt_plan_s"] - 1,
+        "16_ratio": m["16_invoke_plan_s"] / m["16_terragrunt_run_all_s"],
+        "all_ratio": m["all_invoke_plan_s"] / m["all_terragrunt_run_all_s"],
+        "downloads": downloads,
+        # the same ratios in CPU seconds, which other load on the machine barely moves
+        "cpu": {
+            "one_overhead": (m["one_invoke_plan_cpu_s"] - m["one_invoke_list_cpu_s"])
+            / m["one_bare_terragrunt_plan_cpu_s"]
+            - 1,
+            "16_ratio": m["16_invoke_plan_cpu_s"] / m["16_terragrunt_run_all_cpu_s"],
+            "all_ratio": m["all_invoke_plan_cpu_s"] / m["all_terragrunt_run_all_cpu_s"],
+        },
+    }
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    n, j = args.units, args.jobs
+    cold, warm = downloads["cold"], downloads["warm"]
     print(
-        f"| scenario | invoke plan | terragrunt | ratio |\n|---|--:|--:|--:|\n"
-        f"| (a) 1 changed unit of {args.units} vs bare `terragrunt plan` of it | {results['a_invoke_plan_s']:.2f} s | "
-        f"{results['a_bare_terragrunt_plan_s']:.2f} s | overhead {a_over:+.0%} |\n"
-        f"| (a) same vs `terragrunt run --all plan` of all {args.units} | {results['a_invoke_plan_s']:.2f} s | "
-        f"{results['a_run_all_plan_s']:.2f} s | {a_speedup:.0f}x faster |\n"
-        f"| (b) 16 changed units, `--jobs 2` vs `run --all --parallelism 2` on the same 16 | "
-        f"{results['b_invoke_plan_jobs2_s']:.2f} s | {results['b_run_all_16_parallelism2_s']:.2f} s | {b_ratio:.2f} |"
+        "| scenario | invoke plan | terragrunt | ratio | target |\n|---|--:|--:|--:|---|\n"
+        f"| 16 changed units, `--jobs {j}` vs `run --all --parallelism {j}` on the same 16 | "
+        f"{m['16_invoke_plan_s']:.2f} s | {m['16_terragrunt_run_all_s']:.2f} s | "
+        f"{result['16_ratio']:.2f}x | <= 1.1x |\n"
+        f"| {n} changed units (every unit), `--jobs {j}` vs `run --all --parallelism {j}` | "
+        f"{m['all_invoke_plan_s']:.2f} s | {m['all_terragrunt_run_all_s']:.2f} s | "
+        f"{result['all_ratio']:.2f}x | <= 1.1x |\n"
+        f"| 1 changed unit: own time ({m['one_invoke_plan_s']:.2f} s minus "
+        f"`invoke --list` {m['one_invoke_list_s']:.2f} s) vs bare `terragrunt plan` | "
+        f"{own:.2f} s | {m['one_bare_terragrunt_plan_s']:.2f} s | "
+        f"{result['one_overhead']:+.0%} | <= +30% |\n"
+        f"| downloads for a plan of {n} units of one module version, cold / warm | "
+        f"modules {cold['module_fetches']} / {warm['module_fetches']}, "
+        f"providers {cold['provider_downloads']} / {warm['provider_downloads']}, "
+        f"`tofu init` runs {cold['tofu_init_runs']} / {warm['tofu_init_runs']} | | | "
+        "1 per module version and provider |"
+    )
+    cpu = result["cpu"]
+    print(
+        f"\nIn CPU seconds (user + system of every process): 16 units {cpu['16_ratio']:.2f}x, "
+        f"{n} units {cpu['all_ratio']:.2f}x, 1 unit {cpu['one_overhead']:+.0%}"
     )
 
 
