@@ -223,6 +223,9 @@ def main() -> None:
         tree = tmp / "repo"
         paths = build_tree(tree, args.units)
         env = dict(Workspace(tree).tool_env)
+        # Python writes its bytecode cache, as on a user's machine (some CI
+        # images turn it off, which makes every start-up compile the package)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         print(f"applying {len(paths)} units (set-up, not timed)", file=sys.stderr, flush=True)
         sh(tree / "live", "terragrunt", "run", "--all", *TG_QUIET, "--parallelism",
            str(args.jobs), "apply", "--", "-auto-approve", env=env)  # fmt: skip

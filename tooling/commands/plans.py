@@ -354,10 +354,14 @@ def run_batch(
     ``jobs`` at a time; its JSON log is split per unit as it arrives, and each
     unit's ``tofu show -json`` runs as soon as that unit's plan is written.
     Units whose path the ``--filter`` language cannot name exactly are planned
-    one process per unit instead (:func:`run_all`).
+    one process per unit instead (:func:`run_all`), and so is a lone unit: a
+    bare ``terragrunt plan`` skips ``run --all``'s discovery of the whole tree,
+    which costs more than the one start-up it would save.
     """
     planned = [t for t in targets if not t.preset]
-    if any(runlog.filter_for(t.path) is None or _tree_root(t) is None for t in planned):
+    if len(planned) <= 1 or any(
+        runlog.filter_for(t.path) is None or _tree_root(t) is None for t in planned
+    ):
         return run_all(
             targets,
             out_dir,
