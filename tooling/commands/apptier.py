@@ -572,10 +572,10 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     import time
 
     from tooling.commands import pipeline, secrets
-    from tooling.commands.plans import _plan_text, sha256_file
+    from tooling.commands.plans import save_plan_text, sha256_file
     from tooling.core import gates, redact, report
     from tooling.core.planjson import summarize
-    from tooling.core.results import Result
+    from tooling.core.results import Result, with_gates
 
     out_dir = folder.path
     path = f"{APPS_PREFIX}{prep.app}"
@@ -607,7 +607,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
                 raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
             data = _show(prep, plan_path)
         secrets.register(redact.sensitive_in_plan(data))
-        text_path = outdir.write_text(udir / "plan.txt", _plan_text(ran.stdout))
+        text_path, text = save_plan_text(udir, ran.stdout)
         summary = summarize(data)
         result = dataclasses.replace(
             result,
@@ -617,6 +617,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
             plan_sha256=sha256_file(plan_path),
             summary=summary,
             text_file=text_path.relative_to(out_dir).as_posix(),
+            plan_text=text,
         )
         refused = plan_problems(data, prep.policy)
         if refused:
@@ -631,6 +632,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     except ToolingError as exc:
         result = dataclasses.replace(result, error=str(exc))
     result = dataclasses.replace(result, seconds=time.monotonic() - started)
+    (result,) = with_gates([result], gates.parse_policy(ws.policy))
     doc = pipeline.summary_document(
         [result],
         base=None,
@@ -642,7 +644,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     doc["head"] = app_commit(prep.app_dir)  # the app repository's commit, when the folder is in one
     doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
     pipeline.write_summary(out_dir, doc)
-    rendered = report.render(doc, [result], out_dir)
+    rendered = report.render([result], head=doc["head"])
     folder.write_text("comment.md", rendered)
     say(report.table([result]))
     folder.job_summary(rendered)

@@ -18,7 +18,7 @@ from tooling.commands import preflight
 from tooling.commands.plans import Progress, run_batch
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
-from tooling.core.results import Result
+from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
@@ -239,6 +239,7 @@ def _plan_into(
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
+    results = with_gates(results, parse_policy(ws.policy))
     summary = summary_document(
         results,
         base=change.base if change else None,
@@ -248,7 +249,7 @@ def _plan_into(
         policy=parse_policy(ws.policy),
     )
     write_summary(out_dir, summary)
-    rendered = report.render(summary, results, out_dir)
+    rendered = report.render(results, head=head_sha, base=change.base if change else None)
     folder.write_text("comment.md", rendered)
     say(report.table(results))
     folder.job_summary(rendered)
@@ -270,27 +271,17 @@ def summary_document(
     root: Path,
     policy: GatePolicy,
 ) -> dict[str, Any]:
-    from tooling.core import gates
+    """summary.json: the run's revisions and tools, and per unit its result with
+    its gate (decided here under ``policy`` for a result that has none yet)."""
     from tooling.io import toolchain
 
-    units = []
-    for r in results:
-        entry = r.to_json()
-        entry["gate"] = gates.decide(
-            status=r.status,
-            declared=r.gate_class,
-            summary=r.summary,
-            destroy=r.destroy,
-            policy=policy,
-        ).to_json()
-        units.append(entry)
     return {
         "version": SUMMARY_VERSION,
         "base": base,
         "head": head,
         "executor": executor,
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
-        "units": units,
+        "units": [r.to_json() for r in with_gates(results, policy)],
     }
 
 

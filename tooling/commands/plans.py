@@ -1,4 +1,4 @@
-"""Run plans in DAG waves with a worker pool, and keep what reviewers and apply need.
+"""Run plans in DAG order with a worker pool (a ready queue), and keep what reviewers and apply need.
 
 Per unit: ``terragrunt plan -out=<abs path>`` (its stdout is the human plan
 text, already redacted by OpenTofu), then ``tofu show -json`` on the saved plan
@@ -110,7 +110,7 @@ def plan_unit(
         shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env)
         secrets.register(redact.sensitive_in_plan(shown))
         summary = summarize(shown)
-        text_path = outdir.write_text(udir / "plan.txt", _plan_text(ran.stdout))
+        text_path, text = save_plan_text(udir, ran.stdout)
         return replace(
             base,
             mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
@@ -120,6 +120,7 @@ def plan_unit(
             plan_sha256=sha256_file(plan_path),
             summary=summary,
             text_file=rel(text_path.resolve()),
+            plan_text=text,
             seconds=time.monotonic() - started,
             exit_code=ran.returncode,
         )
@@ -167,6 +168,12 @@ def mocked_dependencies(log: str, run_dir: Path, unit_path: str) -> tuple[str, .
             rel = os.path.relpath(Path(dep).resolve().parent, run_dir.resolve())
             found.add(posixpath.normpath(f"{unit_path}/{rel}"))
     return tuple(sorted(found))
+
+
+def save_plan_text(udir: Path, stdout: str) -> tuple[Path, str]:
+    """Write the unit's human plan (redacted) to ``udir/plan.txt``; the path and that text."""
+    text = outdir.redact(_plan_text(stdout))
+    return outdir.write_text(udir / "plan.txt", text), text
 
 
 def _plan_text(stdout: str) -> str:
@@ -247,7 +254,8 @@ def run_all(
     progress: Progress | None = None,
     planner: Callable[[Target, Path, Mapping[str, str]], Result] = plan_unit,
 ) -> list[Result]:
-    """Plan ``targets`` in DAG waves, ``jobs`` at a time; results in the targets' order."""
+    """Plan ``targets`` as a ready queue: a unit starts once its dependencies finished,
+    ``jobs`` at a time; results in the targets' order."""
     by_path = {t.path: t for t in targets}
     results: dict[str, Result] = {}
     pending = {t.path for t in targets}
@@ -640,8 +648,7 @@ class _Batch:
         if isinstance(outcome, PlanSummary):
             udir = unit_out_dir(self.out_dir, t.path)
             plan_path = udir / PLAN_NAME
-            text_path = udir / "plan.txt"
-            outdir.write_text(text_path, _plan_text("".join(run.stdout)))
+            text_path, text = save_plan_text(udir, "".join(run.stdout))
             return replace(
                 base,
                 mocked_dependencies=mocked_dependencies(
@@ -653,6 +660,7 @@ class _Batch:
                 plan_sha256=sha256_file(plan_path),
                 summary=outcome,
                 text_file=text_path.relative_to(self.out_dir).as_posix(),
+                plan_text=text,
                 exit_code=0,
             )
         if isinstance(outcome, str):

@@ -13,14 +13,13 @@ The report is the product's face on a pull request:
   warnings always stay; nothing is cut inside a code fence.
 
 Nothing here ever reads a value from a plan: only addresses, actions and the
-plan text OpenTofu already redacted.
+plan text OpenTofu already redacted. Nothing here reads a file either: each
+:class:`~tooling.core.results.Result` carries its gate and its plan text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.results import Result
@@ -97,12 +96,11 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
     return lines
 
 
-def _gate(r: Result, gates: Mapping[str, Any]) -> str:
-    g = gates.get(r.path)
-    return str(g["decision"]) if g else "none"
+def _decision(r: Result) -> str:
+    return r.gate.decision if r.gate is not None else "none"
 
 
-def table_md(results: Sequence[Result], gates: Mapping[str, Any]) -> str:
+def table_md(results: Sequence[Result]) -> str:
     rows = [
         "| unit | tier / executor | + | ~ | - | ± | status | gate |",
         "|---|---|--:|--:|--:|--:|---|---|",
@@ -111,7 +109,7 @@ def table_md(results: Sequence[Result], gates: Mapping[str, Any]) -> str:
         a, u, d, x = _counts_cell(r.counts)
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
         rows.append(
-            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_gate(r, gates)} |"
+            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_decision(r)} |"
         )
     return "\n".join(rows)
 
@@ -149,14 +147,11 @@ def _fence(text: str) -> str:
     return f"{fence}hcl\n{text.rstrip()}\n{fence}"
 
 
-def _details(
-    r: Result, gates: Mapping[str, Any], plan_text: str | None, with_resources: bool
-) -> str:
+def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     title = f"<summary><code>{r.path}</code>: {_ICON.get(r.status, r.status)}</summary>"
     body: list[str] = []
-    g = gates.get(r.path)
-    if g and g["decision"] != "none":
-        body.append(f"Gate: **{g['decision']}**: " + "; ".join(g["reasons"]))
+    if r.gate is not None and r.gate.decision != "none":
+        body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
     if r.source:
         body.append(f"Module: `{r.source}`")
     if r.error:
@@ -173,60 +168,53 @@ def _details(
 
 
 def render(
-    summary: Mapping[str, Any],
     results: Sequence[Result],
-    out_dir: Path | None,
     *,
+    head: str | None = None,
+    base: str | None = None,
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
 ) -> str:
-    """The whole comment, within ``budget`` characters."""
-    gates = {u["path"]: u.get("gate") for u in summary.get("units", []) if u.get("gate")}
-    texts: dict[str, str] = {}
-    if out_dir is not None:
-        for r in results:
-            if r.text_file and (out_dir / r.text_file).exists():
-                texts[r.path] = (out_dir / r.text_file).read_text()
-    head = [MARKER, verdict(results), ""]
-    commit = summary.get("head")
-    if commit:
-        base = summary.get("base")
-        head.append(
-            f"Planned at `{str(commit)[:12]}`"
-            + (f" against merge base `{str(base)[:12]}`" if base else "")
+    """The whole comment for ``results`` (planned at commit ``head`` against the
+    merge base ``base``), within ``budget`` characters."""
+    texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
+    lines = [MARKER, verdict(results), ""]
+    if head:
+        lines.append(
+            f"Planned at `{head[:12]}`"
+            + (f" against merge base `{base[:12]}`" if base else "")
             + "."
         )
-        head.append("")
+        lines.append("")
     warn = warnings(results)
     if (
         sum(len(w) + 3 for w in warn) > budget // 2
     ):  # a warnings block must leave room for the table
         warn = warnings(results, per_group=max(5, (budget // 2) // (60 * max(1, len(warn)))))
     if warn:
-        head += [
+        lines += [
             "> [!WARNING]",
             "> **Destroys, replacements and drift:**",
             *(f"> {w}" for w in warn),
             "",
         ]
-    manual = [r for r in results if (gates.get(r.path) or {}).get("decision") == "manual"]
+    manual = [r for r in results if _decision(r) == "manual"]
     if manual:
-        head.append(
+        lines.append(
             "**Waiting for a human after merge (manual gate):** "
             + ", ".join(f"`{r.path}`" for r in manual)
         )
-        head.append("")
-    head += [table_md(results, gates), ""]
+        lines.append("")
+    lines += [table_md(results), ""]
     # manual units first in the details, then DAG order
-    ordered = sorted(results, key=lambda r: (gates.get(r.path) or {}).get("decision") != "manual")
+    ordered = sorted(results, key=lambda r: _decision(r) != "manual")
 
     def assemble(text_for: set[str], resources_for: set[str]) -> str:
-        parts = [*head]
+        parts = [*lines]
         for r in ordered:
             parts.append(
                 _details(
                     r,
-                    gates,
                     texts.get(r.path) if r.path in text_for else None,
                     r.path in resources_for,
                 )
@@ -263,7 +251,7 @@ def render(
         doc += note
     if len(doc) > budget:  # last resort: drop whole detail blocks, keep verdict, warnings, table
         doc = (
-            "\n".join(head).rstrip()
+            "\n".join(lines).rstrip()
             + f"\n\n_Per-unit details left out (too large); see {artifact_hint}._\n"
         )
         if len(doc) > budget:

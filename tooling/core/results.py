@@ -1,10 +1,17 @@
-"""The outcome of planning one unit: what the report, the gates and apply read. Pure data."""
+"""The outcome of planning one unit: what the report, the gates and apply read. Pure data.
+
+A :class:`Result` carries everything the reviewer report shows: the plan's
+summary, its gate (once decided, :func:`with_gates`) and its plan text (already
+redacted, the same text as ``plan.txt``), so the report reads no file.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tooling.core.gates import Gate, GatePolicy, decide
 from tooling.core.planjson import COUNT_KEYS, PlanSummary
 
 
@@ -30,6 +37,8 @@ class Result:
     exit_code: int | None = (
         None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
     )
+    gate: Gate | None = None  # decided from the plan by :func:`with_gates`
+    plan_text: str | None = field(default=None, repr=False)  # redacted, as in text_file
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,4 +62,24 @@ class Result:
                 if self.summary
                 else []
             ),
+            **({"gate": self.gate.to_json()} if self.gate is not None else {}),
         }
+
+
+def with_gates(results: Sequence[Result], policy: GatePolicy) -> list[Result]:
+    """``results``, each with its gate decided (a gate already decided is kept)."""
+    return [
+        r
+        if r.gate is not None
+        else replace(
+            r,
+            gate=decide(
+                status=r.status,
+                declared=r.gate_class,
+                summary=r.summary,
+                destroy=r.destroy,
+                policy=policy,
+            ),
+        )
+        for r in results
+    ]
