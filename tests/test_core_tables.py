@@ -1,17 +1,21 @@
-"""Table tests for the pure core: affected units, gates, plan targets, git parsers, plan arguments.
+"""Table tests for the pure core: affected units, gates, the report, plan targets, git parsers,
+plan arguments.
 
 No process, no file: each row is plain data in, plain data out.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tooling.core import report
 from tooling.core.changes import Affected, AffectedUnit, affected
-from tooling.core.gates import GatePolicy, decide, parse_policy
+from tooling.core.gates import Gate, GatePolicy, decide, parse_policy
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io.git import parse_ls_tree, parse_name_status, parse_porcelain_paths, zsplit
@@ -284,6 +288,222 @@ def test_gate_policy_section(data: dict[str, object], expected: GatePolicy) -> N
 def test_gate_policy_section_rejects_wrong_types(bad: dict[str, object]) -> None:
     with pytest.raises(ToolingError, match=r"policy.toml: \[gates\]"):
         parse_policy(bad)
+
+
+# --------------------------------------------------------------------------- report.render
+
+
+def result(
+    path: str,
+    status: str = "changes",
+    plan: PlanSummary | None = None,
+    *,
+    text: str | None = None,
+    gate_class: str = "auto",
+    destroy: bool = False,
+    error: str | None = None,
+) -> Result:
+    """A unit's result, its gate decided under NODE_POLICY, as the planner hands it to the report."""
+    plan = (
+        plan if plan is not None or status != "changes" else summary(("a.b", "x_thing", "create"))
+    )
+    counts = plan.counts if plan is not None else dict.fromkeys(COUNT_KEYS, 0)
+    tier = path.split("/")[1] if path.count("/") >= 1 else "cloud"
+    (gated,) = with_gates(
+        [
+            Result(
+                path,
+                tier,
+                "hosted",
+                "modified",
+                status,
+                counts=counts,
+                summary=plan,
+                plan_text=text,
+                gate_class=gate_class,
+                destroy=destroy,
+                error=error,
+            )
+        ],
+        NODE_POLICY,
+    )
+    return gated
+
+
+VERDICT_CASES = [
+    pytest.param(
+        [result("live/a/x", "no-changes", summary())],
+        "✅",
+        "1 unit(s) planned, 0 with changes, 0 error(s)",
+        id="quiet",
+    ),
+    pytest.param(
+        [result("live/a/x")], "⚠️", "1 unit(s) planned, 1 with changes, 0 error(s)", id="changes"
+    ),
+    pytest.param(
+        [result("live/a/x"), result("live/a/y", "error", error="boom")],
+        "❌",
+        "2 unit(s) planned, 1 with changes, 1 error(s)",
+        id="an-error",
+    ),
+    pytest.param(
+        [result("live/a/x", "withheld"), result("live/a/y", "not-planned")],
+        "❌",
+        "0 unit(s) planned, 0 with changes, 0 error(s), 1 withheld, 1 not-planned",
+        id="withheld-and-not-planned",
+    ),
+]
+
+
+@pytest.mark.parametrize(("results", "mark", "counts"), VERDICT_CASES)
+def test_render_starts_with_the_marker_and_a_verdict(
+    results: list[Result], mark: str, counts: str
+) -> None:
+    lines = report.render(results).splitlines()
+    assert lines[0] == report.MARKER
+    assert lines[1] == f"{mark} **Plan:** {counts}"
+
+
+@pytest.mark.parametrize(
+    ("head", "base", "line"),
+    [
+        ("a" * 40, "b" * 40, f"Planned at `{'a' * 12}` against merge base `{'b' * 12}`."),
+        ("a" * 40, None, f"Planned at `{'a' * 12}`."),
+        (None, "b" * 40, None),
+    ],
+)
+def test_render_names_the_commits_it_planned(
+    head: str | None, base: str | None, line: str | None
+) -> None:
+    doc = report.render([result("live/a/x")], head=head, base=base)
+    if line is None:
+        assert "Planned at" not in doc
+    else:
+        assert line in doc.splitlines()
+
+
+def test_render_shows_each_gate_from_the_result_and_puts_manual_units_first() -> None:
+    results = [
+        result("live/a/auto"),
+        result("live/a/vm", plan=summary(('terraform_data.vm["n1"]', "terraform_data", "create"))),
+        result("live/a/quiet", "no-changes", summary()),
+    ]
+    doc = report.render(results)
+    rows = {line.split("`")[1]: line for line in doc.splitlines() if line.startswith("| `")}
+    assert rows["live/a/auto"].endswith("| auto |")
+    assert rows["live/a/vm"].endswith("| manual |")
+    assert rows["live/a/quiet"].endswith("| none |")
+    assert "**Waiting for a human after merge (manual gate):** `live/a/vm`" in doc
+    assert 'Gate: **manual**: touches a node/VM: terraform_data.vm["n1"]' in doc
+    details = [line for line in doc.splitlines() if line.startswith("<summary>")]
+    assert details[0].startswith("<summary><code>live/a/vm</code>")
+
+
+def test_with_gates_decides_each_result_once_and_keeps_a_decided_gate() -> None:
+    decided = Result("live/a/x", "a", "hosted", "modified", "error", gate=Gate("manual", ("kept",)))
+    fresh = Result("live/a/y", "a", "hosted", "modified", "no-changes", summary=summary())
+    assert [r.gate for r in with_gates([decided, fresh], NODE_POLICY)] == [
+        Gate("manual", ("kept",)),
+        Gate("none", ("nothing to apply (no-changes)",)),
+    ]
+    assert with_gates([fresh], NODE_POLICY)[0].to_json()["gate"] == {
+        "decision": "none",
+        "reasons": ["nothing to apply (no-changes)"],
+    }
+
+
+def test_render_without_a_decided_gate_says_none() -> None:
+    ungated = Result("live/a/x", "a", "hosted", "modified", "changes", gate=None)
+    doc = report.render([ungated])
+    assert "| changes | none |" in doc
+    assert "Gate:" not in doc and "Waiting for a human" not in doc
+
+
+def test_render_lists_destroys_first_and_replacements_with_their_reason() -> None:
+    replaced = PlanSummary(
+        {**dict.fromkeys(COUNT_KEYS, 0), "replace": 1},
+        (ResourceChange("a.r", "x_thing", "replace", reason="replace_because_cannot_update"),),
+    )
+    results = [
+        result("live/a/replaced", plan=replaced),
+        result("live/a/gone", plan=summary(("a.d", "x_thing", "delete")), destroy=True),
+    ]
+    warn = [line for line in report.render(results).splitlines() if line.startswith("> - ")]
+    assert warn == [
+        "> - 🗑️ **destroy** (unit deleted) in `live/a/gone` (1): `a.d`",
+        "> - ♻️ **replace** in `live/a/replaced` (1): `a.r`. Why: an attribute that cannot be "
+        "updated in place changed",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "fence"),
+    [
+        pytest.param("+ resource", "```", id="plain"),
+        pytest.param("a heredoc\n```\nwith a fence", "````", id="text-holding-a-fence"),
+    ],
+)
+def test_render_fences_the_plan_text_the_result_carries(text: str, fence: str) -> None:
+    doc = report.render([result("live/a/x", text=text)])
+    assert f"{fence}hcl\n{text}\n{fence}" in doc
+
+
+def test_render_reads_the_text_from_the_result_not_from_a_file() -> None:
+    on_disk_only = replace(result("live/a/x"), text_file="units/live/a/x/plan.txt")
+    doc = report.render([on_disk_only])
+    assert "```hcl" not in doc
+
+
+BUDGET = 6_000
+
+
+def test_render_under_budget_sheds_the_largest_plan_text_first() -> None:
+    results = [
+        result("live/a/big", text="+ big\n" * 1200),
+        result("live/a/small", text="+ small\n"),
+    ]
+    doc = report.render(results, budget=BUDGET, artifact_hint="the artifact")
+    assert len(doc) <= BUDGET
+    assert "+ small" in doc and "+ big" not in doc
+    assert (
+        "_Left out to stay under GitHub's 6,000-character limit: plan text of `live/a/big`." in doc
+    )
+    assert "The full text is in the artifact._" in doc
+
+
+def test_render_under_budget_keeps_the_resource_lists_of_destroys() -> None:
+    many = summary(*((f"a.r{i:03d}", "x_thing", "create") for i in range(500)))
+    results = [
+        result("live/a/creates", plan=many),
+        result("live/a/deletes", plan=summary(("a.gone", "x_thing", "delete"))),
+    ]
+    doc = report.render(results, budget=BUDGET)
+    assert len(doc) <= BUDGET
+    assert "resource list of `live/a/creates`" in doc and "`a.r000`" not in doc
+    assert "**delete** (1):\n- `a.gone`" in doc
+    assert "| `live/a/creates` |" in doc  # counts stay
+
+
+def test_render_over_budget_drops_the_details_but_keeps_verdict_warnings_and_table() -> None:
+    results = [
+        result(f"live/a/u{i:03d}", plan=summary((f"a.d{i}", "x_thing", "delete")), error="e" * 200)
+        for i in range(40)
+    ]
+    doc = report.render(results, budget=BUDGET, artifact_hint="the artifact")
+    assert len(doc) <= BUDGET
+    assert "<details>" not in doc
+    lines = doc.splitlines()
+    assert lines[1] == "⚠️ **Plan:** 40 unit(s) planned, 40 with changes, 0 error(s)"
+    assert sum(1 for line in lines if line.startswith("| `live/a/u")) == 40
+    assert "> **Destroys, replacements and drift:**" in doc
+
+
+def test_render_of_many_destroys_caps_addresses_per_line_and_counts_the_rest() -> None:
+    plan = summary(*((f"a.d{i:04d}", "x_thing", "delete") for i in range(400)))
+    doc = report.render([result("live/a/x", plan=plan)], budget=BUDGET)
+    warn = next(line for line in doc.splitlines() if line.startswith("> - "))
+    assert warn.startswith("> - 🗑️ **delete** in `live/a/x` (400): `a.d0000`")
+    assert warn.endswith("more (all in the unit's plan text)")
 
 
 # --------------------------------------------------------------------------- select_targets
