@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, git, invoke, read_summary, units_by_path
 
+from tooling.commands.batch import run_batch
 from tooling.commands.pipeline import summary_document
-from tooling.commands.plans import Progress, plan_unit, run_all, run_batch
+from tooling.commands.plans import Progress, plan_unit, run_all
 from tooling.core.gates import parse_policy
 from tooling.core.targets import select_targets
 from tooling.io.workspace import Workspace

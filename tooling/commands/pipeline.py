@@ -15,7 +15,8 @@ from typing import Any
 
 from tooling.commands import move as moving
 from tooling.commands import preflight
-from tooling.commands.plans import Progress, run_batch
+from tooling.commands.batch import run_batch
+from tooling.commands.plans import Progress
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates

@@ -1,0 +1,405 @@
+"""Plan many units through one ``terragrunt run --all plan`` process (a lone unit: one ``terragrunt plan``).
+
+The same results as planning one process per unit (:mod:`tooling.commands.plans`),
+without a Terragrunt start-up per unit. Terragrunt's JSON log is split per unit
+as it arrives; each unit's ``tofu show -json`` runs as soon as its plan is
+written; its plan text and log are kept like the per-unit planner's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tooling.commands import secrets
+from tooling.commands.plans import (
+    PLAN_NAME,
+    Progress,
+    mocked_dependencies,
+    plan_unit,
+    run_all,
+    save_plan_text,
+    settled,
+    sha256_file,
+    unit_out_dir,
+    upstream_secrets,
+)
+from tooling.core import redact, runlog
+from tooling.core.planjson import PlanSummary, summarize
+from tooling.core.results import Result
+from tooling.core.targets import Target
+from tooling.errors import ToolingError
+from tooling.io import outdir, terragrunt
+
+
+def run_batch(
+    targets: Sequence[Target],
+    out_dir: Path,
+    env: Mapping[str, str],
+    *,
+    jobs: int,
+    progress: Progress | None = None,
+    lock: bool = True,
+) -> list[Result]:
+    """Plan ``targets`` through one ``terragrunt run --all plan`` per folder tree.
+
+    Same results as :func:`run_all` with :func:`plan_unit`, without a Terragrunt
+    start-up (version probe, configuration parsing) per unit: the head tree's
+    units go through one process, a deleted unit's destroy plans through one
+    more in the base revision's worktree. Terragrunt runs them in DAG order,
+    ``jobs`` at a time; its JSON log is split per unit as it arrives, and each
+    unit's ``tofu show -json`` runs as soon as that unit's plan is written.
+    Units whose path the ``--filter`` language cannot name exactly are planned
+    one process per unit instead (:func:`run_all`), and so is a lone unit: a
+    bare ``terragrunt plan`` skips ``run --all``'s discovery of the whole tree,
+    which costs more than the one start-up it would save.
+    """
+    planned = [t for t in targets if not t.preset]
+    if len(planned) <= 1 or any(
+        runlog.filter_for(t.path) is None or _tree_root(t) is None for t in planned
+    ):
+        return run_all(
+            targets,
+            out_dir,
+            env,
+            jobs=jobs,
+            progress=progress,
+            planner=partial(plan_unit, lock=lock),
+        )
+    results: dict[str, Result] = {}
+    for t in targets:
+        if t.preset:
+            results[t.path] = settled(t, t.preset, t.preset_reason)
+            if progress:
+                progress.finish(results[t.path])
+    groups: dict[tuple[Path, bool], list[Target]] = {}
+    for t in planned:
+        failed = next(
+            (
+                d
+                for d in t.dependencies
+                if results.get(d) and results[d].status in ("error", "not-planned")
+            ),
+            None,
+        )
+        if failed is not None:
+            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+        elif not t.run_dir.is_dir():
+            log = unit_out_dir(out_dir, t.path) / "plan.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            why = f"{t.path}: folder not found at the revision being planned"
+            outdir.write_text(log, f"[error: {why}]\n")
+            results[t.path] = replace(
+                _unplanned(t, why),
+                status="error",
+                log_file=log.relative_to(out_dir).as_posix(),
+            )
+        else:
+            root = _tree_root(t)
+            assert root is not None
+            groups.setdefault((root, t.destroy), []).append(t)
+            continue
+        if progress:
+            progress.finish(results[t.path])
+    for (root, destroy), group in groups.items():
+        batch = _Batch(
+            root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
+        )
+        results.update(batch.run())
+    if progress:
+        progress.close()
+    return [results[t.path] for t in targets]
+
+
+def _tree_root(t: Target) -> Path | None:
+    """The folder tree ``t`` lives in: its run folder minus the unit's path."""
+    parts = Path(t.path).parts
+    if not parts or t.run_dir.parts[-len(parts) :] != parts:
+        return None
+    return t.run_dir.parents[len(parts) - 1]
+
+
+def _unplanned(t: Target, why: str) -> Result:
+    return settled(t, "not-planned", why, destroy=t.destroy)
+
+
+@dataclass
+class _UnitRun:
+    """What one unit of the batch printed and how it ended, gathered as the log streams."""
+
+    target: Target
+    log: list[str] = field(default_factory=list)
+    stdout: list[str] = field(default_factory=list)
+    started: float | None = None
+    ended: float | None = None
+    work_copy: str | None = None
+    finished: runlog.Finished | None = None
+    shown: Future[PlanSummary | str] | None = (
+        None  # the plan's summary, or why it could not be read
+    )
+    reported: bool = False  # its progress line is out
+
+
+class _Batch:
+    """One ``terragrunt run --all plan`` over some units of one folder tree."""
+
+    def __init__(
+        self,
+        root: Path,
+        group: Sequence[Target],
+        out_dir: Path,
+        env: Mapping[str, str],
+        *,
+        jobs: int,
+        destroy: bool,
+        lock: bool,
+        progress: Progress | None,
+    ) -> None:
+        self.root = root
+        self.root_text = str(root)
+        self.out_dir = out_dir.resolve()
+        self.env = env
+        self.jobs = max(1, jobs)
+        self.destroy = destroy
+        self.lock_state = lock
+        self.progress = progress
+        self.units = {t.path: _UnitRun(t) for t in group}
+        self.paths = frozenset(self.units)
+        self.shared: list[str] = []  # warnings and errors that name none of the units
+        self.warnings: list[str] = []  # every warning (mock outputs are read from them)
+        self.mutex = threading.Lock()
+        self.pool = ThreadPoolExecutor(max_workers=self.jobs)
+
+    # -- while Terragrunt runs (reader threads)
+
+    def on_line(self, _stream: str, raw: str) -> None:
+        line = runlog.parse(raw)
+        with self.mutex:
+            if line.level in runlog.QUIET_LEVELS:
+                self._marker(line)
+                return
+            if line.level == "warn":
+                self.warnings.append(line.msg)
+            unit = runlog.unit_of(line.working_dir, self.root_text, self.paths)
+            if unit is None:
+                if line.level in ("warn", "error", "stderr", "raw") and line.msg.strip():
+                    self.shared.append(runlog.render(line))
+                return
+            run = self.units[unit]
+            run.log.append(runlog.render(line))
+            if line.level == "stdout" and line.tf_command in (None, "plan"):
+                run.stdout.append(line.msg)
+
+    def _marker(self, line: runlog.Line) -> None:
+        if (copy := runlog.working_copy(line.msg)) is not None:
+            unit = runlog.unit_of(line.working_dir, self.root_text, self.paths)
+            if unit is not None:
+                self.units[unit].work_copy = copy
+            return
+        if (begun := runlog.started(line.msg)) is not None:
+            unit = runlog.unit_of(begun, self.root_text, self.paths)
+            if unit is not None and self.units[unit].started is None:
+                self.units[unit].started = time.monotonic()
+                if self.progress:
+                    self.progress.start(unit)
+            return
+        done = runlog.finished(line.msg)
+        unit = runlog.unit_of(done.unit_dir, self.root_text, self.paths) if done else None
+        if done is None or unit is None or self.units[unit].finished is not None:
+            return
+        run = self.units[unit]
+        run.finished = done
+        run.ended = time.monotonic()
+        if done.succeeded:
+            run.shown = self.pool.submit(self._show, run)
+        else:
+            self._report(run, replace(self._base(run.target), error=done.error or "failed"))
+
+    def _show(self, run: _UnitRun) -> PlanSummary | str:
+        """Read the unit's saved plan with ``tofu show -json`` (in its working copy)."""
+        t = run.target
+        udir = unit_out_dir(self.out_dir, t.path)
+        try:
+            written = udir / runlog.PLAN_FILE
+            if not written.is_file():
+                raise ToolingError("terragrunt reported success but wrote no plan file")
+            plan_path = udir / PLAN_NAME
+            os.replace(written, plan_path)
+            # as in plan_unit: learn the secrets before any text of this unit is written
+            secrets.register(upstream_secrets(t, self.env))
+            shown = terragrunt.plan_json(
+                terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
+            )
+            secrets.register(redact.sensitive_in_plan(shown))
+            summary = summarize(shown)
+        except ToolingError as exc:
+            self._report(run, replace(self._base(t), error=str(exc)))
+            return str(exc)
+        except ValueError as exc:
+            self._report(run, replace(self._base(t), error=f"unreadable plan JSON: {exc}"))
+            return f"unreadable plan JSON: {exc}"
+        self._report(
+            run,
+            replace(
+                self._base(t),
+                status="changes" if summary.has_changes else "no-changes",
+                counts=summary.counts,
+            ),
+        )
+        return summary
+
+    def _work_copy(self, run: _UnitRun) -> Path:
+        unit_dir = run.target.run_dir
+        if run.work_copy:
+            copy = (self.root / run.work_copy).resolve()
+            if copy.is_relative_to(unit_dir.resolve()) and (copy / ".terraform").is_dir():
+                return copy
+        return terragrunt.work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
+
+    def _report(self, run: _UnitRun, result: Result) -> None:
+        if self.progress and not run.reported:
+            run.reported = True
+            self.progress.finish(result)
+
+    # -- the run, and the results once it is over
+
+    def run(self) -> dict[str, Result]:
+        filters = [q for t in self.units.values() if (q := runlog.filter_for(t.target.path))]
+        with tempfile.TemporaryDirectory(prefix="iac-plan-") as private:
+            report_file = Path(private) / "report.json"
+            self.args = terragrunt.run_all_plan_args(
+                filters,
+                self.out_dir / "units",
+                report_file,
+                parallelism=self.jobs,
+                destroy=self.destroy,
+                lock=self.lock_state,
+            )
+            try:
+                self.code = terragrunt.stream(self.args, self.root, self.env, self.on_line)
+            finally:
+                self.pool.shutdown(wait=True)
+            report = _read_report(report_file, self.root_text)
+        results: dict[str, Result] = {}
+        for path, run in self.units.items():  # DAG order: a dependency's result is known first
+            results[path] = result = self._result(run, report.get(path), results)
+            if result.status != "not-planned":  # like one process per unit: nothing ran, no log
+                self._write_log(run, result)
+            self._report(run, result)
+        return results
+
+    def _base(self, t: Target) -> Result:
+        log = unit_out_dir(self.out_dir, t.path) / "plan.log"
+        return settled(
+            t, "error", destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
+        )
+
+    def _result(
+        self, run: _UnitRun, entry: Mapping[str, Any] | None, done: Mapping[str, Result]
+    ) -> Result:
+        t = run.target
+        base = replace(
+            self._base(t),
+            seconds=(run.ended - run.started)
+            if run.ended is not None and run.started is not None
+            else 0.0,
+        )
+        outcome = run.shown.result() if run.shown is not None else None
+        if isinstance(outcome, PlanSummary):
+            udir = unit_out_dir(self.out_dir, t.path)
+            plan_path = udir / PLAN_NAME
+            text_path, text = save_plan_text(udir, "".join(run.stdout))
+            return replace(
+                base,
+                mocked_dependencies=mocked_dependencies(
+                    "\n".join(self.warnings), t.run_dir, t.path
+                ),
+                status="changes" if outcome.has_changes else "no-changes",
+                counts=outcome.counts,
+                plan_file=plan_path.relative_to(self.out_dir).as_posix(),
+                plan_sha256=sha256_file(plan_path),
+                summary=outcome,
+                text_file=text_path.relative_to(self.out_dir).as_posix(),
+                plan_text=text,
+                exit_code=0,
+            )
+        if isinstance(outcome, str):
+            return replace(base, error=outcome)
+        result = str((entry or {}).get("Result", ""))
+        cause = str((entry or {}).get("Cause") or "").strip() or None
+        if result == "early exit":
+            failed = next(
+                (
+                    d
+                    for d in t.dependencies
+                    if d in done and done[d].status in ("error", "not-planned")
+                ),
+                None,
+            )
+            return replace(
+                base,
+                status="not-planned",
+                log_file=None,
+                error=f"not planned: its dependency {failed or cause or 'upstream'} failed",
+            )
+        if run.finished is not None or result == "failed":
+            return replace(
+                base, error=self._failure(run, run.finished.error if run.finished else cause)
+            )
+        why = (
+            terragrunt.error_summary("\n".join(self.shared))
+            if self.shared
+            else f"exit code {self.code}"
+        )
+        return replace(
+            base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}"
+        )
+
+    @staticmethod
+    def _failure(run: _UnitRun, cause: str | None) -> str:
+        text = "\n".join(run.log)
+        if "ERROR" in text or "Error:" in text:
+            summary = terragrunt.error_summary(text)
+            return summary if not cause or cause[:80] in summary else f"{summary}\n{cause}"
+        return cause or terragrunt.error_summary(text) or "failed"
+
+    def _write_log(self, run: _UnitRun, result: Result) -> None:
+        unit_out_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
+        head = (
+            f"$ {' '.join(self.args[:2])} --all … plan{' -destroy' if self.destroy else ''}"
+            f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
+        )
+        body = "\n".join(run.log)
+        shared = (
+            ("\n--- the whole run's warnings and errors ---\n" + "\n".join(self.shared))
+            if self.shared
+            else ""
+        )
+        tail = f"\n[{result.status}{': ' + result.error.splitlines()[0] if result.error else ''}]\n"
+        outdir.write_text(
+            unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
+        )
+
+
+def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:
+    """Terragrunt's JSON run report, by unit path relative to ``root`` (empty if it wrote none)."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(entries, list):
+        return {}
+    return {
+        runlog.relative(str(e["Name"]), root): e
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("Name"), str)
+    }
