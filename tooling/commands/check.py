@@ -122,11 +122,12 @@ def run(
     from tooling.model.layout import layout_from
     from tooling.model.repo import WorkTree, load
 
-    pol = policy.parse_policy(config.read_policy(root))
+    data = config.read_policy(root)  # once: the rules and the layout read the same file
+    pol = policy.parse_policy(data)
     snap = snapshot(root)
     model: Model | None = None
     early: list[Violation] = []
-    live = tuple(d for d in layout_from(config.read_policy(root)).live if (root / d).is_dir())
+    live = tuple(d for d in layout_from(data).live if (root / d).is_dir())
     if live:
         try:
             model = load(WorkTree(root, live), cache_dir)

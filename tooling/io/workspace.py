@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,14 +15,7 @@ from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 
 def read_layout(root: Path) -> Layout:
     """The layout of the repository at ``root`` (policy.toml ``[layout]``; today's by default)."""
-    policy = root / "policy.toml"
-    if not policy.is_file():
-        return Layout()
-    try:
-        data = tomllib.loads(policy.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ToolingError(f"{policy}: cannot read: {exc}") from None
-    return layout_from(data, str(policy))
+    return layout_from(config.read_policy(root), str(root / config.POLICY_FILE))
 
 
 def is_root(candidate: Path) -> bool:
@@ -69,7 +61,7 @@ class Workspace:
 
     @cached_property
     def layout(self) -> Layout:
-        return read_layout(self.root)
+        return layout_from(self.policy, str(self.root / config.POLICY_FILE))
 
     def work_tree(self) -> WorkTree:
         return WorkTree(self.root, self.layout.live)
