@@ -19,7 +19,8 @@ import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
 from tooling.commands import apptier
-from tooling.commands.apptier import AppPolicy, AppState
+from tooling.core import apps
+from tooling.core.apps import AppPolicy, AppState
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 
@@ -72,7 +73,7 @@ def _apply(
 
 @pytest.mark.parametrize("name", ["billing", "a-1", "42"])
 def test_good_app_names(name: str) -> None:
-    assert apptier.check_name(name) == name
+    assert apps.check_name(name) == name
 
 
 @pytest.mark.parametrize(
@@ -80,20 +81,20 @@ def test_good_app_names(name: str) -> None:
 )
 def test_bad_app_names_are_usage_errors(name: str) -> None:
     with pytest.raises(UsageError, match=re.escape("^[a-z0-9-]+$")):
-        apptier.check_name(name)
+        apps.check_name(name)
 
 
 def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
     tmp_path: Path,
 ) -> None:
-    local = apptier.state_for("billing", tmp_path, {})
+    local = apps.state_for("billing", tmp_path, {})
     assert local == AppState(
         "local",
         "apps/billing/terraform.tfstate",
         path=str(tmp_path / ".iac/app-state/apps/billing/terraform.tfstate"),
     )
-    assert apptier.backend_config_args(local) == [f"-backend-config=path={local.path}"]
-    s3 = apptier.state_for(
+    assert apps.backend_config_args(local) == [f"-backend-config=path={local.path}"]
+    s3 = apps.state_for(
         "billing",
         tmp_path,
         {
@@ -108,7 +109,7 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
         "eu-west-1",
         "http://127.0.0.1:9",
     )
-    args = apptier.backend_config_args(s3)
+    args = apps.backend_config_args(s3)
     assert args[:5] == [
         "-backend-config=bucket=apps-b",
         "-backend-config=key=apps/billing/terraform.tfstate",
@@ -117,17 +118,17 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
         "-backend-config=use_lockfile=true",
     ]
     assert '-backend-config=endpoints={s3="http://127.0.0.1:9"}' in args
-    own = apptier.state_for(
+    own = apps.state_for(
         "billing", tmp_path, {"IAC_APP_STATE_BUCKET": "apps-b", "IAC_APP_STATE_REGION": "us-west-2"}
     )
     assert own.region == "us-west-2" and own.endpoint is None
-    assert not any("endpoints" in a for a in apptier.backend_config_args(own))
-    assert apptier.plan_args(Path("/x"), Path("/o/p.tfplan"))[5:] == [
+    assert not any("endpoints" in a for a in apps.backend_config_args(own))
+    assert apps.plan_args(Path("/x"), Path("/o/p.tfplan"))[5:] == [
         "-lock-timeout=0s",
         "-out=/o/p.tfplan",
     ]
-    assert apptier.plan_args(Path("/x"), Path("/o/p.tfplan"), lock=False)[5] == "-lock=false"
-    assert apptier.init_args(Path("/x"), own)[:6] == [
+    assert apps.plan_args(Path("/x"), Path("/o/p.tfplan"), lock=False)[5] == "-lock=false"
+    assert apps.init_args(Path("/x"), own)[:6] == [
         "tofu",
         "-chdir=/x",
         "init",
@@ -138,10 +139,10 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
 
 
 def test_an_app_bucket_that_is_a_foundation_bucket_is_refused(tmp_path: Path) -> None:
-    state = apptier.state_for("billing", tmp_path, {"IAC_APP_STATE_BUCKET": FOUNDATION_BUCKET})
-    assert "is a foundation state bucket" in apptier.state_problems(state, (FOUNDATION_BUCKET,))[0]
+    state = apps.state_for("billing", tmp_path, {"IAC_APP_STATE_BUCKET": FOUNDATION_BUCKET})
+    assert "is a foundation state bucket" in apps.state_problems(state, (FOUNDATION_BUCKET,))[0]
     env = {"IAC_STATE_BUCKET": "live-bucket"}
-    assert apptier.foundation_buckets(POLICY, env) == (FOUNDATION_BUCKET, "live-bucket")
+    assert apps.foundation_buckets(POLICY, env) == (FOUNDATION_BUCKET, "live-bucket")
 
 
 def _scan(tmp_path: Path, files: dict[str, str]) -> list[str]:
@@ -149,9 +150,7 @@ def _scan(tmp_path: Path, files: dict[str, str]) -> list[str]:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return apptier.config_problems(
-        apptier.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,)
-    )
+    return apps.config_problems(apptier.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,))
 
 
 @pytest.mark.parametrize(
@@ -269,7 +268,7 @@ def test_plan_problems_count_every_kept_resource_but_not_deletes() -> None:
             },
         ]
     }
-    assert apptier.plan_problems(plan, POLICY) == [
+    assert apps.plan_problems(plan, POLICY) == [
         "module.x.aws_iam_role.r: resource type aws_iam_role is not allowed for applications "
         "(policy.toml [apps] allowed_resource_types)"
     ]
@@ -278,7 +277,7 @@ def test_plan_problems_count_every_kept_resource_but_not_deletes() -> None:
 def test_the_shipped_policy_has_an_allowlist_and_the_foundation_bucket_of_bootstrap() -> None:
     import tomllib
 
-    policy = apptier.parse_policy(config.read_policy(REPO))
+    policy = apps.parse_policy(config.read_policy(REPO))
     assert (
         policy.allows("terraform_data")
         and policy.allows("aws_db_instance")
@@ -291,7 +290,7 @@ def test_the_shipped_policy_has_an_allowlist_and_the_foundation_bucket_of_bootst
 
 def test_a_policy_without_an_apps_table_is_an_actionable_error() -> None:
     with pytest.raises(ToolingError, match=r"policy.toml has no \[apps\] table"):
-        apptier.parse_policy({"gates": {}})
+        apps.parse_policy({"gates": {}})
 
 
 # --------------------------------------------------------------------------- plan and apply, local state

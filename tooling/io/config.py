@@ -78,7 +78,7 @@ def read_policy(root: Path) -> dict[str, Any]:
     :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
     :func:`tooling.core.executors.parse`, ``[check]`` by
     :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
-    :func:`tooling.commands.apptier.parse_policy`); a run reads the file once,
+    :func:`tooling.core.apps.parse_policy`); a run reads the file once,
     through :attr:`tooling.io.workspace.Workspace.policy`.
     """
     path = root / POLICY_FILE

@@ -146,7 +146,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
                 )
     executors = data.get("executors", {})
     apps = data.get("apps", {})
-    # the app tier (tooling/apptier.py) lists foundation buckets too: one list for both
+    # the app tier ([apps], tooling/core/apps.py) lists foundation buckets too: one list for both
     app_buckets = (
         _strings(apps, "foundation_state_buckets", "[apps]") if isinstance(apps, dict) else ()
     )
