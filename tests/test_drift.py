@@ -21,7 +21,7 @@ import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import Invoked, invoke
 
-from tooling.commands import drift as drifting
+from tooling.core import drift as drift_report
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
 
@@ -144,7 +144,7 @@ def test_out_of_band_change_opens_one_issue_for_that_unit_and_fixing_it_closes_i
     issue = github_api.state.issue_json(number)
     assert issue["state"] == "open"
     assert [label["name"] for label in issue["labels"]] == ["drift"]
-    assert drifting.MARKER in issue["body"]
+    assert drift_report.MARKER in issue["body"]
     assert DNS in issue["title"]
     assert f"`{DNS}`" in issue["body"] and f"`{DNS_RECORD}`" in issue["body"]
     for other in ALL_UNITS:
@@ -381,7 +381,7 @@ def test_classify(
     drift: list[str],
     outside: list[tuple[str, str]],
 ) -> None:
-    verdict = drifting.classify(_result(plan, exit_code))
+    verdict = drift_report.classify(_result(plan, exit_code))
     assert verdict.status == status
     assert list(verdict.drift) == drift
     assert list(verdict.changed_outside) == outside
@@ -392,22 +392,25 @@ def test_classify_a_failed_plan_is_not_checked() -> None:
     blocked = Result(
         "live/y", "cloud", "hosted", "all", "not-planned", error="its dependency failed"
     )
-    assert drifting.classify(failed).status == "error" and not drifting.classify(failed).checked
-    assert drifting.classify(blocked).status == "not-planned"
+    assert (
+        drift_report.classify(failed).status == "error"
+        and not drift_report.classify(failed).checked
+    )
+    assert drift_report.classify(blocked).status == "not-planned"
 
 
-def _unit(path: str, status: str, drift: tuple[str, ...] = ()) -> drifting.UnitDrift:
-    return drifting.UnitDrift(path, "cloud", "hosted", status, drift=drift)
+def _unit(path: str, status: str, drift: tuple[str, ...] = ()) -> drift_report.UnitDrift:
+    return drift_report.UnitDrift(path, "cloud", "hosted", status, drift=drift)
 
 
-def _entry(path: str, seen: str = "2026-01-01") -> drifting.Entry:
+def _entry(path: str, seen: str = "2026-01-01") -> drift_report.Entry:
     counts = dict.fromkeys(("create", "update", "delete", "replace", "import", "move"), 0)
-    return drifting.Entry(path, "cloud", "hosted", counts, ("x.a",), 0, seen, "abc", None)
+    return drift_report.Entry(path, "cloud", "hosted", counts, ("x.a",), 0, seen, "abc", None)
 
 
 def test_merge_keeps_unchecked_and_other_executors_units_and_drops_removed_units() -> None:
     previous = {p: _entry(p) for p in ("live/a", "live/b", "live/c", "live/gone", "live/lan")}
-    merged = drifting.merge(
+    merged = drift_report.merge(
         previous,
         [
             _unit(
@@ -438,7 +441,7 @@ def test_merge_keeps_unchecked_and_other_executors_units_and_drops_removed_units
 def test_issue_body_round_trips_its_state_and_survives_hostile_text() -> None:
     entries = [
         _entry("live/a"),
-        drifting.Entry(
+        drift_report.Entry(
             "live/b",
             "cluster",
             "lan",
@@ -450,27 +453,30 @@ def test_issue_body_round_trips_its_state_and_survives_hostile_text() -> None:
             "https://x/runs/1",
         ),
     ]
-    body = drifting.issue_body(entries)
-    assert body.startswith(drifting.MARKER)
-    block = body[body.rfind(drifting.STATE_OPEN) :]
+    body = drift_report.issue_body(entries)
+    assert body.startswith(drift_report.MARKER)
+    block = body[body.rfind(drift_report.STATE_OPEN) :]
     assert block.count("-->") == 1, "an address must not end the hidden block early"
-    assert drifting.parse_state(body) == {e.path: e for e in entries}
+    assert drift_report.parse_state(body) == {e.path: e for e in entries}
     assert "… and 3 more" in body
-    assert drifting.parse_state("no block here") == {}
-    assert drifting.parse_state(drifting.STATE_OPEN + "{broken" + drifting.STATE_CLOSE) == {}
+    assert drift_report.parse_state("no block here") == {}
+    assert (
+        drift_report.parse_state(drift_report.STATE_OPEN + "{broken" + drift_report.STATE_CLOSE)
+        == {}
+    )
 
 
 def test_issue_body_fits_githubs_limit_however_many_addresses() -> None:
     counts = _entry("x").counts
     addresses = tuple(f'module.big.terraform_data.item["{"k" * 60}-{i}"]' for i in range(20))
     entries = [
-        drifting.Entry(
+        drift_report.Entry(
             f"live/t/u{n:03}", "cloud", "hosted", counts, addresses, 7, "2026-01-01", "abc"
         )
         for n in range(120)
     ]
-    body = drifting.issue_body(entries)
-    assert len(body) <= drifting.BODY_BUDGET
-    state = drifting.parse_state(body)
+    body = drift_report.issue_body(entries)
+    assert len(body) <= drift_report.BODY_BUDGET
+    state = drift_report.parse_state(body)
     assert list(state) == [e.path for e in entries], "every unit stays listed"
     assert all(e.more >= 7 for e in state.values())
