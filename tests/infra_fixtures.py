@@ -15,8 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,22 @@ def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, env=full, check=True, capture_output=True, text=True
     ).stdout
+
+
+@contextmanager
+def serving(httpd: HTTPServer) -> Iterator[HTTPServer]:
+    """Serve ``httpd`` (bound to loopback by the caller) on a thread for the block, and
+    stop it promptly after: a short poll, so a test does not wait half a second to end."""
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
 
 
 def edit(repo: Path, rel: str, old: str, new: str) -> None:

@@ -13,7 +13,6 @@ import json
 import os
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import commit_all, git, invoke
+from infra_fixtures import commit_all, git, invoke, serving
 
 TOKEN = "iacgit_s3cr3t_0123456789abcdef"
 SOURCE_PATH = "platform-modules/terraform-private.git"
@@ -141,13 +140,8 @@ def git_server(tmp_path: Path) -> Iterator[GitServer]:
     server = GitServer(f"https://localhost:{httpd.server_address[1]}", cert)
     httpd.RequestHandlerClass = _handler(root, server)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(httpd):
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _private_unit(repo: Path, url: str) -> None:

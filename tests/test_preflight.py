@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 import boto3
 import pytest
-from infra_fixtures import invoke
+from infra_fixtures import invoke, serving
 
 from tooling.commands import preflight
 from tooling.core.executors import Executor
@@ -295,15 +295,14 @@ class TokenEndpoint:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._stack = ExitStack()
 
     def __enter__(self) -> TokenEndpoint:
-        self.thread.start()
+        self._stack.enter_context(serving(self.server))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._stack.close()
 
 
 @pytest.fixture
