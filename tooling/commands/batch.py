@@ -1,4 +1,5 @@
-"""Plan many units through one ``terragrunt run --all plan`` process (a lone unit: one ``terragrunt plan``).
+"""Plan many units through one ``terragrunt run --all plan`` process (a lone unit
+through one ``terragrunt plan``).
 
 The same results as planning one process per unit (:mod:`tooling.commands.plans`),
 without a Terragrunt start-up per unit. Terragrunt's JSON log is split per unit
