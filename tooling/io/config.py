@@ -34,6 +34,8 @@ class Settings:
     state_region: str
     state_endpoint: str | None
     cache_dir: Path
+    # OpenTofu's provider plugin cache: $TF_PLUGIN_CACHE_DIR, else cache_dir/providers
+    plugin_cache: Path | None = None
 
     @property
     def state_backend(self) -> str:
@@ -117,6 +119,7 @@ def load() -> Settings:
         state_region=os.environ.get("IAC_STATE_REGION", "us-east-1"),
         state_endpoint=os.environ.get("IAC_STATE_ENDPOINT") or None,
         cache_dir=cache_root(),
+        plugin_cache=Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or cache_root() / "providers"),
     )
 
 

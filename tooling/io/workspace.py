@@ -98,6 +98,12 @@ class Workspace:
         env = terragrunt.base_env(config.git_rewrite_env(tuple(rewrites)) if rewrites else {})
         if not self.settings.state_bucket:
             env.setdefault("IAC_STATE_DIR", str(self.root / ".iac" / "state"))
+        if self.settings.plugin_cache is not None:
+            # one download per provider version across units and runs: OpenTofu
+            # (>= 1.10) locks the cache for concurrent inits and checks what it
+            # holds against the committed lock files' checksums
+            self.settings.plugin_cache.mkdir(parents=True, exist_ok=True)
+            env["TF_PLUGIN_CACHE_DIR"] = str(self.settings.plugin_cache)
         return env
 
     def check_tools(self) -> None:
