@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from infra_fixtures import REPO, commit_all, git, invoke
+from infra_fixtures import REPO, commit_all, edit, git, invoke
 
 from tooling.commands import crosscheck
 from tooling.core.changes import NO_PLAN_FILES, affected
@@ -355,6 +355,123 @@ def test_working_tree_and_git_revision_give_the_same_model(tmp_path: Path, tools
     at_head = load(gitw.tree_at(root, "HEAD"), None)
     assert list(on_disk.units) == ["live/app"]
     assert on_disk.units == at_head.units
+
+
+# --------------------------------------------------------------------------- 9. stacks
+
+CATALOG_UNIT = """# catalog/units/zone: a DNS zone, written into a stack by `terragrunt stack generate`.
+include "root" {
+  path = find_in_parent_folders("root.hcl")
+}
+
+include "tier" {
+  path   = find_in_parent_folders("tier.hcl")
+  expose = true
+}
+
+terraform {
+  source = "git::https://git.example.com/platform-modules/terraform-cloudflare-dns.git?ref=${values.version}"
+}
+
+inputs = {
+  zone_name = values.zone
+  records = {
+    www = { type = "CNAME", value = "edge.example.net", ttl = 300 }
+  }
+}
+"""
+
+STACK = """# live/cloud/apps: two zones from one catalog unit.
+unit "public" {
+  source = "../../../catalog/units/zone"
+  path   = "public"
+  values = {
+    version = "v1.1.0"
+    zone    = "apps.example.net"
+  }
+}
+
+unit "internal" {
+  source = "../../../catalog/units/zone"
+  path   = "internal"
+  values = {
+    version = "v1.1.0"
+    zone    = "internal.example.net"
+  }
+}
+"""
+
+PUBLIC = "live/cloud/apps/.terragrunt-stack/public"
+INTERNAL = "live/cloud/apps/.terragrunt-stack/internal"
+
+
+def affected_paths(repo: Path) -> list[str]:
+    ran = invoke(repo, "affected", "--base", "main", "--uncommitted", "--json")
+    assert ran.returncode == 0, ran.output
+    return [u["path"] for u in json.loads(ran.stdout)["units"]]
+
+
+def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: Path) -> None:
+    from tooling.io.workspace import Workspace
+
+    repo = example_repo
+    write(repo, {"catalog/units/zone/terragrunt.hcl": CATALOG_UNIT})
+    write(repo, {"live/cloud/apps/terragrunt.stack.hcl": STACK})
+    commit_all(repo, "a stack of two zones")
+
+    # the generated units are read like any unit (Terragrunt agrees on the copy)
+    ws = Workspace(repo)
+    model_ = ws.current_model
+    for path in (PUBLIC, INTERNAL):
+        unit = model_.units[path]
+        assert unit.error is None, unit.error
+        assert (unit.tier, unit.ref) == ("cloud", "v1.1.0")
+        assert {"live/cloud/apps/terragrunt.stack.hcl", "catalog/units/zone/", "root.hcl"} <= set(
+            unit.reads
+        )
+    generated = ws.generated_stacks
+    assert generated is not None and generated.failures == {}
+    assert ws.run_dir(PUBLIC) == generated.root / PUBLIC
+    agree_live = crosscheck.check(generated.root, ("live",))
+    assert agree_live.dangerous == () and agree_live.blind == (), crosscheck.render(agree_live)
+    assert not (repo / "live/cloud/apps/.terragrunt-stack").exists()  # the tree is not written
+
+    # a stale generation in place is never what is read or planned
+    ran = subprocess.run(
+        ["terragrunt", "stack", "generate", "--no-color"],
+        cwd=repo / "live/cloud/apps",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + ".terragrunt-stack/\n")
+    commit_all(repo, "generated stacks are not committed")
+    git(repo, "checkout", "--quiet", "-b", "change")
+
+    # a change to another unit does not select the stack's units
+    edit(repo, "live/cloud/dns/terragrunt.hcl", "ttl = 300 }", "ttl = 600 }")
+    assert affected_paths(repo) == ["live/cloud/dns"]
+    git(repo, "checkout", "--quiet", "--", ".")
+
+    # the values a stack passes select its units, and the plan shows the new value
+    edit(repo, "live/cloud/apps/terragrunt.stack.hcl", "internal.example.net", "corp.example.net")
+    assert sorted(affected_paths(repo)) == [INTERNAL, PUBLIC]
+    out = repo.parent / "plans"
+    ran = invoke(repo, "plan", "--base", "main", "--out", str(out))
+    assert ran.returncode == 0, ran.output
+    summary = json.loads((out / "summary.json").read_text())
+    statuses = {u["path"]: u["status"] for u in summary["units"]}
+    assert statuses == {PUBLIC: "changes", INTERNAL: "changes"}
+    plan_text = (out / "units" / INTERNAL / "plan.txt").read_text()
+    assert "corp.example.net" in plan_text and "internal.example.net" not in plan_text
+    # the stale folder generated in place still holds the old value: it was not planned
+    assert "internal.example.net" in (repo / INTERNAL / "terragrunt.values.hcl").read_text()
+    git(repo, "checkout", "--quiet", "--", ".")
+
+    # a change to the catalog unit they are made of selects both
+    edit(repo, "catalog/units/zone/terragrunt.hcl", "ttl = 300", "ttl = 900")
+    assert sorted(affected_paths(repo)) == [INTERNAL, PUBLIC]
 
 
 STALE_LOCK = """provider "registry.opentofu.org/hashicorp/null" {

@@ -355,7 +355,7 @@ class Applier:
                     str(base),
                 )
             return self.worktree / str(unit["path"])
-        return self.ws.root / str(unit["path"])
+        return self.ws.run_dir(str(unit["path"]))
 
     def raw_file(self, path: str) -> Path:
         return self.raw_dir / (path.replace("/", "__") + ".out")
@@ -566,7 +566,7 @@ class Applier:
             model_unit.tier,
             model_unit.executor,
             "cascade",
-            self.ws.root / path,
+            self.ws.run_dir(path),
             model_unit.dependencies,
             gate_class=model_unit.gate,
             source=model_unit.source,
@@ -618,7 +618,7 @@ class Applier:
             )
             return
         code, output, interrupted = self.apply_plan(
-            path, self.ws.root / path, out / fresh.plan_file
+            path, self.ws.run_dir(path), out / fresh.plan_file
         )
         result, reason = outcome(code, output, interrupted, path)
         if result == "applied" and not reason:

@@ -160,7 +160,7 @@ def run(
 
     say(ws.settings.describe())
     ws.check_tools()
-    model = ws.model()
+    model = ws.current_model  # with stacks: their units generated, planned in the copy
     executors = sorted({u.executor for u in model.units.values()})
     if executor and executor not in executors:
         raise UsageError(
@@ -183,7 +183,7 @@ def run(
                 u.tier,
                 u.executor,
                 "all",
-                root / path,
+                ws.run_dir(path),
                 dependencies=u.dependencies,
                 source=u.source,
                 gate_class=u.gate,

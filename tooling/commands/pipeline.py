@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +221,8 @@ def _plan_into(
             base_root=base_root,
             base_model=base_model,
         )
+        # a stack's generated units run in the scratch copy they were generated in
+        targets = [t if t.destroy else replace(t, run_dir=ws.run_dir(t.path)) for t in targets]
         refuse_unparsable(model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         folder.reset()

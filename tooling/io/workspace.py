@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.model.layout import Layout, layout_from
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
+from tooling.model.stacks import generated_unit, stack_files
+
+if TYPE_CHECKING:
+    from tooling.io.stacks import Generated
 
 
 def read_layout(root: Path) -> Layout:
@@ -77,8 +81,39 @@ class Workspace:
 
     @cached_property
     def current_model(self) -> Model:
-        """The working tree's model, loaded once per run and shared (plan, tool environment)."""
-        return self.model()
+        """The working tree's model, loaded once per run and shared (plan, tool environment).
+
+        When the live folders hold Terragrunt stacks, it is the model of a scratch
+        copy in which every stack was generated (:mod:`tooling.io.stacks`): the
+        generated units are read like any other, and plans of them run there.
+        """
+        tree = self.work_tree()
+        if stack_files(tree):
+            generated = self.generated_stacks
+            if generated is not None:
+                return generated.model
+        return load(tree, self.cache_dir)
+
+    @cached_property
+    def generated_stacks(self) -> Generated | None:
+        """The working tree's stacks generated in a scratch copy (None: no stack, or no Terragrunt)."""
+        from tooling.io import stacks, terragrunt
+        from tooling.io.ui import say
+
+        rewrites = tuple(self.settings.module_rewrites)
+        env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
+        try:
+            return stacks.generate(self.root, self.layout.live, env, self.cache_dir)
+        except ToolingError as exc:
+            # the stack units keep their error: any change selects them, their plan fails visibly
+            say(f"warning: the stacks were not generated, their units stay unread: {exc}")
+            return None
+
+    def run_dir(self, path: str) -> Path:
+        """Where Terragrunt runs for the unit at ``path`` (a generated stack unit: in the scratch copy)."""
+        generated = self.generated_stacks if generated_unit(path) else None
+        found = generated.run_dir(path) if generated is not None else None
+        return found if found is not None else self.root / path
 
     @cached_property
     def policy(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tooling.errors import ToolingError
 from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
 from tooling.model.hcl import Body, Expr, ParseCache
-from tooling.model.stacks import STACK_DIR, declared_units, is_stack_file
+from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import META_KEYS, Model, Unit, dag_order
 
@@ -268,15 +268,7 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
 def _add_stack_units(loader: Loader, units: dict[str, Unit]) -> None:
     """Tie the units a stack file declares to it (see :mod:`tooling.model.stacks`)."""
     tree = loader.tree
-    stack_files = sorted(
-        {
-            p
-            for folder in getattr(tree, "live", (".",))
-            for p in tree.files_under(folder)
-            if is_stack_file(p)
-        }
-    )
-    for stack_file in stack_files:
+    for stack_file in stack_files(tree):
         try:
             declared = declared_units(loader, stack_file)
         except ToolingError as exc:

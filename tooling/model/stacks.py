@@ -21,6 +21,7 @@ from tooling.model.exprs import blocks_of, norm
 
 if TYPE_CHECKING:
     from tooling.model.loader import Loader
+    from tooling.model.trees import Tree
 
 STACK_FILE = "terragrunt.stack.hcl"
 STACK_DIR = ".terragrunt-stack"
@@ -28,6 +29,23 @@ STACK_DIR = ".terragrunt-stack"
 
 def is_stack_file(path: str) -> bool:
     return posixpath.basename(path) == STACK_FILE and f"/{STACK_DIR}/" not in f"/{path}"
+
+
+def generated_unit(path: str) -> bool:
+    """Whether the unit at ``path`` is one a stack generates (it lies in a ``.terragrunt-stack``)."""
+    return STACK_DIR in path.split("/")
+
+
+def stack_files(tree: Tree) -> list[str]:
+    """Every stack file under the tree's live folders (not those a stack generated)."""
+    return sorted(
+        {
+            p
+            for folder in getattr(tree, "live", (".",))
+            for p in tree.files_under(folder)
+            if is_stack_file(p)
+        }
+    )
 
 
 def declared_units(loader: Loader, stack_file: str) -> list[tuple[str, tuple[str, ...]]]:
