@@ -20,6 +20,7 @@ from tooling.commands import crosscheck
 from tooling.core.changes import NO_PLAN_FILES, affected
 from tooling.core.crosscheck import Report
 from tooling.io import git as gitw
+from tooling.model.excludes import excludes
 from tooling.model.repo import Change, Model, WorkTree, load
 
 pytestmark = pytest.mark.e2e
@@ -231,6 +232,149 @@ def test_one_unit_that_cannot_be_evaluated_does_not_blind_the_rest(
     assert "bad" in select(m, "parent/marker/README.txt")  # affected by any change
     (root / "bad/terragrunt.hcl").unlink()  # Terragrunt cannot parse it either: compare the rest
     agree(root)
+
+
+def terragrunt_queue(root: Path, *extra: str) -> list[str]:
+    """The units Terragrunt's ``find`` lists in ``root`` (``extra``: more flags)."""
+    ran = subprocess.run(
+        ["terragrunt", "find", "--json", "--no-color", *extra],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "TG_NON_INTERACTIVE": "true"},
+    )
+    return sorted(item["path"] for item in json.loads(ran.stdout) if item["type"] == "unit")
+
+
+def terragrunt_plans(root: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """{unit: result} of Terragrunt's own ``run --all plan`` in ``root`` (its JSON run report).
+
+    A unit the excludes file leaves out is not in the report at all; an ``exclude``
+    block shows as ``excluded``.
+    """
+    report = root.parent / f"{root.name}-report.json"
+    subprocess.run(
+        [
+            "terragrunt",
+            "run",
+            "--all",
+            "--no-color",
+            *extra,
+            "--report-file",
+            str(report),
+            "--report-format",
+            "json",
+            "--",
+            "plan",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "TG_NON_INTERACTIVE": "true",
+            "TF_CLI_CONFIG_FILE": os.devnull,
+            **(env or {}),
+        },
+    )
+    return {entry["Name"]: entry["Result"] for entry in json.loads(report.read_text())}
+
+
+LOCAL_UNIT = 'terraform {\n  source = "."\n}\n'
+LOCAL_MODULE = 'resource "terraform_data" "x" {}\n'
+
+
+def test_exclude_blocks_and_the_excludes_file_leave_out_what_terragrunt_leaves_out(
+    tmp_path: Path, tools: None
+) -> None:
+    units = {
+        "plan-off": 'exclude {\n  if      = true\n  actions = ["plan"]\n}\n',
+        "apply-off": 'exclude {\n  if      = true\n  actions = ["apply"]\n}\n',
+        "all-but-output": 'exclude {\n  if      = true\n  actions = ["all_except_output"]\n}\n',
+        "never": 'exclude {\n  if      = false\n  actions = ["all"]\n}\n',
+        "flagged": 'feature "off" {\n  default = true\n}\n'
+        'exclude {\n  if      = feature.off.value\n  actions = ["all"]\n}\n',
+        # a negation and a comparison of a traversal (`local.a.b == ...`)
+        "negated": 'feature "on" {\n  default = false\n}\n'
+        'exclude {\n  if      = !feature.on.value\n  actions = ["plan"]\n}\n',
+        "compared": 'locals {\n  env = { name = "prod" }\n}\n'
+        'exclude {\n  if      = local.env.name == "prod"\n  actions = ["plan"]\n}\n',
+        "listed": "",
+        "deep": "",
+        "deep/one": "",
+        "kept": "",
+    }
+    files = {f"{u}/terragrunt.hcl": LOCAL_UNIT + extra for u, extra in units.items()}
+    files.update({f"{u}/main.tf": LOCAL_MODULE for u in units})
+    # one path per line, trimmed; a folder's line does not reach the units below it
+    files[".terragrunt-excludes"] = "# comment\n  listed  \n\n# kept\ndeep/**/one\n"
+    root = write(tmp_path / "tree", files)
+    m = model(root)
+    planned = sorted(p for p, u in m.units.items() if not excludes(u.exclude, "plan"))
+    ran = terragrunt_plans(root)
+    assert planned == sorted(p for p, result in ran.items() if result != "excluded")
+    assert planned == ["apply-off", "deep", "kept", "never"]
+    assert sorted(p for p, u in m.units.items() if u.exclude) == sorted(
+        set(m.units) - set(planned) | {"apply-off"}
+    )
+    assert m.units["listed"].exclude == {
+        "actions": ["all"],
+        "exclude_dependencies": False,
+        "where": ".terragrunt-excludes:2",
+    }
+    assert m.units["plan-off"].exclude["where"] == "plan-off/terragrunt.hcl:4"
+    # the excludes file holds even when --filter names the unit
+    assert terragrunt_plans(root, "--filter", "{./listed}") == {}
+    # find leaves out what the file lists, and nothing else: crosscheck agrees on the rest
+    assert "listed" not in terragrunt_queue(root) and "plan-off" in terragrunt_queue(root)
+    report = agree(root)
+    assert report.excluded == ("deep/one", "listed")
+
+
+def test_plan_reports_excluded_units_and_plans_the_rest(example_repo: Path) -> None:
+    repo = example_repo
+    edit(
+        repo,
+        "live/cloud/registry/terragrunt.hcl",
+        "inputs = {",
+        'exclude {\n  if                   = true\n  actions              = ["plan", "apply"]\n'
+        "  exclude_dependencies = true\n}\n\ninputs = {",
+    )
+    write(repo, {".terragrunt-excludes": "live/cluster/network\n"})
+    commit_all(repo, "exclusions")
+    git(repo, "checkout", "--quiet", "-b", "change")
+    for unit in ("cloud/registry", "cloud/iam", "cloud/dns", "cluster/network"):
+        path = repo / "live" / unit / "terragrunt.hcl"
+        path.write_text(path.read_text() + "# changed\n")
+    commit_all(repo, "touch four units")
+    out = repo.parent / "plans"
+    ran = invoke(repo, "plan", "--base", "main", "--out", str(out))
+    assert ran.returncode == 0, ran.output
+    units = {u["path"]: u for u in json.loads((out / "summary.json").read_text())["units"]}
+    assert {p: u["status"] for p, u in units.items()} == {
+        "live/cloud/iam": "excluded",
+        "live/cloud/dns": "changes",
+        "live/cluster/network": "excluded",
+        "live/cloud/registry": "excluded",
+    }
+    assert "live/cloud/registry/terragrunt.hcl:" in units["live/cloud/registry"]["error"]
+    assert "exclude_dependencies" in units["live/cloud/iam"]["error"]
+    assert ".terragrunt-excludes:1" in units["live/cluster/network"]["error"]
+    # Terragrunt itself, asked for the same four units, plans only dns
+    from tooling.io.workspace import Workspace
+
+    filters = [
+        f"--filter={{./live/{u}}}"
+        for u in ("cloud/registry", "cloud/iam", "cloud/dns", "cluster/network")
+    ]
+    ran = terragrunt_plans(repo, *filters, env=Workspace(repo).tool_env)
+    assert ran == {
+        "live/cloud/dns": "succeeded",
+        "live/cloud/iam": "excluded",
+        "live/cloud/registry": "excluded",
+    }
 
 
 # --------------------------------------------------------------------------- 7. layout, root file

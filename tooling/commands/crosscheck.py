@@ -53,7 +53,8 @@ def render(report: Report, limit: int = 200) -> str:
     lines = [
         f"{report.compared} units compared with Terragrunt: {report.exact} agree exactly, "
         f"{len(report.blind)} the model cannot evaluate (affected by any change), "
-        f"{len(report.unparsed)} left out (Terragrunt cannot parse them)",
+        f"{len(report.unparsed)} left out (Terragrunt cannot parse them)"
+        + (f", {len(report.excluded)} excluded by .terragrunt-excludes" if report.excluded else ""),
         f"dangerous (Terragrunt sees it, the model does not: a change there would plan nothing): "
         f"{len(report.dangerous)}",
     ]

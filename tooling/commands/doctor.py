@@ -16,6 +16,7 @@ from typing import Any
 
 from tooling.errors import ToolingError, UsageError
 from tooling.io.workspace import read_layout
+from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import Layout
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.trees import SKIP_DIRS
@@ -119,14 +120,20 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                 "`terragrunt stack generate`; the model reads the generated units",
             )
         )
-    if (root / ".terragrunt-excludes").is_file():
-        out.append(
-            Finding(
-                "note",
-                ".terragrunt-excludes",
-                "excluded units are still in the model (a change to them is still planned)",
-            )
-        )
+    excludes_file = root / EXCLUDES_FILE
+    if excludes_file.is_file():
+        text = excludes_file.read_text(encoding="utf-8", errors="replace")
+        for pattern in parse_excludes_file(text, root.as_posix()):
+            if pattern.regex is None:
+                out.append(
+                    Finding(
+                        "note",
+                        f"{EXCLUDES_FILE}:{pattern.line}",
+                        f"{pattern.text!r} is a filter query the model does not read: the units it "
+                        "excludes are still selected, and their plans fail (Terragrunt leaves them out); "
+                        "write unit paths or globs (e.g. live/old/**)",
+                    )
+                )
     if model is not None:
         if not model.units:
             out.append(
@@ -134,6 +141,15 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
             )
         for path in model.order:
             unit = model.units[path]
+            if unit.exclude and excludes(unit.exclude, "plan"):
+                out.append(
+                    Finding(
+                        "note",
+                        path,
+                        f"excluded by {unit.exclude['where']}: reported `excluded`, never planned "
+                        "(Terragrunt leaves it out of `run --all plan`)",
+                    )
+                )
             if unit.error:
                 out.append(
                     Finding(

@@ -29,6 +29,7 @@ from typing import Any
 
 from tooling.core.changes import folder_affects
 from tooling.errors import ToolingError
+from tooling.model.excludes import EXCLUDES_FILE
 from tooling.model.repo import UNIT_FILE, Model, Unit
 from tooling.model.stacks import STACK_FILE
 
@@ -123,6 +124,8 @@ class Report:
     ]  # (unit, error): the model cannot evaluate it (affected by any change)
     unparsed: tuple[str, ...]  # units Terragrunt cannot parse (left out)
     disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
+    #: units the repository's .terragrunt-excludes leaves out, which Terragrunt's find does not list
+    excluded: tuple[str, ...] = ()
 
     @property
     def dangerous(self) -> tuple[Disagreement, ...]:
@@ -140,6 +143,7 @@ class Report:
             "over_inclusion": len(self.over),
             "blind": [{"unit": unit, "error": error} for unit, error in self.blind],
             "unparsed_by_terragrunt": list(self.unparsed),
+            "excluded": list(self.excluded),
             "disagreements": [d.to_json() for d in (*self.dangerous, *self.over)],
         }
 
@@ -185,6 +189,7 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
     skip = set(unparsed)
     found: list[Disagreement] = []
     blind: list[tuple[str, str]] = []
+    excluded: list[str] = []
     compared = exact = 0
     for path in sorted(set(theirs) | set(model.units)):
         if path in skip:
@@ -195,7 +200,10 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
             found.append(Disagreement(path, "unit", path, dangerous=True))
             continue
         if seen is None:
-            found.append(Disagreement(path, "unit", path, dangerous=False))
+            if unit.exclude and unit.exclude["where"].startswith(f"{EXCLUDES_FILE}:"):
+                excluded.append(path)  # left out of find by the same file: they agree
+            else:
+                found.append(Disagreement(path, "unit", path, dangerous=False))
             continue
         compared += 1
         if unit.error:
@@ -227,4 +235,4 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
             exact += 1
         found.extend(mine)
     found.sort(key=lambda d: (not d.dangerous, d.unit, d.kind, d.path))
-    return Report(compared, exact, tuple(blind), tuple(sorted(skip)), tuple(found))
+    return Report(compared, exact, tuple(blind), tuple(sorted(skip)), tuple(found), tuple(excluded))

@@ -34,6 +34,7 @@ _ICON = {
     "withheld": "withheld",
     "blocked": "**blocked**",
     "not-planned": "not planned",
+    "excluded": "excluded",
 }
 
 
@@ -51,7 +52,8 @@ def verdict(results: Sequence[Result]) -> str:
     changed = sum(1 for r in results if r.status == "changes")
     errors = sum(1 for r in results if r.status == "error")
     others = {
-        s: sum(1 for r in results if r.status == s) for s in ("blocked", "withheld", "not-planned")
+        s: sum(1 for r in results if r.status == s)
+        for s in ("blocked", "withheld", "excluded", "not-planned")
     }
     extra = "".join(f", {n} {s}" for s, n in others.items() if n)
     mark = (
@@ -274,6 +276,6 @@ def table(results: Sequence[Result]) -> str:
         lines.append(
             f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>3} {u:>3} {d:>3} {x:>3}  {r.status}"
         )
-        if r.error and r.status in ("error", "blocked", "not-planned"):
+        if r.error and r.status in ("error", "blocked", "excluded", "not-planned"):
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ class Result:
     tier: str
     executor: str
     change: str
-    status: str  # changes | no-changes | error | withheld | blocked | not-planned
+    status: str  # changes | no-changes | error | withheld | blocked | excluded | not-planned
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
     plan_file: str | None = None
     plan_sha256: str | None = None

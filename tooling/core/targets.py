@@ -10,11 +10,12 @@ passes the answer in ``blocked_moves``.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tooling.core.changes import Affected
 from tooling.errors import UsageError
+from tooling.model.excludes import excludes
 from tooling.model.repo import Model
 
 
@@ -29,7 +30,7 @@ class Target:
     run_dir: Path  # where terragrunt runs (a base worktree for deleted units)
     dependencies: tuple[str, ...] = ()
     destroy: bool = False
-    preset: str | None = None  # withheld | blocked: reported, not planned
+    preset: str | None = None  # withheld | blocked | excluded: reported, not planned
     preset_reason: str | None = None
     source: str | None = None
     gate_class: str = "auto"
@@ -81,6 +82,13 @@ def select_targets(
                 f"moved from {old}: its state key changes. Migrate the state first "
                 f"(`invoke move-unit {old} {path}` does both), or this plan would destroy and recreate everything."
             )
+        elif excludes(unit.exclude, "plan"):
+            assert unit.exclude is not None
+            preset = "excluded"
+            reason = (
+                f"excluded by {unit.exclude['where']} (actions: {', '.join(unit.exclude['actions'])}): "
+                "Terragrunt leaves it out of `run --all plan`"
+            )
         elif on_pr and not unit.plan_on_pr:
             preset = "withheld"
             reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
@@ -98,6 +106,7 @@ def select_targets(
                 gate_class=unit.gate,
             )
         )
+    _exclude_dependencies(model, targets)
     if change is not None and not all_units and not units:
         for item in change.units:
             if item.change != "deleted" or (executor and item.executor != executor):
@@ -117,3 +126,24 @@ def select_targets(
                 ),
             )
     return targets
+
+
+def _exclude_dependencies(model: Model, targets: list[Target]) -> None:
+    """An excluded unit with ``exclude_dependencies = true`` takes its *direct* dependencies in
+    the same run out of it too (as Terragrunt 1.1.3 does)."""
+    index = {t.path: i for i, t in enumerate(targets)}
+    for t in list(targets):
+        exclude = model.units[t.path].exclude
+        if t.preset != "excluded" or not exclude or not exclude.get("exclude_dependencies"):
+            continue
+        for dep in model.units[t.path].dependencies:
+            i = index.get(dep)
+            if i is not None and targets[i].preset is None:
+                targets[i] = replace(
+                    targets[i],
+                    preset="excluded",
+                    preset_reason=(
+                        f"excluded: a dependency of {t.path}, whose exclude block "
+                        f"({exclude['where']}) sets exclude_dependencies"
+                    ),
+                )

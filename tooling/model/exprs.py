@@ -53,6 +53,8 @@ def binary(op: str, left: Any, right: Any) -> Any:
             return left == right
         if op == "!=":
             return left != right
+        if op == "!":
+            return (not right) if isinstance(right, bool) else UNKNOWN
         if op == "&&":
             return bool(left) and bool(right)
         if op == "||":

@@ -13,7 +13,8 @@ Terragrunt evaluator in :mod:`tooling.model.repo` walks. Expressions become tupl
 ``("cond", c, a, b)``   ``c ? a : b``
 ``("for", [names], coll, key, value, cond)``  a ``for`` expression (``key`` is None
                         for a tuple, ``cond`` None without ``if``)
-``("bin", op, l, r)``   a binary operation
+``("bin", op, l, r)``   a binary operation (``!x``: ``("bin", "!", None, x)``,
+                        ``-x``: ``0 - x``)
 ``("post", e, [k])``    a traversal applied to any expression
 ``("unknown", line)``   anything the evaluator does not model (for expressions ...)
 ``("opaque", line, c)`` a large value the model never needs (``inputs``,
@@ -41,7 +42,10 @@ Expr = tuple[Any, ...]
 
 _PARSER: Any = None
 _CALLS: Any = None
-CACHE_VERSION = 5
+CACHE_VERSION = 6
+
+#: the operator tokens of binary and unary operations
+_OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "!"})
 #: attributes whose values the model never evaluates; only the calls in them
 #: (file(), read_tfvars_file()...) matter, so converting them whole is waste
 OPAQUE_ATTRIBUTES = frozenset({"inputs", "mock_outputs"})
@@ -206,6 +210,10 @@ class _Converter:
             return self.term(node)
         if not kids:
             return ("unknown", node.start_point[0] + 1)
+        return self.chain(kids, node.start_point[0] + 1)
+
+    def chain(self, kids: list[Any], line: int) -> Expr:
+        """A term followed by its ``.attr`` and ``[index]`` traversals (sibling nodes)."""
         base = self.term(kids[0])
         keys: list[Any] = []
         for post in kids[1:]:
@@ -219,7 +227,7 @@ class _Converter:
                 else:
                     keys.append(self.expr(inner))
             else:  # splats and anything else: not modelled
-                return ("unknown", node.start_point[0] + 1)
+                return ("unknown", line)
         if not keys:
             return base
         if base[0] == "var" and all(isinstance(k, str) for k in keys):
@@ -280,13 +288,28 @@ class _Converter:
         if t == "conditional":
             c, a, b = (e for e in kids if e.type == "expression")
             return ("cond", self.expr(c), self.expr(a), self.expr(b))
-        if t == "operation" and kids and kids[0].type == "binary_operation":
+        if t == "operation" and kids and kids[0].type in ("binary_operation", "unary_operation"):
             op_node = kids[0]
-            left, right = op_node.named_children[0], op_node.named_children[-1]
-            op = self.text(op_node)[
-                left.end_byte - op_node.start_byte : right.start_byte - op_node.start_byte
-            ].strip()
-            return ("bin", op, self.term(left), self.term(right))
+            line = node.start_point[0] + 1
+            op_tok = next((c for c in op_node.children if c.type in _OPERATORS), None)
+            if op_tok is None:
+                return ("unknown", line)
+            # each side is a term with its traversals (``local.a.b``: three sibling nodes)
+            left = [c for c in op_node.named_children if c.end_byte <= op_tok.start_byte]
+            right = [c for c in op_node.named_children if c.start_byte >= op_tok.end_byte]
+            if not right:
+                return ("unknown", line)
+            operand = self.chain(right, line)
+            if op_node.type == "unary_operation":
+                # ``!x`` and ``-x`` as binary operations with a neutral left operand
+                return (
+                    ("bin", "!", ("lit", None), operand)
+                    if op_tok.type == "!"
+                    else ("bin", "-", ("lit", 0), operand)
+                )
+            if not left:
+                return ("unknown", line)
+            return ("bin", op_tok.type, self.chain(left, line), operand)
         return ("unknown", node.start_point[0] + 1)
 
     def for_expr(self, node: Any) -> Expr:

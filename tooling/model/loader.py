@@ -16,13 +16,14 @@ from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
+from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
 from tooling.model.hcl import Body, Expr, ParseCache
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import META_KEYS, Model, Unit, dag_order
 
-MODEL_CACHE_VERSION = 6
+MODEL_CACHE_VERSION = 7
 
 
 class Loader:
@@ -186,6 +187,7 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
                 break
 
     state_key, state_bucket = _state(ev, files)
+    exclude = _exclude(ev, files)
     return Unit(
         path=unit_dir,
         tier=_str(meta.get("tier"), _default_tier(unit_dir)),
@@ -200,7 +202,31 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
         state_bucket=state_bucket,
         line_of=lines,
         error="; ".join(dict.fromkeys(ev.problems)) or None,
+        exclude=exclude,
     )
+
+
+def _exclude(ev: UnitEvaluator, files: list[ConfigFile]) -> dict[str, Any] | None:
+    """The unit's ``exclude`` block when its ``if`` holds (the unit's own block wins over an included one)."""
+    for file in files:
+        for _b, _l, inner, line in blocks_of(file.body, "exclude"):
+            where = f"{file.path}:{line}"
+            condition = ev.attr(file, inner, "if")
+            if condition is False:
+                return None
+            if condition is not True:
+                ev.problems.append(f"{where}: cannot work out exclude.if")
+                return None
+            actions = ev.attr(file, inner, "actions")
+            if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+                ev.problems.append(f"{where}: cannot work out exclude.actions")
+                return None
+            return {
+                "actions": actions,
+                "exclude_dependencies": ev.attr(file, inner, "exclude_dependencies") is True,
+                "where": where,
+            }
+    return None
 
 
 def _str(value: Any, default: str) -> str:
@@ -254,6 +280,7 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
         unit = evaluate_unit(loader, unit_file)
         units[unit.path] = unit
     _add_stack_units(loader, units)
+    _apply_excludes_file(tree, units)
     order, stuck = dag_order(units)
     for path in stuck:  # a cycle blinds only the units on it (and behind it)
         cycle = f"dependency cycle between units: {', '.join(stuck)}. Remove one of the dependency blocks."
@@ -263,6 +290,26 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     if model_cache is not None:
         _save_model(model_cache, model)
     return model
+
+
+def _apply_excludes_file(tree: Tree, units: dict[str, Unit]) -> None:
+    """Units the repository's ``.terragrunt-excludes`` leaves out of every ``run --all``."""
+    if not tree.exists(EXCLUDES_FILE) or tree.is_dir(EXCLUDES_FILE):
+        return
+    patterns = parse_excludes_file(
+        tree.read(EXCLUDES_FILE).decode(errors="replace"), tree.root.as_posix()
+    )
+    for path, unit in units.items():
+        found = matching(patterns, path)
+        if found is not None:
+            units[path] = dataclasses.replace(
+                unit,
+                exclude={
+                    "actions": ["all"],
+                    "exclude_dependencies": False,
+                    "where": f"{EXCLUDES_FILE}:{found.line}",
+                },
+            )
 
 
 def _add_stack_units(loader: Loader, units: dict[str, Unit]) -> None:

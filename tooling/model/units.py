@@ -35,6 +35,9 @@ class Unit:
     line_of: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     #: why the model cannot fully evaluate the unit; such a unit is affected by any change
     error: str | None = None
+    #: what takes the unit out of Terragrunt's ``run --all`` (:mod:`tooling.model.excludes`):
+    #: {"actions": [...], "exclude_dependencies": bool, "where": "file:line"}; None: nothing
+    exclude: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
