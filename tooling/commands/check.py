@@ -30,25 +30,11 @@ from tooling.core import policy
 from tooling.core.policy import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
 from tooling.io import config
+from tooling.model import trees
 from tooling.model.repo import Model
 
-#: folders never scanned: caches, environments, VCS internals
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".terragrunt-cache",
-        ".terraform",
-        ".iac",
-        "__pycache__",
-        ".venv",
-        "venv",
-        "node_modules",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".tox",
-    }
-)
+#: folders never scanned: the model's (caches, VCS internals) and other tools' caches and environments
+SKIP_DIRS = trees.SKIP_DIRS | {"venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"}
 
 
 def snapshot(root: Path) -> Snapshot:

@@ -34,14 +34,6 @@ def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None =
         say(f"output {name}={value}")
 
 
-def _append_summary(text: str, environ: Mapping[str, str] | None = None) -> None:
-    env = os.environ if environ is None else environ
-    target = env.get("GITHUB_STEP_SUMMARY", "").strip()
-    if target:
-        with open(target, "a", encoding="utf-8") as fh:
-            fh.write(outdir.redact(text) + "\n")  # the one redaction step
-
-
 def checked_matrix(ws: Workspace, *, base: str | None, routes: str) -> dict[str, Any]:
     """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say."""
     doc = matrices.matrix(ws, base=base)
@@ -200,7 +192,7 @@ def apply_report(
             waiting += ci.manual_units(json.loads(summary.read_text(encoding="utf-8")), executor)
     sha = env.get("GITHUB_SHA", "")
     body = ci.apply_report(sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env))
-    _append_summary(body.replace(ci.APPLY_MARKER, ""), env)
+    outdir.job_summary(body.replace(ci.APPLY_MARKER, ""), env)
     offered = ci.manual_legs(legs, waiting) if apply_result == "success" else []
     write_outputs(
         {

@@ -35,7 +35,6 @@ that were planned); 2 bad usage.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -142,10 +141,6 @@ def _without_github_tokens() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _write(path: Path, text: str) -> None:
-    outdir.write_text(path, text)
-
-
 def run(
     ws: Workspace,
     *,
@@ -222,9 +217,9 @@ def run(
                 checked_at=checked_at,
                 issue=issue_info,
             )
-            _write(out_dir / "drift.json", json.dumps(doc, indent=2) + "\n")
+            folder.write_json("drift.json", doc)
             markdown = render_markdown(doc, units)
-            _write(out_dir / "drift.md", markdown)
+            folder.write_text("drift.md", markdown)
             return markdown
 
         markdown = write(None)

@@ -33,7 +33,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,9 +141,10 @@ def append_text(path: Path, text: str) -> None:
         fh.write(redact(text))
 
 
-def job_summary(markdown: str) -> None:
-    """Append ``markdown`` (redacted) to the GitHub Actions job summary, when there is one."""
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
+def job_summary(markdown: str, environ: Mapping[str, str] | None = None) -> None:
+    """Append ``markdown`` (redacted) to the GitHub Actions job summary, when there is one
+    (``$GITHUB_STEP_SUMMARY`` of ``environ``, by default the process's environment)."""
+    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY", "").strip()
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(redact(markdown).rstrip("\n") + "\n\n")
