@@ -250,7 +250,7 @@ class Applier:
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
-        self.record_doc = self._read_record()
+        self.record_doc = read_record(self.dir, self.summary)
         self.earlier: dict[str, dict[str, Any]] = {
             str(u.get("path")): u for u in self.record_doc.get("units", []) if isinstance(u, dict)
         }
@@ -264,28 +264,6 @@ class Applier:
         from tooling.io import toolchain
 
         return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
-
-    def _read_record(self) -> dict[str, Any]:
-        path = self.dir / "apply.json"
-        if not path.is_file():
-            return {}
-        try:
-            doc = json.loads(path.read_text())
-        except ValueError as exc:
-            raise ToolingError(
-                f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
-                "restore it (e.g. from the workflow's artifact) rather than delete it"
-            ) from None
-        if not isinstance(doc, dict):
-            raise ToolingError(
-                f"{path}: not an apply record; restore it from the workflow's artifact"
-            )
-        if doc.get("plans_head") not in (None, self.summary.get("head")):
-            raise ToolingError(
-                f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
-                f"summary.json to {str(self.summary.get('head'))[:12]}: one folder, one set of plans"
-            )
-        return doc
 
     # -- the record, saved after every unit
     def document(self) -> dict[str, Any]:
@@ -624,6 +602,29 @@ class Applier:
         if result == "applied" and not reason:
             reason = "re-planned against its upstream's real outputs, then applied"
         self.record(path, result, reason, cascaded=True, gate=gate.decision)
+
+
+def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The folder's earlier apply record (``apply.json``; empty when there is none): merged
+    into, never overwritten. Refused when it is unreadable or belongs to other plans."""
+    path = plans_dir / "apply.json"
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ToolingError(
+            f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
+            "restore it (e.g. from the workflow's artifact) rather than delete it"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
+    if doc.get("plans_head") not in (None, summary.get("head")):
+        raise ToolingError(
+            f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
+            f"summary.json to {str(summary.get('head'))[:12]}: one folder, one set of plans"
+        )
+    return doc
 
 
 def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:

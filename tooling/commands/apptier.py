@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -388,7 +388,7 @@ def apply(
     run = applying.ApplyRun()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
     with folder:
-        previous = _previous_record(plans_dir, summary)
+        previous = applying.read_record(plans_dir, summary)
 
         def record(result: str, reason: str, gate: str, earlier: bool = False) -> None:
             run.units.append(applying.UnitApply(path, result, reason, gate=gate, earlier=earlier))
@@ -454,19 +454,3 @@ def apply(
     if run.interrupted:
         return 130
     return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0
-
-
-def _previous_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The folder's earlier apply record (merged into, never overwritten)."""
-    path = plans_dir / "apply.json"
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ToolingError(
-            f"{path}: not valid JSON ({exc}); restore it from the workflow's artifact"
-        ) from None
-    if not isinstance(doc, dict):
-        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
-    return doc
