@@ -18,8 +18,6 @@ from infra_fixtures import commit_all, git, invoke, plan_one
 from tooling.commands import adopt
 from tooling.errors import UsageError
 
-pytestmark = pytest.mark.e2e
-
 
 def _unit(repo: Path, name: str, module: str) -> str:
     (repo / "testmods" / name).mkdir(parents=True)

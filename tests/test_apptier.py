@@ -24,8 +24,6 @@ from tooling.core.apps import AppPolicy, AppState
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 
-pytestmark = pytest.mark.e2e
-
 SAMPLE = REPO / "tests" / "apps" / "sample" / "terraform"
 FOUNDATION_BUCKET = "example-org-iac-foundation-state"
 POLICY = AppPolicy(("terraform_data", "aws_s3_bucket*", "aws_db_instance"), (FOUNDATION_BUCKET,))
