@@ -569,8 +569,23 @@ def test_app_infra_manual_plans_wait_for_the_protected_environment_and_apply_the
     )
 
 
+def test_app_infra_runs_every_invoke_step_in_the_tooling_checkout() -> None:
+    """The caller's workspace holds the app (app/) and this repository (infra/):
+    invoke finds tasks.py only in infra/ (the rehearsal under act found a step without it)."""
+    for job_name, job in jobs(load("app-infra.yml")).items():
+        for step in steps(job) if "steps" in job else []:
+            if re.search(r"(?:^|[\s;&|])invoke\s", step.get("run", "")):
+                assert step.get("working-directory") == "infra", (
+                    f"app-infra.yml {job_name}: step {step.get('name')!r} runs invoke outside infra/"
+                )
+
+
 def test_foundation_legs_declare_their_executor_for_the_preflight() -> None:
-    for workflow, job_names in (("plan.yml", ("plan",)), ("apply.yml", ("apply", "apply-manual"))):
+    for workflow, job_names in (
+        ("plan.yml", ("plan",)),
+        ("apply.yml", ("apply", "apply-manual")),
+        ("drift.yml", ("drift",)),
+    ):
         for name in job_names:
             job = jobs(load(workflow))[name]
             assert job["env"]["IAC_EXECUTOR"] == "${{ matrix.executor }}", f"{workflow}: job {name}"
