@@ -1,0 +1,930 @@
+"""The workflows rehearsed end to end by a real workflow engine: act, host mode.
+
+Every workflow of ``.github/workflows/`` runs under act (pinned in
+``.tool-versions``, installed by ``invoke setup``) on this machine, without
+containers (``-P ubuntu-latest=-self-hosted``, and the same for the LAN
+runner's labels), job after job in the order GitHub runs them, with:
+
+- the pinned third-party actions mapped onto the composite stand-ins of
+  ``tests/act/`` (``--local-repository OWNER/REPO@SHA=FOLDER``, see its README);
+- GitHub's API: the local test server (``tests/ghserver.py``), through
+  ``GITHUB_API_URL``; the requests it recorded are what the tests assert on;
+- state: moto's S3 (and its STS for the identities the preflight checks);
+- module sources: the sandbox catalog, through the workflows' own
+  ``IAC_MODULE_REWRITE`` variable;
+- events: JSON event files, one per run.
+
+Each scenario is one test, in the order GitHub would run them (docs/pipelines.md,
+"Rehearsal"). The stage they share (the repository, the sandbox catalog, the
+foundation applied once into a baseline bucket) is built once per module; each
+test gets its own copy of the repository and its own bucket seeded from the
+baseline, so the tests are independent of each other's order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from conftest import MotoServer
+from ghserver import DEFAULT_REPOSITORY, GitHubAPI
+from infra_fixtures import EXAMPLE_FILES, GIT_ENV, REPO, commit_all, edit, git, invoke
+from test_bump_e2e import _newest_major, _next_minor, _precedence
+from test_drift import edit_state_json
+
+from tooling.io import sandbox, toolchain
+
+# one worker runs the module (`invoke test` distributes with --dist loadgroup),
+# so the stage below is built once
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("act-rehearsal")]
+
+ACT_DIR = REPO / "tests" / "act"
+WORKFLOWS = REPO / ".github" / "workflows"
+ACCOUNT = "123456789012"
+PLAN_ROLE = f"arn:aws:iam::{ACCOUNT}:role/github-infra-plan"
+APPLY_ROLE = f"arn:aws:iam::{ACCOUNT}:role/github-infra-apply"
+LAN_ROLE = f"arn:aws:iam::{ACCOUNT}:role/infra-lan-executor"
+APP_PLAN_ROLE = f"arn:aws:iam::{ACCOUNT}:role/app-billing-plan"
+APP_APPLY_ROLE = f"arn:aws:iam::{ACCOUNT}:role/app-billing-apply"
+MODULES_URL = "https://git.example.com/platform-modules/"
+APP_REPOSITORY = "example-org/billing"
+FORK_REPOSITORY = "someone/infrastructure"
+#: the pinned third-party actions and the stand-in folder of each, under tests/act/
+STANDINS = {
+    "actions/checkout": "checkout",
+    "actions/setup-python": "setup-python",
+    "actions/upload-artifact": "upload-artifact",
+    "actions/download-artifact": "download-artifact",
+    "aws-actions/configure-aws-credentials": "configure-aws-credentials",
+    "hashicorp/vault-action": "vault-action",
+}
+#: the vault's secret values (the stand-in reads them); none may reach a report
+VAULT_SECRETS = {
+    "proxmox": {"api_token_id": "ci@pve!rehearsal", "api_token_secret": "pve-6f1d2c0a-rehearsal"},
+    "talos": {"secrets_yaml": "cluster:\n  secret: talos-4b9e-rehearsal\n"},
+    "flux": {
+        "ssh_private_key": "flux-key-83c2-rehearsal",
+        "known_hosts": "git.example.com ssh-ed25519 AAAA",
+    },
+}
+DNS = "live/cloud/dns"
+VMS = "live/cluster/vms"
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+def _pinned_actions() -> dict[str, str]:
+    """``owner/repo@sha`` of every action the workflows use -> its stand-in folder."""
+    pins: dict[str, str] = {}
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for repo, sha in re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40})", path.read_text()):
+            assert repo in STANDINS, f"{path.name}: {repo} has no stand-in under tests/act/"
+            pins[f"{repo}@{sha}"] = str(ACT_DIR / STANDINS[repo])
+    return pins
+
+
+def _act_binary() -> str:
+    toolchain.ensure_bin_dir_on_path()
+    exe = shutil.which("act")
+    pins = toolchain.parse_tool_versions((REPO / ".tool-versions").read_text(), ".tool-versions")
+    if exe is None:
+        pytest.fail(f"act not found on PATH: run `invoke setup` (it builds act {pins['act']})")
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
+    assert toolchain.parse_act_version(out) == pins["act"], out
+    return exe
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    shutil.copytree(
+        src,
+        dest,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".terragrunt-cache", "__pycache__", "*.pyc", ".iac"),
+    )
+
+
+def _infra_template(dest: Path, remotes: Path) -> None:
+    """The foundation repository as the workflows see it: the example tree, the
+    workflows, tasks.py and the tooling; its bare origin under ``remotes``."""
+    dest.mkdir(parents=True)
+    for name in EXAMPLE_FILES:
+        shutil.copy2(REPO / name, dest / name)
+    for folder in ("live", ".github", "tooling"):
+        _copy_tree(REPO / folder, dest / folder)
+    git(dest, "init", "--quiet", "--initial-branch=main")
+    commit_all(dest, "example foundation")
+    origin = remotes / f"{DEFAULT_REPOSITORY}.git"
+    origin.parent.mkdir(parents=True, exist_ok=True)
+    git(dest, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    git(dest, "remote", "add", "origin", str(origin))
+    git(dest, "push", "--quiet", "origin", "main")
+
+
+def _python_bin(dest: Path) -> Path:
+    """``python``/``python3`` for the setup-python stand-in: this interpreter (the
+    package and its dependencies installed); ``-m pip install`` is answered here."""
+    dest.mkdir(parents=True)
+    script = (
+        "#!/bin/bash\n"
+        "# The rehearsal's interpreter (tests/act/setup-python): the package and its\n"
+        "# dependencies are installed already; pip must not touch the shared environment.\n"
+        'if [[ "${1:-} ${2:-} ${3:-}" == "-m pip install" ]]; then\n'
+        '  echo "rehearsal: already installed in $(dirname ' + sys.executable + '): pip $*"\n'
+        "  exit 0\n"
+        "fi\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    for name in ("python", "python3"):
+        (dest / name).write_text(script)
+        (dest / name).chmod(0o755)
+    return dest
+
+
+def _moto_env(moto: MotoServer) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": moto.endpoint,
+    }
+
+
+@dataclass
+class Stage:
+    """What every scenario shares (built once per module)."""
+
+    root: Path
+    act: str
+    actions: dict[str, str]
+    template: Path
+    remotes: Path
+    python_bin: Path
+    module_rewrite: str
+    baseline: str
+    vault: dict[str, dict[str, str]]
+    moto: MotoServer
+    cache: Path
+
+    @property
+    def s3(self) -> Any:
+        return boto3.client(
+            "s3",
+            endpoint_url=self.moto.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+@pytest.fixture(scope="module")
+def stage(
+    tmp_path_factory: pytest.TempPathFactory, moto_server: MotoServer, iac_cache: Path, tools: None
+) -> Stage:
+    root = tmp_path_factory.mktemp("act-stage")
+    act = _act_binary()
+    remotes = root / "remotes"
+    template = root / "infrastructure"
+    _infra_template(template, remotes)
+    catalog = sandbox.build(iac_cache)
+    moto_env = _moto_env(moto_server)
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=moto_server.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    baseline = "rehearsal-baseline"
+    s3.create_bucket(Bucket=baseline)
+    # The foundation as it stands before the first scenario: every unit applied
+    # (plan, then the saved plans), the way the pipeline applies.
+    env = {
+        **moto_env,
+        "IAC_CACHE_DIR": str(iac_cache),
+        "IAC_STATE_BUCKET": baseline,
+        "IAC_STATE_ENDPOINT": moto_server.endpoint,
+    }
+    plans = root / "baseline-plans"
+    planned = invoke(template, "plan", "--all", "--out", str(plans), env=env)
+    assert planned.returncode == 0, planned.output
+    applied = invoke(template, "apply", "--plans", str(plans), "--approve-manual", env=env)
+    assert applied.returncode == 0, applied.output
+    sts = boto3.client(
+        "sts",
+        endpoint_url=moto_server.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    lan = sts.assume_role(RoleArn=LAN_ROLE, RoleSessionName="vault-aws-engine")["Credentials"]
+    kv = "secret/data/infra/lan"
+    vault = {
+        "aws/sts/infra-lan-executor": {
+            "access_key": lan["AccessKeyId"],
+            "secret_key": lan["SecretAccessKey"],
+            "security_token": lan["SessionToken"],
+        },
+        **{f"{kv}/{name}": values for name, values in VAULT_SECRETS.items()},
+    }
+    return Stage(
+        root=root,
+        act=act,
+        actions=_pinned_actions(),
+        template=template,
+        remotes=remotes,
+        python_bin=_python_bin(root / "python-bin"),
+        module_rewrite=f"{MODULES_URL}={catalog.as_uri()}/",
+        baseline=baseline,
+        vault=vault,
+        moto=moto_server,
+        cache=iac_cache,
+    )
+
+
+# --------------------------------------------------------------------------- one world per test
+
+
+@dataclass
+class Job:
+    name: str
+    result: str
+
+
+@dataclass
+class ActRun:
+    returncode: int
+    output: str
+    artifacts: Path
+    jobs: list[Job]
+    steps: list[tuple[str, str, str]]  # (job, step, result) of every step act ran
+    step_envs: list[dict[str, str]]
+
+    def result(self, prefix: str) -> list[str]:
+        """The results of the jobs whose name starts with ``prefix``."""
+        return [j.result for j in self.jobs if j.name.startswith(prefix)]
+
+    def artifact(self, name: str) -> Path:
+        path = self.artifacts / name
+        assert path.is_dir(), (
+            f"no artifact {name}; artifacts: {sorted(p.name for p in self.artifacts.iterdir())}"
+        )
+        return path
+
+    def artifact_names(self) -> set[str]:
+        return {p.name for p in self.artifacts.iterdir()} if self.artifacts.is_dir() else set()
+
+
+@dataclass
+class World:
+    """One scenario's repository, bucket, API server and runs."""
+
+    stage: Stage
+    root: Path
+    repo: Path
+    remotes: Path
+    bucket: str
+    api: GitHubAPI
+    runs: int = 0
+
+    @property
+    def s3(self) -> Any:
+        return self.stage.s3
+
+    def state(self, unit: str) -> dict[str, Any]:
+        body = self.s3.get_object(Bucket=self.bucket, Key=f"{unit}/terraform.tfstate")["Body"]
+        doc: dict[str, Any] = json.loads(body.read())
+        return doc
+
+    def state_etags(self) -> dict[str, str]:
+        listed = self.s3.list_objects_v2(Bucket=self.bucket).get("Contents", [])
+        return {o["Key"]: o["ETag"] for o in listed}
+
+    def push(self, branch: str) -> str:
+        """Push HEAD to origin as ``branch`` (or a full ``refs/...`` name); its commit."""
+        ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        git(self.repo, "push", "--quiet", "--force", "origin", f"HEAD:{ref}")
+        return git(self.repo, "rev-parse", "HEAD").strip()
+
+    def act(
+        self,
+        workflow: str,
+        event_name: str,
+        event: Mapping[str, Any],
+        *,
+        sha: str,
+        ref: str,
+        workdir: Path | None = None,
+        repository: str = DEFAULT_REPOSITORY,
+        variables: Mapping[str, str] | None = None,
+        timeout: float = 900,
+    ) -> ActRun:
+        """Run ``workflow`` (a path under the working directory's .github/workflows)
+        for one event, as GitHub would on ``repository`` at ``sha``."""
+        self.runs += 1
+        run_dir = self.root / f"run-{self.runs}"
+        artifacts = run_dir / "artifacts"
+        step_envs = run_dir / "step-envs"
+        artifacts.mkdir(parents=True)
+        event_file = run_dir / "event.json"
+        event_file.write_text(json.dumps(event))
+        vault_file = run_dir / "vault.json"
+        vault_file.write_text(json.dumps(self.stage.vault))
+        workdir = workdir or self.repo
+        envs = {
+            "GITHUB_REPOSITORY": repository,
+            "GITHUB_REPOSITORY_OWNER": repository.split("/")[0],
+            "GITHUB_API_URL": self.api.url,
+            "GITHUB_REF": ref,
+            "SHA_REF": sha,
+            "GITHUB_RUN_ID": str(7000 + self.runs),
+            "REHEARSAL_REMOTES": str(self.remotes),
+            "REHEARSAL_ARTIFACTS": str(artifacts),
+            "REHEARSAL_PYTHON_BIN": str(self.stage.python_bin),
+            "REHEARSAL_VAULT": str(vault_file),
+            "REHEARSAL_STEP_ENVS": str(step_envs),
+            # plumbing of the rehearsal, not of the workflows: where moto listens
+            "AWS_ENDPOINT_URL": self.stage.moto.endpoint,
+            "IAC_STATE_ENDPOINT": self.stage.moto.endpoint,
+            "IAC_CACHE_DIR": str(self.stage.cache),
+        }
+        repo_vars = {
+            "IAC_STATE_BUCKET": self.bucket,
+            "AWS_REGION": "us-east-1",
+            "AWS_PLAN_ROLE_ARN": PLAN_ROLE,
+            "AWS_APPLY_ROLE_ARN": APPLY_ROLE,
+            "VAULT_ADDR": "https://vault.example.invalid",
+            "VAULT_PLAN_ROLE": "infra-plan",
+            "VAULT_APPLY_ROLE": "infra-apply",
+            "IAC_MODULE_REWRITE": self.stage.module_rewrite,
+            **(variables or {}),
+        }
+        args = [
+            self.stage.act,
+            event_name,
+            "--workflows",
+            str(workdir / ".github" / "workflows" / workflow),
+            "--eventpath",
+            str(event_file),
+            "-P",
+            "ubuntu-latest=-self-hosted",
+            "-P",
+            "self-hosted=-self-hosted",
+            "-P",
+            "lan=-self-hosted",
+            "--no-skip-checkout",
+            "--json",
+            "--secret",
+            f"GITHUB_TOKEN={self.api.token}",
+        ]
+        for pin, folder in self.stage.actions.items():
+            args += ["--local-repository", f"{pin}={folder}"]
+        args += ["--local-repository", f"{DEFAULT_REPOSITORY}@main={self.repo}"]
+        for key, value in envs.items():
+            args += ["--env", f"{key}={value}"]
+        for key, value in repo_vars.items():
+            args += ["--var", f"{key}={value}"]
+        # act's host mode hands its own environment to every step: keep it to
+        # what a runner has (no credentials, nothing of this test process).
+        process_env = {
+            "PATH": os.pathsep.join(
+                [
+                    str(ACT_DIR / "runner"),
+                    os.path.dirname(self.stage.act),
+                    "/usr/local/bin",
+                    "/usr/bin",
+                    "/bin",
+                ]
+            ),
+            "HOME": str(self.root / "home"),
+            "XDG_CACHE_HOME": str(self.root / "xdg-cache"),
+            "LANG": "C.UTF-8",
+            "GIT_PAGER": "cat",
+            **GIT_ENV,
+        }
+        proc = subprocess.run(
+            args,
+            cwd=workdir,
+            env=process_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        (run_dir / "act.log").write_text(proc.stdout + proc.stderr)
+        return ActRun(
+            returncode=proc.returncode,
+            output=proc.stdout + proc.stderr,
+            artifacts=artifacts,
+            jobs=_jobs(proc.stdout),
+            steps=_steps(proc.stdout),
+            step_envs=_step_envs(step_envs),
+        )
+
+
+def _jobs(log: str) -> list[Job]:
+    """The jobs act finished, with their results, from its JSON log."""
+    jobs: list[Job] = []
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("jobResult"):
+            # "workflow/job name" (a called workflow's jobs: "caller/job/called job")
+            name = str(entry.get("job", "")).rsplit("/", 1)[-1].strip()
+            jobs.append(Job(name, str(entry["jobResult"])))
+    return jobs
+
+
+def _steps(log: str) -> list[tuple[str, str, str]]:
+    """(job, step, result) of every step act ran, from its JSON log."""
+    steps = []
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("stepResult") and entry.get("stage") == "Main":
+            job = str(entry.get("job", "")).rsplit("/", 1)[-1].strip()
+            steps.append((job, str(entry.get("step", "")), str(entry["stepResult"])))
+    return steps
+
+
+def _step_envs(folder: Path) -> list[dict[str, str]]:
+    found = []
+    for path in sorted(folder.glob("*.env")) if folder.is_dir() else []:
+        pairs = (item.partition("=") for item in path.read_text().split("\0") if item)
+        found.append({k: v for k, _, v in pairs})
+    return found
+
+
+@pytest.fixture
+def world(stage: Stage, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
+    repo = tmp_path / "infrastructure"
+    remotes = tmp_path / "remotes"
+    shutil.copytree(stage.template, repo, symlinks=True)
+    shutil.copytree(stage.remotes, remotes, symlinks=True)
+    git(repo, "remote", "set-url", "origin", str(remotes / f"{DEFAULT_REPOSITORY}.git"))
+    git(repo, "fetch", "--quiet", "origin")
+    s3 = stage.s3
+    bucket = re.sub(r"[^a-z0-9-]", "-", f"act-{request.node.name.lower()}")[:60].rstrip("-")
+    s3.create_bucket(Bucket=bucket)
+    for obj in s3.list_objects_v2(Bucket=stage.baseline).get("Contents", []):
+        s3.copy_object(
+            Bucket=bucket, Key=obj["Key"], CopySource={"Bucket": stage.baseline, "Key": obj["Key"]}
+        )
+    with GitHubAPI() as api:
+        yield World(stage, tmp_path, repo, remotes, bucket, api)
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _repository(full_name: str) -> dict[str, Any]:
+    owner, name = full_name.split("/")
+    return {
+        "full_name": full_name,
+        "name": name,
+        "owner": {"login": owner},
+        "default_branch": "main",
+    }
+
+
+def pull_request_event(
+    number: int, head: str, head_sha: str, base_sha: str, *, head_repo: str = DEFAULT_REPOSITORY
+) -> dict[str, Any]:
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "head": {"ref": head, "sha": head_sha, "repo": _repository(head_repo)},
+            "base": {"ref": "main", "sha": base_sha, "repo": _repository(DEFAULT_REPOSITORY)},
+        },
+        "repository": _repository(DEFAULT_REPOSITORY),
+    }
+
+
+def push_event(before: str, after: str, repository: str = DEFAULT_REPOSITORY) -> dict[str, Any]:
+    return {
+        "ref": "refs/heads/main",
+        "before": before,
+        "after": after,
+        "head_commit": {"id": after},
+        "repository": _repository(repository),
+    }
+
+
+def schedule_event(cron: str) -> dict[str, Any]:
+    return {"schedule": cron, "repository": _repository(DEFAULT_REPOSITORY)}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def summary_of(folder: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((folder / "summary.json").read_text())
+    return doc
+
+
+def units_of(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {u["path"]: u for u in doc["units"]}
+
+
+def texts_under(folder: Path) -> str:
+    """Every text file of an artifact folder, concatenated (binary plans left out)."""
+    return "".join(
+        p.read_text(errors="replace")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.suffix != ".tfplan"
+    )
+
+
+def secret_values(stage: Stage) -> list[str]:
+    values = [v for values in VAULT_SECRETS.values() for v in values.values()]
+    values += list(stage.vault["aws/sts/infra-lan-executor"].values())
+    return values
+
+
+def assert_no_secret_in(text: str, stage: Stage) -> None:
+    for value in secret_values(stage):
+        assert value not in text, f"a vault value reached a report: {value[:8]}…"
+
+
+def change_dns_and_vms(repo: Path, api_value: str = "203.0.113.11") -> None:
+    """A change of a cloud unit (a DNS record, auto) and a cluster unit (a VM, manual)."""
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.10"', f'value = "{api_value}"')
+    edit(
+        repo,
+        f"{VMS}/terragrunt.hcl",
+        "node-3 = { cores = 4, memory_mb = 8192",
+        "node-3 = { cores = 4, memory_mb = 16384",
+    )
+
+
+def api_posts(api: GitHubAPI, suffix: str) -> list[Any]:
+    return [r for r in list(api.requests) if r.method == "POST" and r.path.endswith(suffix)]
+
+
+def api_patches(api: GitHubAPI, fragment: str) -> list[Any]:
+    return [r for r in list(api.requests) if r.method == "PATCH" and fragment in r.path]
+
+
+def expected_bump_branches(repo: Path) -> dict[str, bool]:
+    """``bump/<module>-<tag>`` -> is a major bump, for every module the units pin."""
+    pinned: dict[str, list[str]] = {}
+    for unit in sorted(repo.glob("live/*/*/terragrunt.hcl")):
+        for module, ref in re.findall(
+            r"platform-modules/(terraform-[a-z0-9-]+)\.git[^?\"]*\?ref=(v[0-9.]+)", unit.read_text()
+        ):
+            pinned.setdefault(module, []).append(ref)
+    branches: dict[str, bool] = {}
+    for module, refs in pinned.items():
+        current = min(refs, key=_precedence)
+        minor = _next_minor(module, current)
+        if minor and minor != current:
+            branches[f"bump/{module}-{minor}"] = False
+        major = _newest_major(module, current)
+        if major:
+            branches[f"bump/{module}-{major}"] = True
+    assert branches, "the example pins no module with a newer tag"
+    return branches
+
+
+def origin_sha(origin: Path, branch: str) -> str:
+    return git(origin, "for-each-ref", "--format=%(objectname)", f"refs/heads/{branch}").strip()
+
+
+# --------------------------------------------------------------------------- 1. pull request
+
+
+def test_pull_request_plans_one_leg_per_executor_and_keeps_one_sticky_comment(world: World) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "--quiet", "-b", "change")
+    change_dns_and_vms(repo)
+    commit_all(repo, "DNS: move api; VMs: more memory for node-3")
+    head = world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record and node-3 memory")["number"])
+    state_before = world.state_etags()
+
+    run = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("affected executors") == ["success"]
+    assert sorted(run.result("plan (")) == ["success", "success"]
+    assert run.result("sticky comment") == ["success"]
+
+    # one leg per executor, each with its own units only, planned at the head
+    hosted = summary_of(run.artifact("plan-hosted"))
+    lan = summary_of(run.artifact("plan-lan"))
+    assert hosted["head"] == head and lan["head"] == head
+    assert {u["executor"] for u in hosted["units"]} == {"hosted"}
+    assert {u["executor"] for u in lan["units"]} == {"lan"}
+    assert units_of(hosted)[DNS]["status"] == "changes"
+    assert units_of(hosted)[DNS]["counts"]["update"] == 1
+    assert units_of(lan)[VMS]["status"] == "changes"
+    assert units_of(lan)[VMS]["gate"]["decision"] == "manual"
+
+    # exactly one sticky comment, holding both executors' reports
+    comments = api.state.comments_on(number)
+    assert len(comments) == 1
+    body = comments[0]["body"]
+    assert body.startswith("<!-- iac-tooling:plan-report -->")
+    assert head[:12] in body and DNS in body and VMS in body
+    assert len(api_posts(api, f"/issues/{number}/comments")) == 1
+    # a pull request's plan writes no state (read-only role, no lock)
+    assert world.state_etags() == state_before
+    for name in ("plan-hosted", "plan-lan"):
+        assert_no_secret_in(texts_under(run.artifact(name)), world.stage)
+    assert_no_secret_in(body, world.stage)
+
+    # a second push: the same comment is updated in place
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.11"', 'value = "203.0.113.12"')
+    commit_all(repo, "DNS: api again")
+    head2 = world.push("change")
+    run2 = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head2, base),
+        sha=head2,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert run2.returncode == 0, run2.output[-6000:]
+    comments2 = api.state.comments_on(number)
+    assert [c["id"] for c in comments2] == [comments[0]["id"]]
+    assert head2[:12] in comments2[0]["body"] and head[:12] not in comments2[0]["body"]
+    assert len(api_posts(api, f"/issues/{number}/comments")) == 1
+    assert len(api_patches(api, f"/issues/comments/{comments[0]['id']}")) == 1
+    assert summary_of(run2.artifact("plan-hosted"))["head"] == head2
+
+
+# --------------------------------------------------------------------------- 2. merge
+
+
+def test_merge_applies_auto_units_then_the_approval_job_applies_the_vm_from_the_reviewed_folder(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    api.state.add_run("apply.yml", base)  # the last successful apply: the base
+    git(repo, "checkout", "--quiet", "-b", "change")
+    change_dns_and_vms(repo)
+    commit_all(repo, "DNS: move api; VMs: more memory for node-3")
+    world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record and node-3 memory")["number"])
+    git(repo, "checkout", "--quiet", "main")
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
+    merged = world.push("main")
+    api.state.merge(number, merged)
+    vms_before = world.state(VMS)
+
+    run = world.act(
+        "apply.yml", "push", push_event(base, merged), sha=merged, ref="refs/heads/main"
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("affected executors") == ["success"]
+    assert sorted(run.result("plan and apply auto")) == ["success", "success"]
+    assert run.result("report") == ["success"]
+    assert run.result("apply manual (") == ["success"]  # only the lan leg has a manual unit
+
+    # the matrix job planned from the last applied commit (the API's run)
+    assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/actions/workflows/apply.yml/runs") in api.calls(
+        "GET"
+    )
+    plan_lan = summary_of(run.artifact("plan-lan"))
+    assert plan_lan["base"] == base and plan_lan["head"] == merged
+
+    # the auto legs: dns applied, the VM waits
+    auto_hosted = json.loads((run.artifact("apply-auto-hosted") / "apply.json").read_text())
+    auto_lan = json.loads((run.artifact("apply-auto-lan") / "apply.json").read_text())
+    assert units_of(auto_hosted)[DNS]["result"] == "applied"
+    assert units_of(auto_lan)[VMS]["result"] == "waiting-approval"
+    # the approval job applied it, from the reviewed plan folder and the auto record
+    manual_lan = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
+    assert manual_lan["approve_manual"] is True
+    assert manual_lan["plans_head"] == merged
+    assert units_of(manual_lan)[VMS]["result"] == "applied"
+    assert [r["approve_manual"] for r in manual_lan["runs"]] == [False, True]
+    assert "apply-manual-hosted" not in run.artifact_names()
+
+    # moto: the new values are in the state
+    dns_state = json.dumps(world.state(DNS))
+    assert "203.0.113.11" in dns_state
+    vms_after = world.state(VMS)
+    assert vms_after["serial"] > vms_before["serial"]
+    assert "16384" in json.dumps(vms_after)
+
+    # the report commented on the merged pull request, once
+    report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
+    assert len(report) == 1 and VMS in report[0]["body"]
+    assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/commits/{merged}/pulls") in api.calls("GET")
+    assert_no_secret_in(report[0]["body"], world.stage)
+
+    # afterwards a fresh plan of everything shows no changes
+    out = world.root / "fresh-plan"
+    fresh = invoke(
+        repo,
+        "plan",
+        "--all",
+        "--out",
+        str(out),
+        env={
+            **_moto_env(world.stage.moto),
+            "IAC_STATE_BUCKET": world.bucket,
+            "IAC_STATE_ENDPOINT": world.stage.moto.endpoint,
+        },
+    )
+    assert fresh.returncode == 0, fresh.output
+    assert {u["path"]: u["status"] for u in summary_of(out)["units"]} == dict.fromkeys(
+        units_of(summary_of(out)), "no-changes"
+    )
+
+
+# --------------------------------------------------------------------------- 3. bump
+
+
+def test_scheduled_bump_opens_one_pull_request_per_module_and_nothing_on_the_second_run(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    head = git(repo, "rev-parse", "HEAD").strip()
+    event = schedule_event("23 5 * * 1")
+    run = world.act("bump.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("bump-all") == ["success"]
+    # one pull request per module with a newer tag in its major, and one per newer
+    # major, computed here from the catalog and the pins, not by the tooling
+    expected = expected_bump_branches(repo)
+    opened = api_posts(api, "/pulls")
+    assert sorted(r.body["head"] for r in opened) == sorted(expected)
+    assert all(r.body["base"] == "main" for r in opened)
+    origin = world.remotes / f"{DEFAULT_REPOSITORY}.git"
+    pushed = {b: origin_sha(origin, b) for b in expected}
+    assert all(pushed.values()), pushed
+    for number, pull in api.state.pulls.items():
+        assert ("(major)" in api.state.issues[number]["title"]) is expected[pull["head"]]
+
+    run2 = world.act("bump.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run2.returncode == 0, run2.output[-6000:]
+    assert len(api_posts(api, "/pulls")) == len(expected), "the second run opened a pull request"
+    assert len(api.state.pulls) == len(expected)
+    assert {b: origin_sha(origin, b) for b in expected} == pushed  # nothing pushed again
+
+
+# --------------------------------------------------------------------------- 4. drift
+
+
+def test_scheduled_drift_opens_one_issue_and_closes_it_after_the_fix(world: World) -> None:
+    repo, api = world.repo, world.api
+    head = git(repo, "rev-parse", "HEAD").strip()
+    key = f"{DNS}/terraform.tfstate"
+    original = world.s3.get_object(Bucket=world.bucket, Key=key)["Body"].read()
+    state = json.loads(original)
+    edit_state_json(state, "record", "api", "content", "198.51.100.99")  # a console edit
+    world.s3.put_object(Bucket=world.bucket, Key=key, Body=json.dumps(state).encode())
+    etags = world.state_etags()
+    event = schedule_event("41 4 * * *")
+
+    run = world.act("drift.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run.returncode == 0, run.output[-6000:]
+    assert sorted(run.result("drift (")) == ["success", "success"]
+    hosted = json.loads((run.artifact("drift-hosted") / "drift.json").read_text())
+    lan = json.loads((run.artifact("drift-lan") / "drift.json").read_text())
+    assert hosted["drifted"] == [DNS] and lan["drifted"] == []
+    assert hosted["executor"] == "hosted" and lan["executor"] == "lan"
+    created = api_posts(api, f"/repos/{DEFAULT_REPOSITORY}/issues")
+    assert len(created) == 1
+    issue = int(hosted["issue"]["number"])
+    assert api.state.issues[issue]["state"] == "open" and DNS in api.state.issues[issue]["body"]
+    assert world.state_etags() == etags  # drift is read-only
+    assert_no_secret_in(texts_under(run.artifact("drift-lan")), world.stage)
+
+    # the fix: the state is back as the code says
+    world.s3.put_object(Bucket=world.bucket, Key=key, Body=original)
+    run2 = world.act("drift.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run2.returncode == 0, run2.output[-6000:]
+    assert len(api_posts(api, f"/repos/{DEFAULT_REPOSITORY}/issues")) == 1  # nothing new opened
+    assert api.state.issues[issue]["state"] == "closed"
+    fixed = json.loads((run2.artifact("drift-hosted") / "drift.json").read_text())
+    assert fixed["drifted"] == [] and fixed["issue"]["action"] == "closed"
+
+
+# --------------------------------------------------------------------------- 5. app-infra
+
+CALLER = """\
+name: infra
+on:
+  push:
+    branches: [main]
+permissions: {}
+jobs:
+  infra:
+    permissions:
+      contents: read
+      id-token: write
+    uses: example-org/infrastructure/.github/workflows/app-infra.yml@main
+    with:
+      app: billing
+      tooling-repository: example-org/infrastructure
+      tooling-ref: main
+"""
+
+
+def test_app_infra_runs_as_a_reusable_workflow_and_keeps_state_under_apps(world: World) -> None:
+    app = world.root / "billing"
+    shutil.copytree(REPO / "tests" / "apps" / "sample" / "terraform", app / "terraform")
+    (app / ".github" / "workflows").mkdir(parents=True)
+    (app / ".github" / "workflows" / "infra.yml").write_text(CALLER)
+    git(app, "init", "--quiet", "--initial-branch=main")
+    sha = commit_all(app, "billing's infrastructure")
+    origin = world.remotes / f"{APP_REPOSITORY}.git"
+    git(app, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    git(app, "push", "--quiet", str(origin), "main")
+    app_bucket = "billing-app-state"
+    world.s3.create_bucket(Bucket=app_bucket)
+    foundation = world.state_etags()
+
+    run = world.act(
+        "infra.yml",
+        "push",
+        push_event("0" * 40, sha, APP_REPOSITORY),
+        sha=sha,
+        ref="refs/heads/main",
+        workdir=app,
+        repository=APP_REPOSITORY,
+        variables={
+            "IAC_APP_STATE_BUCKET": app_bucket,
+            "APP_PLAN_ROLE_ARN": APP_PLAN_ROLE,
+            "APP_APPLY_ROLE_ARN": APP_APPLY_ROLE,
+        },
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("validate inputs") == ["success"]
+    assert run.result("apply (billing)") == ["success"]
+    assert run.result("plan (billing)") == []  # a push: no pull request plan
+
+    summary = summary_of(run.artifact("app-infra-plan"))
+    assert summary["app"]["name"] == "billing"
+    assert summary["app"]["state"]["key"] == "apps/billing/terraform.tfstate"
+    assert summary["app"]["state"]["bucket"] == app_bucket
+    keys = {o["Key"] for o in world.s3.list_objects_v2(Bucket=app_bucket).get("Contents", [])}
+    assert keys == {"apps/billing/terraform.tfstate"}
+    state = json.loads(
+        world.s3.get_object(Bucket=app_bucket, Key="apps/billing/terraform.tfstate")["Body"].read()
+    )
+    assert {r["name"] for r in state["resources"]} == {"database", "bucket"}
+    assert world.state_etags() == foundation  # the foundation's state untouched
+    assert run.result("apply manual") == []  # creates only: nothing waits
+
+
+# --------------------------------------------------------------------------- 6. fork
+
+
+def test_pull_request_from_a_fork_gets_no_plan_no_credentials_and_no_secret(world: World) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "--quiet", "-b", "fork-change")
+    change_dns_and_vms(repo)
+    head = commit_all(repo, "a contribution")
+    world.push("refs/pull/9/head")
+    number = 9
+    run = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "fork-change", head, base, head_repo=FORK_REPOSITORY),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("affected executors") == ["success"]
+    assert run.result("plan (") == [] and run.result("sticky comment") == []
+    assert run.artifact_names() == set()
+    assert api.requests == []  # no comment, no call at all
+    assert run.step_envs, "no step environment was recorded"
+    secrets = [*secret_values(world.stage), api.token]
+    for env in run.step_envs:
+        assert not any(k.startswith("AWS_") and k != "AWS_ENDPOINT_URL" for k in env), sorted(env)
+        assert not any(k.startswith("TF_VAR_") for k in env)
+        for value in secrets:
+            assert value not in env.values()
+    ran = {(job, step) for job, step, _ in run.steps}
+    assert {job for job, _ in ran} == {"affected executors"}
+    assert not [step for _, step in ran if "credentials" in step.lower() or "vault" in step.lower()]
