@@ -618,6 +618,36 @@ def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: P
     assert sorted(affected_paths(repo)) == [INTERNAL, PUBLIC]
 
 
+def test_a_stack_that_does_not_generate_keeps_the_error_and_blinds_no_other(
+    example_repo: Path,
+) -> None:
+    from tooling.io.workspace import Workspace
+
+    repo = example_repo
+    write(repo, {"catalog/units/zone/terragrunt.hcl": CATALOG_UNIT})
+    write(repo, {"live/cloud/apps/terragrunt.stack.hcl": STACK})
+    write(
+        repo,
+        {
+            "live/cloud/broken/terragrunt.stack.hcl": 'unit "gone" {\n'
+            '  source = "../../../catalog/units/missing"\n  path   = "gone"\n}\n'
+        },
+    )
+    commit_all(repo, "one good stack, one whose catalog unit does not exist")
+    ws = Workspace(repo)
+    m = ws.current_model
+    gone = "live/cloud/broken/.terragrunt-stack/gone"
+    assert m.units[PUBLIC].error is None and m.units[INTERNAL].error is None
+    assert m.units[gone].error is not None
+    assert "`terragrunt stack generate` failed for live/cloud/broken/terragrunt.stack.hcl" in (
+        m.units[gone].error
+    )
+    assert not ws.run_dir(gone).exists()  # its plan fails visibly ("folder not found")
+    # any change selects it, with the error as its reason
+    edit(repo, "live/cloud/dns/terragrunt.hcl", "ttl = 300 }", "ttl = 600 }")
+    assert sorted(affected_paths(repo)) == [gone, "live/cloud/dns"]
+
+
 STALE_LOCK = """provider "registry.opentofu.org/hashicorp/null" {
   version     = "3.2.3"
   constraints = "3.2.3"

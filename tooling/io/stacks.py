@@ -43,10 +43,6 @@ class Generated:
     #: stack file -> why ``terragrunt stack generate`` failed for its folder
     failures: dict[str, str] = field(default_factory=dict)
 
-    def run_dir(self, path: str) -> Path | None:
-        """Where the generated unit at ``path`` runs, or None when ``path`` is no generated unit."""
-        return self.root / path if generated_unit(path) else None
-
 
 def copy_tree(src: Path, dest: Path) -> None:
     """Copy the files of ``src`` into ``dest``: no tool folders, no stack already generated in place."""
@@ -93,6 +89,8 @@ def generate(
             ok_codes=range(256),
         )
         if ran.returncode != 0:
+            # nothing half-generated is read or planned: the stack's units keep the error
+            shutil.rmtree(folder / STACK_DIR, ignore_errors=True)
             failures[stack] = (
                 f"`terragrunt stack generate` failed for {stack} (exit {ran.returncode}): "
                 + terragrunt.error_summary(ran.stderr or ran.stdout)

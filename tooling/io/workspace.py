@@ -111,9 +111,14 @@ class Workspace:
 
     def run_dir(self, path: str) -> Path:
         """Where Terragrunt runs for the unit at ``path`` (a generated stack unit: in the scratch copy)."""
-        generated = self.generated_stacks if generated_unit(path) else None
-        found = generated.run_dir(path) if generated is not None else None
-        return found if found is not None else self.root / path
+        if not generated_unit(path):
+            return self.root / path
+        generated = self.generated_stacks
+        if generated is None:
+            # never a folder generated earlier in place (it may be stale): a path that does not
+            # exist, so the plan of this unit fails visibly
+            return self.root / ".iac" / "stacks" / "not-generated" / path
+        return generated.root / path
 
     @cached_property
     def policy(self) -> dict[str, Any]:
