@@ -16,7 +16,7 @@ runner's labels), job after job in the order GitHub runs them, with:
 
 Each scenario is one test, in the order GitHub would run them (docs/pipelines.md,
 "Rehearsal"). The stage they share (the repository, the sandbox catalog, the
-foundation applied once into a baseline bucket) is built once per module; each
+foundation applied once into a baseline bucket) is built once per session; each
 test gets its own copy of the repository and its own bucket seeded from the
 baseline, so the tests are independent of each other's order.
 """
@@ -118,7 +118,7 @@ def _infra_template(dest: Path, remotes: Path) -> None:
     """The foundation repository as the workflows see it: the example tree, the
     workflows, tasks.py and the tooling; its bare origin under ``remotes``."""
     dest.mkdir(parents=True)
-    for name in EXAMPLE_FILES:
+    for name in (*EXAMPLE_FILES, "pyproject.toml", ".pre-commit-config.yaml"):
         shutil.copy2(REPO / name, dest / name)
     for folder in ("live", ".github", "tooling"):
         _copy_tree(REPO / folder, dest / folder)
@@ -163,7 +163,8 @@ def _moto_env(moto: MotoServer) -> dict[str, str]:
 
 @dataclass
 class Stage:
-    """What every scenario shares (built once per module)."""
+    """What every scenario shares (built once per session: the module's tests
+    run on one worker, see ``pytestmark``)."""
 
     root: Path
     act: str
@@ -188,7 +189,7 @@ class Stage:
         )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stage(
     tmp_path_factory: pytest.TempPathFactory, moto_server: MotoServer, iac_cache: Path, tools: None
 ) -> Stage:
@@ -328,6 +329,7 @@ class World:
         workdir: Path | None = None,
         repository: str = DEFAULT_REPOSITORY,
         variables: Mapping[str, str] | None = None,
+        job: str | None = None,
         timeout: float = 900,
     ) -> ActRun:
         """Run ``workflow`` (a path under the working directory's .github/workflows)
@@ -388,6 +390,8 @@ class World:
             "--secret",
             f"GITHUB_TOKEN={self.api.token}",
         ]
+        if job:
+            args += ["--job", job]
         for pin, folder in self.stage.actions.items():
             args += ["--local-repository", f"{pin}={folder}"]
         args += ["--local-repository", f"{DEFAULT_REPOSITORY}@main={self.repo}"]
@@ -928,3 +932,37 @@ def test_pull_request_from_a_fork_gets_no_plan_no_credentials_and_no_secret(worl
     ran = {(job, step) for job, step, _ in run.steps}
     assert {job for job, _ in ran} == {"affected executors"}
     assert not [step for _, step in ran if "credentials" in step.lower() or "vault" in step.lower()]
+
+
+# --------------------------------------------------------------------------- check.yml
+
+
+def test_check_workflow_runs_pre_commit_invoke_check_and_crosscheck(world: World) -> None:
+    """check.yml's own jobs; its `tests` job runs this suite and is not nested in it."""
+    repo, api = world.repo, world.api
+    before = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "an empty commit on main")
+    world.push("main")
+    event = push_event(before, head)
+    runs = {}
+    for job in ("check", "pre-commit"):
+        runs[job] = world.act("check.yml", "push", event, sha=head, ref="refs/heads/main", job=job)
+        assert runs[job].returncode == 0, runs[job].output[-6000:]
+        assert [j.result for j in runs[job].jobs] == ["success"], runs[job].jobs
+    steps = {step: result for _, step, result in runs["check"].steps}
+    assert steps["invoke check"] == "success"
+    assert steps["invoke crosscheck (change detection against Terragrunt's own find)"] == "success"
+    assert ("pre-commit", "pre-commit run --all-files", "success") in runs["pre-commit"].steps
+    assert api.requests == []  # no token, no API call
+
+    # a unit whose HCL is not formatted fails the pre-commit job
+    unit = repo / DNS / "terragrunt.hcl"
+    unit.write_text(unit.read_text().replace("zone_name = ", "zone_name    =   "))
+    bad = commit_all(repo, "an unformatted unit")
+    world.push("main")
+    failed = world.act(
+        "check.yml", "push", push_event(head, bad), sha=bad, ref="refs/heads/main", job="pre-commit"
+    )
+    assert failed.returncode != 0
+    assert [j.result for j in failed.jobs] == ["failure"]
+    assert "terragrunt hcl fmt" in failed.output
