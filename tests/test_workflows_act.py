@@ -79,6 +79,7 @@ VAULT_SECRETS = {
 }
 DNS = "live/cloud/dns"
 VMS = "live/cluster/vms"
+REGISTRY = "live/cloud/registry"
 
 
 # --------------------------------------------------------------------------- the stage
@@ -683,17 +684,21 @@ def test_pull_request_plans_one_leg_per_executor_and_keeps_one_sticky_comment(wo
 # --------------------------------------------------------------------------- 2. merge
 
 
-def test_merge_applies_auto_units_then_the_approval_job_applies_the_vm_from_the_reviewed_folder(
+def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_from_the_reviewed_folders(
     world: World,
 ) -> None:
+    """Each executor's folder holds what waits; the cloud one also holds what the
+    auto job applied, which the approval job must leave alone (its plan is stale)."""
     repo, api = world.repo, world.api
     base = git(repo, "rev-parse", "HEAD").strip()
     api.state.add_run("apply.yml", base)  # the last successful apply: the base
     git(repo, "checkout", "--quiet", "-b", "change")
     change_dns_and_vms(repo)
-    commit_all(repo, "DNS: move api; VMs: more memory for node-3")
+    # a deleted image repository: a delete, so the registry waits for a human too
+    edit(repo, f"{REGISTRY}/terragrunt.hcl", '["web", "api", "worker"]', '["web", "api"]')
+    commit_all(repo, "DNS: move api; VMs: more memory for node-3; registry: drop worker")
     world.push("change")
-    number = int(api.state.add_pull(head="change", title="api record and node-3 memory")["number"])
+    number = int(api.state.add_pull(head="change", title="api, node-3, worker")["number"])
     git(repo, "checkout", "--quiet", "main")
     git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
     merged = world.push("main")
@@ -707,38 +712,44 @@ def test_merge_applies_auto_units_then_the_approval_job_applies_the_vm_from_the_
     assert run.result("affected executors") == ["success"]
     assert sorted(run.result("plan and apply auto")) == ["success", "success"]
     assert run.result("report") == ["success"]
-    assert run.result("apply manual (") == ["success"]  # only the lan leg has a manual unit
+    assert sorted(run.result("apply manual (")) == ["success", "success"]
 
     # the matrix job planned from the last applied commit (the API's run)
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/actions/workflows/apply.yml/runs") in api.calls(
         "GET"
     )
-    plan_lan = summary_of(run.artifact("plan-lan"))
-    assert plan_lan["base"] == base and plan_lan["head"] == merged
+    for executor in ("hosted", "lan"):
+        plan = summary_of(run.artifact(f"plan-{executor}"))
+        assert plan["base"] == base and plan["head"] == merged
 
-    # the auto legs: dns applied, the VM waits
+    # the auto jobs: the DNS record applied; the registry and the VM wait
     auto_hosted = json.loads((run.artifact("apply-auto-hosted") / "apply.json").read_text())
     auto_lan = json.loads((run.artifact("apply-auto-lan") / "apply.json").read_text())
     assert units_of(auto_hosted)[DNS]["result"] == "applied"
+    assert units_of(auto_hosted)[REGISTRY]["result"] == "waiting-approval"
     assert units_of(auto_lan)[VMS]["result"] == "waiting-approval"
-    # the approval job applied it, from the reviewed plan folder and the auto record
+    # the approval jobs applied them, from the reviewed plan folders and the auto records
+    manual_hosted = json.loads((run.artifact("apply-manual-hosted") / "apply.json").read_text())
     manual_lan = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
-    assert manual_lan["approve_manual"] is True
-    assert manual_lan["plans_head"] == merged
+    for record in (manual_hosted, manual_lan):
+        assert record["approve_manual"] is True and record["plans_head"] == merged
+        assert [r["approve_manual"] for r in record["runs"]] == [False, True]
+    assert units_of(manual_hosted)[REGISTRY]["result"] == "applied"
     assert units_of(manual_lan)[VMS]["result"] == "applied"
-    assert [r["approve_manual"] for r in manual_lan["runs"]] == [False, True]
-    assert "apply-manual-hosted" not in run.artifact_names()
+    # what the auto job applied from the same folder is left alone
+    assert units_of(manual_hosted)[DNS]["result"] == "applied"
+    assert units_of(manual_hosted)[DNS]["earlier"] is True
 
     # moto: the new values are in the state
-    dns_state = json.dumps(world.state(DNS))
-    assert "203.0.113.11" in dns_state
+    assert "203.0.113.11" in json.dumps(world.state(DNS))
+    assert '"worker"' not in json.dumps(world.state(REGISTRY)["resources"])
     vms_after = world.state(VMS)
     assert vms_after["serial"] > vms_before["serial"]
     assert "16384" in json.dumps(vms_after)
 
-    # the report commented on the merged pull request, once
+    # the report commented on the merged pull request, once, naming what waits
     report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
-    assert len(report) == 1 and VMS in report[0]["body"]
+    assert len(report) == 1 and VMS in report[0]["body"] and REGISTRY in report[0]["body"]
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/commits/{merged}/pulls") in api.calls("GET")
     assert_no_secret_in(report[0]["body"], world.stage)
 
@@ -757,9 +768,8 @@ def test_merge_applies_auto_units_then_the_approval_job_applies_the_vm_from_the_
         },
     )
     assert fresh.returncode == 0, fresh.output
-    assert {u["path"]: u["status"] for u in summary_of(out)["units"]} == dict.fromkeys(
-        units_of(summary_of(out)), "no-changes"
-    )
+    statuses = {u["path"]: u["status"] for u in summary_of(out)["units"]}
+    assert len(statuses) == 7 and set(statuses.values()) == {"no-changes"}, statuses
 
 
 # --------------------------------------------------------------------------- 3. bump
