@@ -67,6 +67,20 @@ def _echo(argv: Sequence[str]) -> None:
         sys.stderr.flush()
 
 
+def _argv(args: Sequence[str]) -> tuple[str, ...]:
+    """``args`` as strings, echoed first when ``IAC_ECHO_COMMANDS`` asks for it."""
+    argv = tuple(str(a) for a in args)
+    if _echo_enabled():
+        _echo(argv)
+    return argv
+
+
+def _not_found(argv: Sequence[str]) -> ToolingError:
+    return ToolingError(
+        f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
+    )
+
+
 def run(
     args: Sequence[str],
     *,
@@ -81,9 +95,7 @@ def run(
     ``env`` is *added* to the current environment (``None`` values are not
     supported: build the full mapping with :func:`child_env` to remove keys).
     """
-    argv = tuple(str(a) for a in args)
-    if _echo_enabled():
-        _echo(argv)
+    argv = _argv(args)
     try:
         proc = subprocess.run(
             argv,
@@ -96,9 +108,7 @@ def run(
             check=False,
         )
     except FileNotFoundError as exc:
-        raise ToolingError(
-            f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
-        ) from exc
+        raise _not_found(argv) from exc
     except subprocess.TimeoutExpired as exc:
         raise ToolingError(f"{shlex.join(argv)} timed out after {timeout} s") from exc
     result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
@@ -125,9 +135,7 @@ def stream(
     """
     import signal
 
-    argv = tuple(str(a) for a in args)
-    if _echo_enabled():
-        _echo(argv)
+    argv = _argv(args)
     try:
         child = subprocess.Popen(
             argv,
@@ -140,9 +148,7 @@ def stream(
             errors="replace",
         )
     except FileNotFoundError as exc:
-        raise ToolingError(
-            f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
-        ) from exc
+        raise _not_found(argv) from exc
     failure: list[BaseException] = []
 
     def pump(name: str, pipe: IO[str]) -> None:
@@ -209,9 +215,7 @@ def run_to_file(
     """
     import signal
 
-    argv = tuple(str(a) for a in args)
-    if _echo_enabled():
-        _echo(argv)
+    argv = _argv(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("ab") as sink:
         try:
@@ -225,9 +229,7 @@ def run_to_file(
                 start_new_session=True,
             )
         except FileNotFoundError as exc:
-            raise ToolingError(
-                f"{argv[0]}: program not found. Run `invoke setup` and try again."
-            ) from exc
+            raise _not_found(argv) from exc
     interrupted = False
 
     def forward(signum: int, frame: object) -> None:
