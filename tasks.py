@@ -72,11 +72,8 @@ def setup(c: Context, pipeline: bool = False) -> None:
     from tooling.io import toolchain
 
     def go() -> None:
-        for tool in toolchain.setup(ROOT, test_tools=not pipeline):
-            print(
-                f"{tool.name} {tool.version}: {tool.source} -> {tool.link or tool.path}",
-                file=sys.stderr,
-            )
+        installed = toolchain.setup(ROOT, test_tools=not pipeline)
+        print(toolchain.summary_line(installed), file=sys.stderr)
 
     _run(go)
 
@@ -207,10 +204,16 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     _run(lambda: applying.apply(_workspace(), Path(plans), approve_manual=approve_manual))
 
 
-@task(help={"args": "extra pytest arguments, e.g. '-k plan -x'"})
+@task(
+    help={"args": "extra pytest arguments, quoted as in a shell, e.g. '-k \"plan and not e2e\" -x'"}
+)
 def test(c: Context, args: str = "") -> None:
     """Run the whole test suite (pytest, in parallel on the CPUs this machine has)."""
-    c.run(f"{sys.executable} -m pytest -n auto --dist loadgroup {args}", pty=False)
+    import shlex
+
+    # split as a shell would and join again: every argument reaches pytest whole
+    argv = [sys.executable, "-m", "pytest", "-n", "auto", "--dist", "loadgroup", *shlex.split(args)]
+    c.run(shlex.join(argv), pty=False)
 
 
 @task(

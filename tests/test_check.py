@@ -25,6 +25,7 @@ from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke
 from tooling.core import policy
 from tooling.core.policy import CheckPolicy, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model import tools
 
 CORPUS = Path(__file__).parent / "check_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.toml").is_file())
@@ -319,3 +320,15 @@ def test_the_repository_policy_declares_both_layers_and_the_allowlist() -> None:
         "cloud",
     )  # type: ignore[union-attr]
     assert pol.allowed_module_sources == ("git.example.com/platform-modules/*",)
+
+
+def test_check_reads_tool_versions_with_the_installers_reader() -> None:
+    """`invoke check` and `invoke setup` read .tool-versions alike: a line setup refuses is a violation."""
+    text = "opentofu 1.12.6\nterragrunt\nopentofu 1.12.7\nterragrunt 1.1.3\n"
+    found = policy.check_tool_versions(CheckPolicy(), Snapshot.of({".tool-versions": text}, ()))
+    assert [(v.line, v.rule, v.message) for v in found] == [
+        (2, "tool-version-pin", "malformed line 'terragrunt': expected '<tool> <version>'"),
+        (3, "tool-version-pin", "opentofu is pinned twice (first on line 1)"),
+    ]
+    with pytest.raises(ToolingError, match=r"\.tool-versions:2: malformed line"):
+        tools.parse_tool_versions(text, ".tool-versions")

@@ -1,14 +1,19 @@
-"""The pinned command-line tools: OpenTofu, Terragrunt, actionlint and act.
+"""Installing and checking the pinned command-line tools: OpenTofu, Terragrunt, actionlint, act.
 
-``.tool-versions`` at the repository root (asdf/mise format) pins one exact
-version per tool. Two entry points serve ``tasks.py``:
+``.tool-versions`` pins one exact version per tool (read by
+:func:`tooling.model.tools.read_tool_versions`, the one reader). Two entry
+points serve ``tasks.py``:
 
 - :func:`setup` installs every pinned tool and links it into the ``bin``
   directory of the active Python environment. For each tool it takes the first
   of: a binary already in the cache, a binary of the right version already on
-  ``PATH``, the official release (verified against its published checksum
-  file), or a build from the Go module (several minutes, needs ``go``). A
-  tool without a release asset pattern (act) is only ever built.
+  ``PATH``, the official release verified against its published checksum file
+  (:mod:`tooling.io.release`), or a build from the Go module
+  (:mod:`tooling.io.gobuild`, needs ``go``). A tool without a release asset
+  pattern (act) is only ever built. An install holds a lock
+  (``<cache>/locks/<tool>-<version>.lock``), so two concurrent set-ups never
+  build the same tool twice: the second waits, says so, then finds it cached.
+  A warm set-up prints nothing here.
 - :func:`check_versions` runs before every other task and refuses, with an
   actionable message, when a tool on ``PATH`` is missing or of another
   version. Its answer is cached in ``<cache>/version-check.json`` keyed by the
@@ -18,323 +23,41 @@ version per tool. Two entry points serve ``tasks.py``:
 The cache directory is ``$IAC_CACHE_DIR``, else
 ``${XDG_CACHE_HOME:-~/.cache}/iac-tooling``; binaries live at
 ``<cache>/tools/<tool>/<version>/<binary>``.
-
-The parsers and URL/recipe builders at the top are pure functions.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import re
 import shutil
-import stat
 import sys
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from tooling.errors import ToolingError
-from tooling.io import proc
+from tooling.io import gobuild, proc, release
 from tooling.io.config import cache_root
 from tooling.io.ui import say
+from tooling.model.tools import (
+    EXACT_VERSION,
+    GITHUB,
+    SETUP_HINT,
+    TOOL_VERSIONS_FILE,
+    TOOLS,
+    Tool,
+    get_tool,
+    go_platform,
+    read_tool_versions,
+)
 
-TOOL_VERSIONS_FILE = ".tool-versions"
-GITHUB = "https://github.com"
-#: seconds for each network operation of a release download
-DOWNLOAD_TIMEOUT = 15.0
 #: seconds for ``<tool> --version`` and friends
 PROBE_TIMEOUT = 60.0
-_SETUP_HINT = "Run `invoke setup` to install the pinned versions."
 
 Source = Literal["cache", "path", "download", "build"]
-Archive = Literal["zip", "tar.gz", "raw"]
-
-_EXACT_VERSION = re.compile(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?")
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-
-
-# --------------------------------------------------------------------------
-# pure parsers
-
-
-def parse_tool_versions(text: str, path: Path | str) -> dict[str, str]:
-    """Parse a ``.tool-versions`` file: ``{tool: version}``.
-
-    Each non-blank line is ``<tool> <version> [<fallback versions>...]``; ``#``
-    starts a comment. Only the first version of a line counts (as in asdf).
-    A malformed or duplicate line raises :class:`ToolingError` naming
-    ``path:line``.
-    """
-    return {name: version for name, (version, _line) in _parse_tool_versions(text, path).items()}
-
-
-def _parse_tool_versions(text: str, path: Path | str) -> dict[str, tuple[str, int]]:
-    pins: dict[str, tuple[str, int]] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        fields = line.split()
-        if len(fields) < 2:
-            raise ToolingError(
-                f"{path}:{lineno}: malformed line {raw.strip()!r}: expected "
-                f"'<tool> <version>' (e.g. 'opentofu 1.12.6'). Fix the line."
-            )
-        name, version = fields[0], fields[1]
-        if name in pins:
-            raise ToolingError(
-                f"{path}:{lineno}: {name} is pinned twice (first on line {pins[name][1]}). "
-                f"Keep one line per tool."
-            )
-        pins[name] = (version, lineno)
-    return pins
-
-
-def _version_line(output: str, pattern: str, what: str) -> str:
-    """The version captured by ``pattern`` on the first line that matches it."""
-    regex = re.compile(pattern)
-    for line in output.splitlines():
-        match = regex.fullmatch(line.strip())
-        if match:
-            return match.group(1)
-    first = next((line.strip() for line in output.splitlines() if line.strip()), "")
-    raise ToolingError(
-        f"cannot read the version from the output of `{what}` (got {first!r}). "
-        f"Is it the right program? {_SETUP_HINT}"
-    )
-
-
-def parse_tofu_version(output: str) -> str:
-    """``tofu version`` output ("OpenTofu v1.12.6\\non linux_amd64") -> "1.12.6".
-
-    Warnings that OpenTofu prints before the version line are skipped; a
-    development build yields e.g. "1.12.6-dev", which matches no pin.
-    """
-    return _version_line(output, r"OpenTofu v(\S+)", "tofu version")
-
-
-def parse_terragrunt_version(output: str) -> str:
-    """``terragrunt --version`` output ("terragrunt version v1.1.3") -> "1.1.3"."""
-    return _version_line(output, r"terragrunt version v?(\S+)", "terragrunt --version")
-
-
-def parse_actionlint_version(output: str) -> str:
-    """``actionlint --version`` output (first line "1.7.12" or "v1.7.12") -> "1.7.12"."""
-    return _version_line(output, r"v?(\d+\.\d+\.\d+\S*)", "actionlint --version")
-
-
-def parse_act_version(output: str) -> str:
-    """``act --version`` output ("act version 0.2.89") -> "0.2.89"."""
-    return _version_line(output, r"act version v?(\S+)", "act --version")
-
-
-def parse_checksums(text: str, source: str) -> dict[str, str]:
-    """Parse a release checksum file: ``{filename: sha256}`` (hex, lower case).
-
-    Lines are ``<sha256>  <filename>`` as ``sha256sum`` writes them (a ``*``
-    before the name marks binary mode and is dropped). ``source`` names the
-    file in errors.
-    """
-    sums: dict[str, str] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        fields = line.split(None, 1)
-        if len(fields) != 2 or not _SHA256.fullmatch(fields[0]):
-            raise ToolingError(f"{source}:{lineno}: not a '<sha256>  <filename>' line: {line!r}")
-        sums[fields[1].strip().removeprefix("*")] = fields[0].lower()
-    return sums
-
-
-# --------------------------------------------------------------------------
-# the tools
-
-
-@dataclass(frozen=True)
-class Tool:
-    """What the tooling knows about one pinned tool."""
-
-    name: str  #: key in ``.tool-versions``
-    binary: str  #: executable name
-    version_args: tuple[str, ...]
-    parse_version: Callable[[str], str]
-    repo: str  #: GitHub ``owner/name`` of the releases
-    asset: str  #: release asset name (``{v}``, ``{os}``, ``{arch}`` filled in); "" = build only
-    checksums: str  #: checksum file name; ``{v}`` is filled in
-    archive: Archive
-    module: str  #: Go module path
-    package: str  #: package of the main program, relative to the module root
-    ldflags: str  #: ``{v}`` is filled in
-    #: only the tests use it (act): ``invoke setup`` installs it, the tasks do not require it
-    test_only: bool = False
-
-
-TOOLS: dict[str, Tool] = {
-    tool.name: tool
-    for tool in (
-        Tool(
-            name="opentofu",
-            binary="tofu",
-            version_args=("version",),
-            parse_version=parse_tofu_version,
-            repo="opentofu/opentofu",
-            asset="tofu_{v}_{os}_{arch}.zip",
-            checksums="tofu_{v}_SHA256SUMS",
-            archive="zip",
-            module="github.com/opentofu/opentofu",
-            package="./cmd/tofu",
-            ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no",
-        ),
-        Tool(
-            name="terragrunt",
-            binary="terragrunt",
-            version_args=("--version",),
-            parse_version=parse_terragrunt_version,
-            repo="gruntwork-io/terragrunt",
-            asset="terragrunt_{os}_{arch}",
-            checksums="SHA256SUMS",
-            archive="raw",
-            module="github.com/gruntwork-io/terragrunt",
-            package=".",
-            ldflags="-s -w -X github.com/gruntwork-io/terragrunt/internal/version.Version=v{v}",
-        ),
-        Tool(
-            name="actionlint",
-            binary="actionlint",
-            version_args=("--version",),
-            parse_version=parse_actionlint_version,
-            repo="rhysd/actionlint",
-            asset="actionlint_{v}_{os}_{arch}.tar.gz",
-            checksums="actionlint_{v}_checksums.txt",
-            archive="tar.gz",
-            module="github.com/rhysd/actionlint",
-            package="./cmd/actionlint",
-            ldflags="-s -w -X github.com/rhysd/actionlint.version={v}",
-        ),
-        Tool(
-            # The workflow engine of the act-driven workflow tests. Its release
-            # assets use other OS/arch names than Go's, so it is built from the
-            # Go module (the version comes from the module's embedded VERSION).
-            name="act",
-            binary="act",
-            version_args=("--version",),
-            parse_version=parse_act_version,
-            repo="nektos/act",
-            asset="",
-            checksums="",
-            archive="raw",
-            module="github.com/nektos/act",
-            package=".",
-            ldflags="-s -w",
-            test_only=True,
-        ),
-    )
-}
-
-
-def get_tool(name: str) -> Tool:
-    """The tool called ``name`` in ``.tool-versions`` (its binary name works too)."""
-    if name in TOOLS:
-        return TOOLS[name]
-    for tool in TOOLS.values():
-        if tool.binary == name:
-            return tool
-    raise ToolingError(f"unknown tool {name!r}: the tooling manages {', '.join(TOOLS)}")
-
-
-def parse_version_output(name: str, output: str) -> str:
-    """The version in the output of the tool's version command."""
-    return get_tool(name).parse_version(output)
-
-
-@dataclass(frozen=True)
-class ReleaseAsset:
-    url: str
-    checksums_url: str
-    filename: str
-    archive: Archive
-
-
-def release_asset(
-    name: str, version: str, os_name: str, arch: str, *, base_url: str = GITHUB
-) -> ReleaseAsset:
-    """The official release of ``name`` ``version`` for ``os_name``/``arch`` (Go names)."""
-    tool = get_tool(name)
-    filename = tool.asset.format(v=version, os=os_name, arch=arch)
-    base = f"{base_url.rstrip('/')}/{tool.repo}/releases/download/v{version}"
-    return ReleaseAsset(
-        url=f"{base}/{filename}",
-        checksums_url=f"{base}/{tool.checksums.format(v=version)}",
-        filename=filename,
-        archive=tool.archive,
-    )
-
-
-@dataclass(frozen=True)
-class GoBuildRecipe:
-    module: str
-    version: str  #: with the leading "v", as Go writes it
-    package: str
-    ldflags: str
-
-    @property
-    def module_query(self) -> str:
-        """``module@version`` for ``go mod download``."""
-        return f"{self.module}@{self.version}"
-
-    def build_args(self, output: Path | str) -> list[str]:
-        """The ``go build`` command line, run in a copy of the module."""
-        return [
-            "go",
-            "build",
-            "-trimpath",
-            "-ldflags",
-            self.ldflags,
-            "-o",
-            str(output),
-            self.package,
-        ]
-
-
-def go_build_recipe(name: str, version: str) -> GoBuildRecipe:
-    """How to build ``name`` ``version`` from its Go module."""
-    tool = get_tool(name)
-    return GoBuildRecipe(
-        module=tool.module,
-        version=f"v{version}",
-        package=tool.package,
-        ldflags=tool.ldflags.format(v=version),
-    )
-
-
-#: added to the environment of ``go build``
-GO_BUILD_ENV: Mapping[str, str] = {"CGO_ENABLED": "0"}
-
-_GO_OS = {"linux": "linux", "darwin": "darwin", "freebsd": "freebsd"}
-_GO_ARCH = {
-    "x86_64": "amd64",
-    "amd64": "amd64",
-    "aarch64": "arm64",
-    "arm64": "arm64",
-    "i386": "386",
-    "i686": "386",
-    "armv6l": "arm",
-    "armv7l": "arm",
-}
-
-
-def go_platform(sys_platform: str, machine: str) -> tuple[str, str]:
-    """Go's ``(GOOS, GOARCH)`` for ``sys.platform`` and ``platform.machine()``."""
-    os_name = next((go for prefix, go in _GO_OS.items() if sys_platform.startswith(prefix)), None)
-    arch = _GO_ARCH.get(machine.lower())
-    if os_name is None or arch is None:
-        raise ToolingError(f"no release binaries for this platform ({sys_platform}/{machine})")
-    return os_name, arch
 
 
 def host_platform() -> tuple[str, str]:
@@ -467,16 +190,18 @@ def read_pins(repo_root: Path, *, test_tools: bool = False) -> list[tuple[Tool, 
             f"{path} not found: the repository root must pin the tool versions, "
             f"one '<tool> <version>' line each for {', '.join(TOOLS)}."
         ) from None
+    read = read_tool_versions(text)
+    read.raise_problems(path)
     pins = []
-    for name, (version, lineno) in _parse_tool_versions(text, path).items():
+    for name, pin in read.pins.items():
         if name not in TOOLS or (TOOLS[name].test_only and not test_tools):
             continue
-        if not _EXACT_VERSION.fullmatch(version):
+        if not pin.exact:
             raise ToolingError(
-                f"{path}:{lineno}: {name} {version!r} is not an exact version: "
+                f"{path}:{pin.line}: {name} {pin.version!r} is not an exact version: "
                 f"pin one like '{name} 1.2.3' (no 'v', no 'latest')."
             )
-        pins.append((TOOLS[name], version))
+        pins.append((TOOLS[name], pin.version))
     return pins
 
 
@@ -532,7 +257,7 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
         found.append(InstalledTool(tool.name, tool.binary, version, Path(exe), "path"))
     memo.save()
     if problems:
-        hint = _SETUP_HINT
+        hint = SETUP_HINT
         bin_dir = scripts_dir()
         if not _on_path(bin_dir):
             hint += f" Then put {bin_dir} first on PATH (activate the virtual environment)."
@@ -548,27 +273,6 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
 # installing
 
 
-class _Unavailable(Exception):
-    """A release download that cannot be used; the install falls through to a Go build."""
-
-
-class _ChecksumMismatch(ToolingError):
-    """A downloaded release that does not match its published checksum: never fall through."""
-
-
-@contextmanager
-def _partial_dir(parent: Path) -> Iterator[Path]:
-    """A scratch directory beside the final binary, so that ``os.replace`` is atomic."""
-    import tempfile
-
-    parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".partial-", dir=parent))
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 def _path_candidates(binary: str) -> Iterator[Path]:
     """Every executable called ``binary`` on ``PATH``, in order, once per real file."""
     seen: set[str] = set()
@@ -582,162 +286,6 @@ def _path_candidates(binary: str) -> Iterator[Path]:
         if real not in seen:
             seen.add(real)
             yield candidate
-
-
-def _fetch(url: str, dest: Path) -> str:
-    """Download ``url`` to ``dest``; return its sha256 (hex)."""
-    import hashlib
-    import urllib.request
-
-    digest = hashlib.sha256()
-    request = urllib.request.Request(url, headers={"User-Agent": "iac-tooling"})
-    with (
-        urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response,
-        dest.open("wb") as out,
-    ):
-        while chunk := response.read(1 << 20):
-            digest.update(chunk)
-            out.write(chunk)
-    return digest.hexdigest()
-
-
-def _extract(archive: Archive, downloaded: Path, binary: str, dest: Path) -> None:
-    """Write the ``binary`` inside ``downloaded`` to ``dest``."""
-    if archive == "raw":
-        os.replace(downloaded, dest)
-        return
-    if archive == "zip":
-        import zipfile
-
-        with zipfile.ZipFile(downloaded) as zf:
-            names = [n for n in zf.namelist() if n.removeprefix("./") == binary]
-            if not names:
-                raise _Unavailable(f"{downloaded.name} holds no {binary}")
-            with zf.open(names[0]) as src, dest.open("wb") as out:
-                shutil.copyfileobj(src, out)
-        return
-    import tarfile
-
-    with tarfile.open(downloaded, "r:gz") as tf:
-        member = next(
-            (m for m in tf.getmembers() if m.isfile() and m.name.removeprefix("./") == binary), None
-        )
-        extracted = tf.extractfile(member) if member else None
-        if extracted is None:
-            raise _Unavailable(f"{downloaded.name} holds no {binary}")
-        with extracted, dest.open("wb") as out:
-            shutil.copyfileobj(extracted, out)
-
-
-def _download(tool: Tool, version: str, target: Path, base_url: str) -> bool:
-    """Install the official release at ``target``; False (after a note) if it cannot be had."""
-    import http.client
-    import urllib.error
-
-    label = f"{tool.binary} {version}"
-    try:
-        os_name, arch = host_platform()
-        asset = release_asset(tool.name, version, os_name, arch, base_url=base_url)
-        say(f"{label}: downloading {asset.url}")
-        with _partial_dir(target.parent) as scratch:
-            sums_file = scratch / "checksums"
-            _fetch(asset.checksums_url, sums_file)
-            try:
-                sums = parse_checksums(
-                    sums_file.read_text(encoding="utf-8", errors="replace"), asset.checksums_url
-                )
-            except ToolingError as exc:
-                raise _Unavailable(str(exc)) from exc
-            expected = sums.get(asset.filename)
-            if expected is None:
-                raise _Unavailable(f"{asset.checksums_url} lists no {asset.filename}")
-            downloaded = scratch / asset.filename
-            actual = _fetch(asset.url, downloaded)
-            if actual != expected:
-                raise _ChecksumMismatch(
-                    f"{label}: checksum mismatch for {asset.url}: expected sha256 {expected}, "
-                    f"got {actual}. The download is corrupt or was tampered with; nothing was "
-                    f"installed. Run `invoke setup` again, and report it if it persists."
-                )
-            binary = scratch / f"{tool.binary}.new"
-            _extract(asset.archive, downloaded, tool.binary, binary)
-            binary.chmod(0o755)
-            got = _run_version(tool, binary)
-            if got != version:
-                raise _Unavailable(f"{asset.url} holds {tool.binary} {got}, not {version}")
-            os.replace(binary, target)
-    except _ChecksumMismatch:
-        raise
-    except (_Unavailable, ToolingError, OSError, http.client.HTTPException) as exc:
-        if isinstance(exc, urllib.error.HTTPError):
-            reason = f"HTTP {exc.code} for {exc.url}"
-        elif isinstance(exc, urllib.error.URLError):
-            reason = str(exc.reason)
-        else:
-            reason = str(exc) or type(exc).__name__
-        say(f"{label}: download failed ({reason}); building from source instead")
-        return False
-    say(f"{label}: downloaded and verified against {asset.checksums_url}")
-    return True
-
-
-def _make_writable(tree: Path) -> None:
-    """``chmod -R u+w``: the Go module cache is read-only."""
-    for root, _dirs, files in os.walk(tree):
-        os.chmod(root, os.stat(root).st_mode | stat.S_IWUSR)
-        for name in files:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
-
-
-def _go_build(tool: Tool, version: str, target: Path) -> None:
-    """Build ``tool`` ``version`` from its Go module and install it at ``target``."""
-    import tempfile
-
-    label = f"{tool.binary} {version}"
-    recipe = go_build_recipe(tool.name, version)
-    if shutil.which("go") is None:
-        raise ToolingError(
-            f"{label}: not cached, not on PATH, and the release download failed; building it "
-            f"from source needs Go (https://go.dev/dl/), which is not on PATH. Install Go, or "
-            f"install {tool.binary} {version} yourself and put it on PATH; then run `invoke setup` again."
-        )
-    say(f"{label}: building from Go module {recipe.module_query} (takes several minutes)")
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(
-        prefix=f"iac-{tool.binary}-build-", ignore_cleanup_errors=True
-    ) as work:
-        workdir = Path(work)
-        result = proc.run(
-            ["go", "mod", "download", "-json", recipe.module_query], cwd=workdir, ok_codes=(0, 1)
-        )
-        try:
-            info = json.loads(result.stdout) if result.stdout.strip() else {}
-        except ValueError:
-            info = {}
-        module_dir = info.get("Dir") if isinstance(info, dict) else None
-        if result.returncode != 0 or not isinstance(module_dir, str):
-            error = (info.get("Error") if isinstance(info, dict) else None) or result.stderr.strip()
-            raise ToolingError(
-                f"{label}: `go mod download {recipe.module_query}` failed: {error}. Check the "
-                f"version in {TOOL_VERSIONS_FILE} and that the Go module proxy (GOPROXY) is reachable."
-            )
-        source = workdir / "src"
-        shutil.copytree(module_dir, source, symlinks=True)
-        _make_writable(source)
-        with _partial_dir(target.parent) as scratch:
-            built = scratch / tool.binary
-            proc.run(recipe.build_args(built), cwd=source, env=GO_BUILD_ENV)
-            got = _run_version(tool, built)
-            if got != version:
-                raise ToolingError(
-                    f"{label}: the binary built from {recipe.module_query} reports version {got}; "
-                    f"the build recipe (ldflags {recipe.ldflags!r}) may not fit this version. "
-                    f"Install {tool.binary} {version} yourself and put it on PATH, and report it."
-                )
-            os.replace(built, target)
-    say(f"{label}: built in {time.monotonic() - started:.0f} s, cached at {target}")
 
 
 def _link(tool: Tool, version: str, binary: Path, bin_dir: Path) -> Path:
@@ -758,8 +306,54 @@ def _link(tool: Tool, version: str, binary: Path, bin_dir: Path) -> Path:
         shutil.copy2(binary, tmp)
         how = "copied"
     os.replace(tmp, link)
-    say(f"{tool.binary} {version}: {how} {link} -> {binary}")
+    if how == "copied":  # a symlink is what the user expects; a copy goes stale on upgrades
+        say(f"{tool.binary} {version}: copied to {link} (symbolic links are not supported here)")
     return link
+
+
+def lock_file(cache: Path, tool: Tool, version: str) -> Path:
+    """The lock an install of ``tool`` ``version`` holds."""
+    return cache / "locks" / f"{tool.name}-{version}.lock"
+
+
+@contextmanager
+def install_lock(cache: Path, tool: Tool, version: str) -> Iterator[None]:
+    """Hold the install lock of ``tool`` ``version``; wait (and say so) while another holds it.
+
+    ``fcntl.flock`` on a file in the cache: the kernel releases it when the
+    holder exits, however it exits, so a killed set-up never leaves it stuck.
+    """
+    path = lock_file(cache, tool, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(
+                f"{tool.binary} {version}: another set-up is installing it (lock {path}); "
+                f"waiting for it to finish"
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cached(tool: Tool, version: str, target: Path, memo: _VersionMemo) -> bool:
+    """True when ``target`` is ``tool`` ``version``; says why a cached binary is replaced."""
+    if not target.exists():
+        return False
+    label = f"{tool.binary} {version}"
+    try:
+        got = _probe(tool, target, memo)
+    except ToolingError as exc:
+        say(f"{label}: the cached binary is unusable ({exc}); replacing it")
+        return False
+    if got == version:
+        return True
+    say(f"{label}: the cached binary at {target} is {got}; replacing it")
+    return False
 
 
 def _resolve(
@@ -774,30 +368,37 @@ def _resolve(
 ) -> tuple[Source, Path]:
     label = f"{tool.binary} {version}"
     target = cached_binary(tool.name, version, cache)
-    if target.exists():
-        try:
-            got = _probe(tool, target, memo)
-        except ToolingError as exc:
-            say(f"{label}: the cached binary is unusable ({exc}); replacing it")
-        else:
-            if got == version:
-                say(f"{label}: cached at {target}")
-                return "cache", target
-            say(f"{label}: the cached binary at {target} is {got}; replacing it")
+    if _cached(tool, version, target, memo):
+        return "cache", target
     if search_path:
         for candidate in _path_candidates(tool.binary):
             try:
                 got = _probe(tool, candidate, memo)
-            except ToolingError as exc:
-                say(f"{label}: skipping {candidate} ({exc})")
+            except ToolingError:
                 continue
             if got == version:
-                say(f"{label}: found on PATH at {candidate}")
                 return "path", Path(os.path.realpath(candidate))
-            say(f"{label}: skipping {candidate} (version {got})")
-    if download and tool.asset and _download(tool, version, target, release_base):
-        return "download", target
-    _go_build(tool, version, target)
+    with install_lock(cache, tool, version):
+        # another set-up may have installed it while this one waited for the lock
+        if _cached(tool, version, target, _VersionMemo(cache)):
+            say(f"{label}: installed by the other set-up; using it")
+            return "cache", target
+        if download and tool.asset:
+            try:
+                platform = host_platform()
+            except ToolingError as exc:
+                say(f"{label}: {exc}; building from source")
+            else:
+                if release.download(
+                    tool,
+                    version,
+                    target,
+                    platform=platform,
+                    base_url=release_base,
+                    run_version=_run_version,
+                ):
+                    return "download", target
+        gobuild.build(tool, version, target, cache=cache, run_version=_run_version)
     return "build", target
 
 
@@ -820,7 +421,7 @@ def ensure_tool(
     ``https://github.com`` (a mirror).
     """
     tool = get_tool(name)
-    if not _EXACT_VERSION.fullmatch(version):
+    if not EXACT_VERSION.fullmatch(version):
         raise ToolingError(f"{tool.name} {version!r} is not an exact version like 1.2.3")
     cache = cache or cache_root()
     memo = _VersionMemo(cache)
@@ -880,3 +481,19 @@ def setup(
             )
     memo.save()
     return installed
+
+
+def summary_line(installed: list[InstalledTool]) -> str:
+    """The one line ``invoke setup`` prints: each tool once, by its binary name.
+
+    ``tools: tofu 1.12.6, terragrunt 1.1.3 (cached)``; a tool that came from
+    elsewhere says where (``on PATH``, ``downloaded``, ``built``).
+    """
+    where = {"cache": "cached", "path": "on PATH", "download": "downloaded", "build": "built"}
+    sources = {item.source for item in installed}
+    if len(sources) == 1:
+        names = ", ".join(f"{item.binary} {item.version}" for item in installed)
+        return f"tools: {names} ({where[sources.pop()]})"
+    return "tools: " + ", ".join(
+        f"{item.binary} {item.version} ({where[item.source]})" for item in installed
+    )

@@ -10,8 +10,7 @@ import re
 
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation
-
-TOOL_VERSIONS_FILE = ".tool-versions"
+from tooling.model.tools import TOOL_VERSIONS_FILE, read_tool_versions
 
 _TOOL_ALIASES = {
     "tofu": "opentofu",
@@ -52,7 +51,6 @@ def _tool_name(raw: str) -> str:
 def check_tool_versions(policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
     """The tools are pinned in .tool-versions only; no other file pins a different version."""
     out: list[Violation] = []
-    pins: dict[str, tuple[str, int]] = {}
     if TOOL_VERSIONS_FILE not in snap.paths:
         return [
             Violation(
@@ -63,10 +61,15 @@ def check_tool_versions(policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
                 "pin 'opentofu X.Y.Z' and 'terragrunt X.Y.Z' in .tool-versions at the repository root",
             )
         ]
-    for lineno, raw in enumerate(snap.text(TOOL_VERSIONS_FILE).splitlines(), start=1):
-        fields = raw.split("#", 1)[0].split()
-        if len(fields) >= 2:
-            pins.setdefault(fields[0], (fields[1], lineno))
+    # the installer's reader: a line `invoke setup` refuses is a violation here too
+    read = read_tool_versions(snap.text(TOOL_VERSIONS_FILE))
+    pins = {name: (pin.version, pin.line) for name, pin in read.pins.items()}
+    out += [
+        Violation(
+            TOOL_VERSIONS_FILE, problem.line, "tool-version-pin", problem.message, problem.fix
+        )
+        for problem in read.problems
+    ]
     for tool in ("opentofu", "terragrunt"):
         if tool not in pins:
             out.append(
@@ -78,7 +81,7 @@ def check_tool_versions(policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
                     f"add a line '{tool} X.Y.Z' to .tool-versions",
                 )
             )
-        elif not re.fullmatch(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?", pins[tool][0]):
+        elif not read.pins[tool].exact:
             out.append(
                 Violation(
                     TOOL_VERSIONS_FILE,
