@@ -49,6 +49,13 @@ def _workspace() -> Any:
     return Workspace.here(Path.cwd())
 
 
+def _say_settings(ws: Any) -> None:
+    """The first line of every task that reads the units: what it runs against (stderr)."""
+    from tooling.io.ui import say
+
+    say(ws.settings.describe())
+
+
 def _run(fn: Callable[[], int | None]) -> None:
     with _errors():
         code = fn()
@@ -80,11 +87,17 @@ def setup(c: Context, pipeline: bool = False) -> None:
 
 @task(help={"json": "print the units as JSON on stdout"})
 def units(c: Context, json_: bool = False) -> None:
-    """Every unit: path, tier, executor, gate class, module source/ref, dependencies, files read, state key."""
+    """Every unit: path, tier, executor, declared gate class, module source/ref, dependencies, files read, state key.
+
+    The declared gate class is the unit's (or its tier's) `gate` local; a plan that
+    touches a node/VM, or deletes or replaces anything, waits for approval whatever
+    it declares.
+    """
     from tooling.commands import pipeline
 
     def go() -> None:
         ws = _workspace()
+        _say_settings(ws)
         ws.check_tools()
         pipeline.units(ws, as_json=json_)
 
@@ -107,6 +120,7 @@ def affected(
 
     def go() -> None:
         ws = _workspace()
+        _say_settings(ws)
         ws.check_tools()
         result, _ = pipeline.compute_affected(
             ws, base or None, head or None, uncommitted=uncommitted
@@ -124,7 +138,7 @@ def affected(
     help={
         "base": "plan what changed since the merge base with this ref (default: the default branch)",
         "all": "plan every unit",
-        "unit": "plan this unit (repeatable)",
+        "unit": "=PATH: plan the unit at PATH, e.g. --unit=live/cluster/vms (repeatable)",
         "executor": "plan only this executor's units (hosted | lan)",
         "jobs": "plans run in parallel (default: CPU count)",
         "out": "output folder (default: .iac/plans)",
@@ -174,6 +188,7 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
 
     def go() -> None:
         ws = _workspace()
+        _say_settings(ws)
         ws.check_tools()
         print(
             pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
@@ -459,7 +474,7 @@ def bump_all(c: Context, units: str = "") -> None:
 @task(
     iterable=["apps"],
     help={
-        "apps": "a folder of app workspaces, one sub-folder per app (DIR/APP/backend.hcl or DIR/APP/terraform/); repeatable",
+        "apps": "=DIR: a folder of app workspaces, one sub-folder per app (DIR/APP/backend.hcl or DIR/APP/terraform/); repeatable",
         "json": "print the violations as JSON on stdout (the lines still go to stderr)",
     },
 )

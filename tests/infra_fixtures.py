@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import schema_check
+from schema_check import JSON_TASKS
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_FILES = ("root.hcl", "policy.toml", ".tool-versions", "tasks.py", ".gitignore")
@@ -120,6 +122,15 @@ def invoke(
         timeout=timeout,
         check=False,
     )
+    task = next((a for a in args if not a.startswith("-")), "")
+    if (
+        "--json" in args
+        and task in JSON_TASKS
+        and proc.returncode in (0, 1)
+        and proc.stdout.strip()
+    ):
+        # every --json document a test produces matches its published schema
+        schema_check.check(JSON_TASKS[task], json.loads(proc.stdout), f"invoke {task} --json")
     return Invoked(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -134,6 +145,15 @@ def tools() -> None:
 @pytest.fixture(scope="session")
 def iac_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("iac-cache")
+
+
+@pytest.fixture(autouse=True)
+def _documents_match_their_schemas(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test: every summary.json and apply.json it left behind matches its schema."""
+    folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if folder is not None:
+        schema_check.check_folder(folder)
 
 
 @pytest.fixture(autouse=True)

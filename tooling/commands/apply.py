@@ -53,6 +53,7 @@ from tooling.core.gates import Gate, decide, parse_policy
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
+from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
@@ -316,7 +317,7 @@ class Applier:
             "failed": "✗",
             "not-run": "-",
         }[result]
-        print(f"  {mark} {path}: {result}" + (f" ({reason})" if reason else ""), flush=True)
+        show(f"  {mark} {path}: {result}" + (f" ({reason})" if reason else ""))
         self.save()
 
     def run_dir(self, unit: Mapping[str, Any]) -> Path:
@@ -549,7 +550,7 @@ class Applier:
             gate_class=model_unit.gate,
             source=model_unit.source,
         )
-        print(f"  ↻ {path}: upstream applied; re-planning against its real outputs", flush=True)
+        say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
         fresh = plan_unit(target, out, self.ws.tool_env)
         if fresh.status == "error":
             self.record(
@@ -660,7 +661,7 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
 
 
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
-    print(ws.settings.describe(), flush=True)
+    say(ws.settings.describe())
     ws.check_tools()
     folder_path = plans_dir.resolve()
     if not (folder_path / "summary.json").is_file():
@@ -678,7 +679,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         md = report_md(run, applier.summary)
         folder.write_text("apply.md", md)
         folder.job_summary(md)
-        print(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}", flush=True)
+        say(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}")
     if run.interrupted:
         return 130
     return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0

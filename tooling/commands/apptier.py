@@ -438,6 +438,7 @@ def apply(
             "units": [u.to_json() for u in run.units],
         }
         doc = {
+            "version": applying.RECORD_VERSION,
             "app": prep.app,
             "head": app_commit(prep.app_dir),
             "plans_head": summary.get("head"),

@@ -57,7 +57,7 @@ from tooling.core.bump import (
 from tooling.errors import ToolingError
 from tooling.io import git as gitw
 from tooling.io import tags
-from tooling.io.ui import say
+from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import WorkTree
 
@@ -68,14 +68,14 @@ def _show_dry_run(
     plan: BumpPlan, texts: Mapping[str, str], title: str, body: str, base: str
 ) -> None:
     new = apply_changes(texts, plan.changes)
-    say(f"dry run: would create {plan.branch} from {base} and change {len(plan.changes)} unit(s):")
+    show(f"dry run: would create {plan.branch} from {base} and change {len(plan.changes)} unit(s):")
     for file in sorted(new):
         old_lines = texts[file].splitlines()
         new_lines = new[file].splitlines()
         for n in changed_lines(texts[file], new[file]):
-            say(f"  {file}:{n}")
-            say(f"  - {old_lines[n - 1].strip()}")
-            say(f"  + {new_lines[n - 1].strip()}")
+            show(f"  {file}:{n}")
+            show(f"  - {old_lines[n - 1].strip()}")
+            show(f"  + {new_lines[n - 1].strip()}")
     print(f"branch: {plan.branch}\ntitle: {title}\n\n{body}", end="")
 
 
@@ -156,15 +156,15 @@ def _print_outdated(report: Mapping[str, Any]) -> None:
     header = ("MODULE", "CURRENT", "LATEST", "MAJOR", "UNITS")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
-        say(
+        show(
             "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True))
             + "  "
             + row[4]
         )
     if report["skipped"]:
-        say("skipped:")
+        show("skipped:")
         for s in report["skipped"]:
-            say(f"  {s['unit']}: {s['reason']}")
+            show(f"  {s['unit']}: {s['reason']}")
     if report["errors"]:
         say("could not list tags:")
         for e in report["errors"]:

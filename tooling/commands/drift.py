@@ -64,7 +64,7 @@ from tooling.core.drift import (
 )
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir
-from tooling.io.ui import say
+from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
 # --------------------------------------------------------------------------- the issue (edge)
@@ -255,10 +255,10 @@ def run(
                 if u.error
                 else ""
             )
-            say(f"  {u.status:<11} {u.path}  {detail}".rstrip())
+            show(f"  {u.status:<11} {u.path}  {detail}".rstrip())
         drifted = [u.path for u in units if u.drifted]
         failed = [u.path for u in units if not u.checked]
-        say(verdict(units).replace("**", ""))
+        show(verdict(units).replace("**", ""))
         say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
         if failed:
             say(f"not checked (plan failed): {', '.join(failed)}: exit 1")

@@ -18,7 +18,7 @@ from tooling.io.workspace import Workspace
 def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:
     """``{"include": [{"executor", "runs_on", "units"}, ...]}``; empty executors left out."""
     change, _ = pipeline.compute_affected(ws, base, uncommitted=True)
-    pipeline.print_affected(change)
+    pipeline.print_affected(change, say)
     doc = executors.matrix([(u.path, u.executor) for u in change.units], executors.parse(ws.policy))
     legs = (
         ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"])

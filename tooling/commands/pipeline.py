@@ -1,14 +1,15 @@
 """The tasks' logic, one function per command; ``tasks.py`` only parses options.
 
 Each function takes a :class:`~tooling.io.workspace.Workspace` and plain
-arguments, prints human output to stderr (stdout is reserved for ``--json``
-documents), and returns an exit code or raises :class:`ToolingError`.
+arguments, prints its result on stdout (human text, or the ``--json`` document)
+and progress and diagnostics on stderr (:mod:`tooling.io.ui`), and returns an
+exit code or raises :class:`ToolingError`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
-from tooling.io.ui import say
+from tooling.io.config import Settings
+from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
 
@@ -65,7 +67,10 @@ def compute_affected(
             raise UsageError(
                 "--uncommitted compares the working tree: do not combine it with --head"
             )
-        changes = [*changes, *git.uncommitted(root)]
+        pending = git.uncommitted(root)
+        changes = [*changes, *pending]
+        # "+ uncommitted changes" only when there are some
+        uncommitted = bool(pending)
         head_model = ws.current_model
     else:
         head_model = ws.model(ws.tree_at(head_sha, head_tree))
@@ -80,27 +85,29 @@ def compute_affected(
     return result, head_model
 
 
-def print_affected(result: Affected) -> None:
-    say(
+def print_affected(result: Affected, emit: Callable[[str], None] = show) -> None:
+    """The human listing: the result of `invoke affected` on stdout; progress (``say``)
+    where another command lists what it is about to do."""
+    emit(
         f"base {result.base[:12]} (merge base) -> head {result.head[:12]}{' + uncommitted changes' if result.uncommitted else ''}"
     )
     if not result.units:
-        say("no unit is affected")
+        emit("no unit is affected")
     for unit in result.units:
         extra = (
             f" (from {unit.moved_from}: state key changes, migrate state)"
             if unit.moved_from
             else ""
         )
-        say(f"  {unit.change:<9} {unit.path}{extra}")
+        emit(f"  {unit.change:<9} {unit.path}{extra}")
         for reason in unit.reasons:
-            say(f"              because {reason} changed")
+            emit(f"              because {reason} changed")
         if unit.error:
-            say(f"              and the model cannot evaluate it: {unit.error}")
+            emit(f"              and the model cannot evaluate it: {unit.error}")
     if result.dependents:
-        say("dependents (re-planned after their upstream applies):")
+        emit("dependents (re-planned after their upstream applies):")
         for dep in result.dependents:
-            say(f"  {dep.path}  via {dep.via}")
+            emit(f"  {dep.path}  via {dep.via}")
 
 
 # --------------------------------------------------------------------------- plan
@@ -200,7 +207,7 @@ def _plan_into(
     worktree: Path | None = None
     if not all_units and not units:
         change, _ = compute_affected(ws, base, uncommitted=True)
-        print_affected(change)
+        print_affected(change, say)
         if any(u.change == "deleted" for u in change.units):
             worktree = git.add_worktree(
                 root, root / ".iac" / "worktrees" / change.base[:12], change.base
@@ -250,11 +257,12 @@ def _plan_into(
         executor=executor,
         root=root,
         policy=parse_policy(ws.policy),
+        settings=ws.settings,
     )
     write_summary(out_dir, summary)
     rendered = report.render(results, head=head_sha, base=change.base if change else None)
     folder.write_text("comment.md", rendered)
-    say(report.table(results))
+    show(report.table(results))
     folder.job_summary(rendered)
     if comment:
         from tooling.io import forge
@@ -273,19 +281,23 @@ def summary_document(
     executor: str | None,
     root: Path,
     policy: GatePolicy,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """summary.json: the run's revisions and tools, and per unit its result with
     its gate (decided here under ``policy`` for a result that has none yet)."""
     from tooling.io import toolchain
 
-    return {
+    doc: dict[str, Any] = {
         "version": SUMMARY_VERSION,
         "base": base,
         "head": head,
         "executor": executor,
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
-        "units": [r.to_json() for r in with_gates(results, policy)],
     }
+    if settings is not None:
+        doc["settings"] = settings.to_json()
+    doc["units"] = [r.to_json() for r in with_gates(results, policy)]
+    return doc
 
 
 def units(ws: Workspace, *, as_json: bool) -> None:
@@ -298,10 +310,14 @@ def units(ws: Workspace, *, as_json: bool) -> None:
     for path in model.order:
         u = model.units[path]
         deps = ", ".join(u.dependencies) or "-"
-        say(
-            f"{u.path:<28} {u.tier}/{u.executor:<8} gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}"
+        show(
+            f"{u.path:<28} {u.tier}/{u.executor:<8} declared gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}"
         )
-        say(f"{'':<28} state: {u.state_key}   source: {u.source}")
+        show(f"{'':<28} state: {u.state_key}   source: {u.source}")
+    show(
+        "declared gate: the unit's (or tier's) gate class; a plan that touches a node/VM "
+        "or deletes or replaces anything waits for approval (manual) whatever it declares"
+    )
 
 
 def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:

@@ -41,6 +41,20 @@ class Settings:
     def state_backend(self) -> str:
         return "s3" if self.state_bucket else "local"
 
+    @property
+    def embedded_default(self) -> bool:
+        """The sandbox module catalog with local state: what runs with nothing configured."""
+        return self.module_sources == "sandbox" and not self.state_bucket
+
+    def to_json(self) -> dict[str, Any]:
+        """``settings`` in summary.json: what a run planned against."""
+        return {
+            "module_sources": self.module_sources,
+            "state": self.state_backend,
+            "embedded_default": self.embedded_default,
+            "description": self.describe(),
+        }
+
     def describe(self) -> str:
         """The one line every task prints first: what it runs against."""
         modules = (
@@ -53,11 +67,7 @@ class Settings:
             state = f"S3 state in s3://{self.state_bucket}{where}"
         else:
             state = "local state under .iac/state/"
-        default = (
-            " (embedded default)"
-            if self.module_sources == "sandbox" and not self.state_bucket
-            else ""
-        )
+        default = " (embedded default)" if self.embedded_default else ""
         return f"using {modules}, {state}{default}"
 
 
