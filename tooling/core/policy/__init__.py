@@ -35,8 +35,9 @@ from tooling.core.policy.settings import (
 )
 from tooling.core.policy.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
 from tooling.core.policy.state import app_backend_settings, check_app_workspaces, check_state_keys
-from tooling.core.policy.tool_pins import TOOL_VERSIONS_FILE, check_tool_versions
+from tooling.core.policy.tool_pins import check_tool_versions
 from tooling.model.repo import Model
+from tooling.model.tools import TOOL_VERSIONS_FILE
 
 __all__ = [
     "DEFAULT_TOOL_PIN_FILES",
