@@ -66,7 +66,13 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
     assert status["live/cluster/vms"] == "waiting-approval"
     assert status["live/cluster/os"] == "waiting-approval"
     assert status["live/cluster/gitops"] == "waiting-approval"  # downstream of them: not applied
-    assert "waiting for approval" in (tmp_path / "p1" / "apply.md").read_text()
+    apply_md = (tmp_path / "p1" / "apply.md").read_text()
+    assert "waiting for approval" in apply_md
+    # the waiting reason names every node the plan touches, grouped, never cut
+    vms_reason = results["live/cluster/vms"]["reason"]
+    assert "touches 3 nodes/VMs: node-1, node-2, node-3" in vms_reason
+    assert vms_reason.startswith("manual gate: ") and "…" not in vms_reason
+    assert "touches 3 nodes/VMs: node-1, node-2, node-3" in apply_md
 
     summary = _plan(example_repo, tmp_path / "p2", "--all")
     assert {u["path"] for u in summary["units"] if u["status"] == "changes"} == {

@@ -13,7 +13,7 @@ import pytest
 
 from tooling.core import report
 from tooling.core.changes import Affected, AffectedUnit, affected
-from tooling.core.gates import Gate, GatePolicy, decide, parse_policy
+from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets
@@ -266,6 +266,78 @@ def test_every_rule_that_fires_adds_a_reason() -> None:
         status="changes", declared="auto", summary=plan, destroy=False, policy=NODE_POLICY
     )
     assert gate.reasons == ("deletes a.b", "touches a node/VM: module.v.proxmox_vm_qemu.n")
+
+
+@pytest.mark.parametrize(
+    ("changes", "reasons"),
+    [
+        pytest.param(
+            [
+                (f'terraform_data.{r}["node-{n}"]', "terraform_data", "create")
+                for r in ("vm", "disk")
+                for n in (1, 2, 3)
+            ],
+            (
+                "touches 3 nodes/VMs: node-1, node-2, node-3 (terraform_data.vm, terraform_data.disk)",
+            ),
+            id="six-changes-three-vms-one-line",
+        ),
+        pytest.param(
+            [
+                ('terraform_data.vm["node-1"]', "terraform_data", "update"),
+                ('terraform_data.disk["node-1"]', "terraform_data", "create"),
+            ],
+            ("touches 1 node/VM: node-1 (terraform_data.vm, terraform_data.disk)",),
+            id="one-vm-two-resources",
+        ),
+        pytest.param(
+            [
+                ("module.k.proxmox_vm_qemu.a", "proxmox_vm_qemu", "create"),
+                ("module.k.proxmox_vm_qemu.b", "proxmox_vm_qemu", "create"),
+            ],
+            (
+                "touches 2 node/VM resources: module.k.proxmox_vm_qemu.a, module.k.proxmox_vm_qemu.b",
+            ),
+            id="unkeyed-addresses-listed-whole",
+        ),
+        pytest.param(
+            [
+                ("terraform_data.bootstrap", "terraform_data", "create"),
+                ('terraform_data.vm["node-1"]', "terraform_data", "create"),
+                ('terraform_data.vm["node-2"]', "terraform_data", "create"),
+            ],
+            (
+                "touches 2 nodes/VMs: node-1, node-2 (terraform_data.vm), and terraform_data.bootstrap",
+            ),
+            id="keyed-and-unkeyed",
+        ),
+        pytest.param(
+            [
+                ("a.x", "x_thing", "delete"),
+                ("a.y", "x_thing", "delete"),
+                ("a.z", "x_thing", "replace"),
+                ('m.vm["n1"]', "proxmox_vm_qemu", "update"),
+            ],
+            ("deletes 2 resources: a.x, a.y", "replaces a.z", 'touches a node/VM: m.vm["n1"]'),
+            id="one-line-per-action",
+        ),
+    ],
+)
+def test_gate_reasons_are_grouped_and_name_every_resource(
+    changes: list[tuple[str, str, str]], reasons: tuple[str, ...]
+) -> None:
+    policy = GatePolicy(
+        node_types=("proxmox_vm_*",),
+        node_addresses=("*.vm[*", "*.disk[*", "terraform_data.bootstrap"),
+    )
+    gate = decide(
+        status="changes", declared="auto", summary=summary(*changes), destroy=False, policy=policy
+    )
+    assert gate.decision == "manual"
+    assert gate.reasons == reasons
+    text = reasons_text(gate)
+    assert all(reason in text for reason in reasons)  # every reason, none cut
+    assert "…" not in text
 
 
 @pytest.mark.parametrize(

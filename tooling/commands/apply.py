@@ -49,7 +49,7 @@ from typing import Any
 from tooling.commands import preflight, secrets
 from tooling.commands.plans import Target, plan_unit, sha256_file
 from tooling.core import redact
-from tooling.core.gates import Gate, decide, parse_policy
+from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
@@ -505,7 +505,7 @@ class Applier:
             self.record(
                 path,
                 "waiting-approval",
-                "manual gate: " + "; ".join(gate.reasons[:3]) + note,
+                "manual gate: " + reasons_text(gate) + note,
                 gate=gate.decision,
             )
             return
@@ -586,7 +586,7 @@ class Applier:
             why = (
                 "the re-plan changes other resources than the approved plan"
                 if self.approve
-                else "manual gate: " + "; ".join(gate.reasons[:3])
+                else "manual gate: " + reasons_text(gate)
             )
             self.record(
                 path,

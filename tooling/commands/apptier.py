@@ -330,7 +330,7 @@ def _apply_one(
                 note = "" if gate.decision == claimed else f" (summary.json said {claimed})"
                 record(
                     "waiting-approval",
-                    "manual gate: " + "; ".join(gate.reasons[:3]) + note,
+                    "manual gate: " + gates.reasons_text(gate) + note,
                     gate.decision,
                 )
                 return

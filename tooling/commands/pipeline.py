@@ -260,7 +260,12 @@ def _plan_into(
         settings=ws.settings,
     )
     write_summary(out_dir, summary)
-    rendered = report.render(results, head=head_sha, base=change.base if change else None)
+    rendered = report.render(
+        results,
+        head=head_sha,
+        base=change.base if change else None,
+        settings=summary.get("settings"),
+    )
     folder.write_text("comment.md", rendered)
     show(report.table(results))
     folder.job_summary(rendered)

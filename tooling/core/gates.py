@@ -6,12 +6,17 @@ Rules, in order (every rule that fires adds a reason):
 2. a deleted unit (destroy plan) -> ``manual``;
 3. any delete or replace -> ``manual``;
 4. any change to a resource matching the node/VM rules of policy.toml -> ``manual``;
+
+Reasons are grouped: one line per action for deletes and replaces, and one
+line naming every node/VM touched (:func:`node_reason`), so a unit that
+changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" once.
 5. otherwise the unit's declared class (tier default, unit override).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,11 +74,15 @@ def decide(
     reasons: list[str] = []
     if destroy:
         reasons.append("the unit was deleted: this is a destroy plan")
-    for change in summary.changes:
-        if change.action in ("delete", "replace"):
-            reasons.append(f"{change.action}s {change.address}")
+    for action in ("delete", "replace"):
+        addresses = [c.address for c in summary.changes if c.action == action]
+        if len(addresses) == 1:
+            reasons.append(f"{action}s {addresses[0]}")
+        elif addresses:
+            reasons.append(f"{action}s {len(addresses)} resources: {', '.join(addresses)}")
     touched = _node_changes(summary, policy)
-    reasons.extend(f"touches a node/VM: {addr}" for addr in touched)
+    if touched:
+        reasons.append(node_reason(touched))
     if reasons:
         return Gate("manual", tuple(reasons))
     if declared == "manual":
@@ -81,6 +90,42 @@ def decide(
     return Gate(
         "auto", ("no delete, no replace, no node/VM change; the unit's gate class is auto",)
     )
+
+
+def _instance(address: str) -> tuple[str, str | None]:
+    """``terraform_data.vm["node-1"]`` -> ``("terraform_data.vm", "node-1")``; no key: ``(address, None)``."""
+    match = _INDEXED.fullmatch(address)
+    if match is None:
+        return address, None
+    return match["resource"], match["key"].strip('"')
+
+
+_INDEXED = re.compile(r"(?P<resource>.+)\[(?P<key>[^\[\]]+)\]")
+
+
+def node_reason(addresses: Sequence[str]) -> str:
+    """One reason for every node/VM change of a unit, naming each node once.
+
+    ``touches 3 nodes/VMs: node-1, node-2, node-3 (terraform_data.vm, terraform_data.disk)``
+    when the addresses are instances keyed by node; else every address.
+    """
+    if len(addresses) == 1:
+        return f"touches a node/VM: {addresses[0]}"
+    split = [_instance(a) for a in addresses]
+    keyed = [(resource, key) for resource, key in split if key is not None]
+    unkeyed = [resource for resource, key in split if key is None]
+    if not keyed:
+        return f"touches {len(addresses)} node/VM resources: {', '.join(addresses)}"
+    names = list(dict.fromkeys(key for _, key in keyed))
+    resources = list(dict.fromkeys(resource for resource, _ in keyed))
+    noun = "node/VM" if len(names) == 1 else "nodes/VMs"
+    text = f"touches {len(names)} {noun}: {', '.join(names)} ({', '.join(resources)})"
+    return text + (f", and {', '.join(unkeyed)}" if unkeyed else "")
+
+
+def reasons_text(gate: Gate) -> str:
+    """Every reason of ``gate`` on one line: never cut (a cut hid the VM reasons behind others)."""
+    return "; ".join(gate.reasons)
 
 
 def _node_changes(summary: PlanSummary, policy: GatePolicy) -> Sequence[str]:

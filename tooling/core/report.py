@@ -2,9 +2,12 @@
 
 The report is the product's face on a pull request:
 
-- a one-line verdict first;
+- a one-line verdict first, then what the run planned against (a note when it
+  is the embedded default: the sandbox module catalog with local state);
 - a warnings block: every delete and replace by address (deleted units'
   destroy plans first) and every resource changed outside OpenTofu;
+- a note naming every unit planned against a dependency's mock outputs, the
+  mocked dependency, and that it is re-planned after the upstream applies;
 - one table row per unit in DAG order, with its gate;
 - per unit a collapsed ``<details>`` with resources by action and the plan text;
 - a hidden marker so the comment is updated in place;
@@ -20,6 +23,7 @@ plan text OpenTofu already redacted. Nothing here reads a file either: each
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.results import Result
@@ -110,8 +114,9 @@ def table_md(results: Sequence[Result]) -> str:
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
+        mocked = " (mock inputs)" if r.mocked_dependencies else ""
         rows.append(
-            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)} | {_decision(r)} |"
+            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)}{mocked} | {_decision(r)} |"
         )
     return "\n".join(rows)
 
@@ -154,6 +159,8 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     body: list[str] = []
     if r.gate is not None and r.gate.decision != "none":
         body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
+    if r.mocked_dependencies:
+        body.append(_mocked_sentence(r))
     if r.source:
         body.append(f"Module: `{r.source}`")
     if r.error:
@@ -169,18 +176,63 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     return "<details>\n" + title + "\n\n" + "\n\n".join(body) + "\n\n</details>"
 
 
+def _mocked_sentence(r: Result) -> str:
+    deps = ", ".join(f"`{d}`" for d in r.mocked_dependencies)
+    return (
+        f"Planned against the **mock outputs** of {deps} (no real outputs yet): values "
+        f"that come from {'it' if len(r.mocked_dependencies) == 1 else 'them'} are "
+        f"placeholders. The unit is re-planned against the real outputs after the "
+        f"upstream applies."
+    )
+
+
+def settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
+    """What the run planned against (``settings`` of summary.json); a note for the embedded default."""
+    if not settings:
+        return []
+    if settings.get("embedded_default"):
+        return [
+            "> [!NOTE]",
+            "> Planned on the **embedded default**: module sources from the sandbox "
+            "catalog, local state under `.iac/state/`. A rehearsal of the pipeline, not "
+            "a plan of real infrastructure.",
+            "",
+        ]
+    return [f"Planned against: {str(settings.get('description', '')).removeprefix('using ')}.", ""]
+
+
+def mocked_lines(results: Sequence[Result]) -> list[str]:
+    """A note naming each unit planned against mock outputs and the mocked dependency."""
+    mocked = [r for r in results if r.mocked_dependencies]
+    if not mocked:
+        return []
+    return [
+        "> [!NOTE]",
+        "> **Planned against mock outputs** (the upstream has no real outputs yet); "
+        "each is re-planned against the real outputs after its upstream applies:",
+        ">",  # a list after a paragraph needs a blank line in Markdown (GitHub does not)
+        *(
+            f"> - `{r.path}`: mocked " + ", ".join(f"`{d}`" for d in r.mocked_dependencies)
+            for r in mocked
+        ),
+        "",
+    ]
+
+
 def render(
     results: Sequence[Result],
     *,
     head: str | None = None,
     base: str | None = None,
+    settings: Mapping[str, Any] | None = None,
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
-    merge base ``base``), within ``budget`` characters."""
+    merge base ``base``, with ``settings``: summary.json's, what the run planned
+    against), within ``budget`` characters."""
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
-    lines = [MARKER, verdict(results), ""]
+    lines = [MARKER, verdict(results), "", *settings_lines(settings)]
     if head:
         lines.append(
             f"Planned at `{head[:12]}`"
@@ -200,6 +252,7 @@ def render(
             *(f"> {w}" for w in warn),
             "",
         ]
+    lines += mocked_lines(results)
     manual = [r for r in results if _decision(r) == "manual"]
     if manual:
         lines.append(
