@@ -171,7 +171,7 @@ def test_the_published_hook_entry_runs_the_same_check(tree: Path) -> None:
         check=False,
     )
     assert bad.returncode == 1
-    assert "live/cloud/dns/terragrunt.hcl:13: pin-branch: " in bad.stderr
+    assert "live/cloud/dns/terragrunt.hcl:13: pin-branch: " in bad.stdout  # the result: stdout
 
 
 def test_pre_commit_runs_the_check_and_fails_on_a_violation(tree: Path, tmp_path: Path) -> None:

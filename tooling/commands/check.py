@@ -148,11 +148,12 @@ def _unreadable(model: Model) -> list[Violation]:
 
 
 def report(violations: Sequence[Violation], *, as_json: bool, units: int | None = None) -> int:
-    """Print the violations (stderr; JSON on stdout with ``as_json``); the exit code."""
+    """Print the violations, the result: one line each on stdout, or with ``as_json`` the
+    JSON document on stdout and the lines on stderr. The closing count goes to stderr."""
     if as_json:
         print(json.dumps({"violations": [v.to_json() for v in violations]}, indent=2))
     for violation in violations:
-        print(violation, file=sys.stderr)
+        print(violation, file=sys.stderr if as_json else sys.stdout)
     if violations:
         rules = sorted({v.rule for v in violations})
         print(
