@@ -274,9 +274,9 @@ def test_dry_run_touches_nothing(example_repo: Path, github_api: Any) -> None:
     assert git(_origin(example_repo), "for-each-ref").strip() == origin_refs
     assert git(example_repo, "status", "--porcelain").strip() == ""
     assert github_api.requests == []
-    for unit in pinning:
-        assert f"{unit}/terragrunt.hcl:" in result.stderr
-    assert f"?ref={target}" in result.stderr
+    for unit in pinning:  # the dry run's listing is its result: stdout
+        assert f"{unit}/terragrunt.hcl:" in result.stdout
+    assert f"?ref={target}" in result.stdout
     # a major bump: flagged in the title and warned about in the body
     assert f"title: chore(deps)!: bump {MODULE} to {target} (major)" in result.stdout
     assert "Major version bump" in result.stdout

@@ -74,8 +74,8 @@ def test_plan_all_on_the_embedded_default_plans_every_unit(
         assert set(unit["counts"]) >= {"create", "update", "delete", "replace"}  # type: ignore[arg-type]
         assert unit["tier"] in ("cloud", "cluster")
         assert unit["executor"] == ("hosted" if unit["tier"] == "cloud" else "lan")
-    # the per-unit table is printed
-    assert re.search(r"live/cluster/vms\s+cluster/lan\s+\d+", ran.stderr)
+    # the per-unit table is printed, on stdout (the result; progress goes to stderr)
+    assert re.search(r"live/cluster/vms\s+cluster/lan\s+\d+", ran.stdout)
 
 
 def test_unit_plans_and_applies_on_local_state(example_repo: Path, tmp_path: Path) -> None:
