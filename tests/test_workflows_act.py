@@ -43,6 +43,7 @@ from test_bump_e2e import _newest_major, _next_minor, _precedence
 from test_drift import edit_state_json
 
 from tooling.io import sandbox, toolchain
+from tooling.model import tools
 
 # one worker runs the module (`invoke test` distributes with --dist loadgroup),
 # so the stage below is built once
@@ -98,11 +99,11 @@ def _pinned_actions() -> dict[str, str]:
 def _act_binary() -> str:
     toolchain.ensure_bin_dir_on_path()
     exe = shutil.which("act")
-    pins = toolchain.parse_tool_versions((REPO / ".tool-versions").read_text(), ".tool-versions")
+    pins = tools.parse_tool_versions((REPO / ".tool-versions").read_text(), ".tool-versions")
     if exe is None:
         pytest.fail(f"act not found on PATH: run `invoke setup` (it builds act {pins['act']})")
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
-    assert toolchain.parse_act_version(out) == pins["act"], out
+    assert tools.parse_act_version(out) == pins["act"], out
     return exe
 
 
