@@ -16,7 +16,7 @@ from tooling.core.changes import Affected, AffectedUnit, affected
 from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import select_targets
+from tooling.core.targets import select_targets, waves
 from tooling.errors import ToolingError, UsageError
 from tooling.io.git import parse_ls_tree, parse_name_status, parse_porcelain_paths, zsplit
 from tooling.io.terragrunt import plan_args
@@ -792,3 +792,68 @@ def test_plan_args(kwargs: dict[str, object], tail: list[str]) -> None:
 def test_plan_args_keep_a_path_with_spaces_as_one_argument() -> None:
     out = Path("/tmp/my plans/$(id)/plan.tfplan")
     assert plan_args(out)[-1] == f"-out={out}"
+
+
+# --------------------------------------------------------------------------- waves
+
+GITOPS = unit("live/cluster/gitops", deps=("live/cluster/os",), executor="lan")
+CHAIN = model(NET, VMS, OS, GITOPS)
+
+
+def test_upstream_is_every_unit_read_directly_or_through_others_in_dag_order() -> None:
+    targets = select_targets(
+        CHAIN, root=ROOT, all_units=True, units=(), change=None, executor=None, on_pr=False
+    )
+    assert {t.path: t.upstream for t in targets} == {
+        "live/cluster/network": (),
+        "live/cluster/vms": ("live/cluster/network",),
+        "live/cluster/os": ("live/cluster/network", "live/cluster/vms"),
+        "live/cluster/gitops": ("live/cluster/network", "live/cluster/vms", "live/cluster/os"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("named", "expected"),
+    [
+        # a chain of targets: Terragrunt orders it inside one run
+        (("live/cluster/vms", "live/cluster/os"), [["live/cluster/vms", "live/cluster/os"]]),
+        (
+            ("live/cluster/network", "live/cluster/vms", "live/cluster/os", "live/cluster/gitops"),
+            [
+                [
+                    "live/cluster/network",
+                    "live/cluster/vms",
+                    "live/cluster/os",
+                    "live/cluster/gitops",
+                ]
+            ],
+        ),
+        # gitops reads vms through os, which is not planned: a later run
+        (
+            ("live/cluster/vms", "live/cluster/gitops"),
+            [["live/cluster/vms"], ["live/cluster/gitops"]],
+        ),
+        (
+            ("live/cluster/network", "live/cluster/os"),
+            [["live/cluster/network"], ["live/cluster/os"]],
+        ),
+        # network -> (vms) -> os -> gitops: os waits for network, gitops follows os in its run
+        (
+            ("live/cluster/network", "live/cluster/os", "live/cluster/gitops"),
+            [["live/cluster/network"], ["live/cluster/os", "live/cluster/gitops"]],
+        ),
+        # unrelated units share the one run
+        (("live/cluster/network",), [["live/cluster/network"]]),
+    ],
+)
+def test_waves_split_only_what_terragrunt_would_not_order(
+    named: tuple[str, ...], expected: list[list[str]]
+) -> None:
+    targets = select_targets(
+        CHAIN, root=ROOT, all_units=False, units=named, change=None, executor=None, on_pr=False
+    )
+    assert [[t.path for t in wave] for wave in waves(targets)] == expected
+
+
+def test_no_targets_no_waves() -> None:
+    assert waves([]) == []

@@ -201,3 +201,40 @@ def test_a_unit_the_filter_language_cannot_name_is_planned_one_process_per_unit(
     assert result.plan_file == f"units/{odd}/plan.tfplan" and (out / result.plan_file).is_file()
     assert f"[1/1] {odd}: changes" in stream.getvalue()
     assert not (example_repo / "pwned").exists()
+
+
+def test_a_unit_reading_a_target_through_an_unplanned_unit_waits_for_it(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """gitops reads vms through os. Planned together (os not), Terragrunt would not
+    order them, and resolving gitops's inputs ran OpenTofu in vms's folder while
+    vms was planned there ("Error acquiring the state lock"). gitops now plans in a
+    second run, after vms has finished."""
+    out = tmp_path / "out"
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/vms",
+        "--unit",
+        "live/cluster/gitops",
+        "--jobs",
+        "2",
+        "--out",
+        str(out),
+    )
+    assert ran.returncode == 0, ran.output
+    units = units_by_path(read_summary(out))
+    assert {p: u["status"] for p, u in units.items()} == {
+        "live/cluster/vms": "changes",
+        "live/cluster/gitops": "changes",
+    }
+    for path in units:
+        assert "state lock" not in (out / f"units/{path}/plan.log").read_text(), path
+    finished = re.findall(r"^  \[\d+/2\] (\S+): ", ran.stderr, re.M)
+    started = re.findall(r"^  planning (\S+)", ran.stderr, re.M)
+    assert finished == ["live/cluster/vms", "live/cluster/gitops"], ran.stderr
+    if started:  # the progress names each unit as it starts
+        assert ran.stderr.index("planning live/cluster/gitops") > ran.stderr.index(
+            "[1/2] live/cluster/vms"
+        )

@@ -37,7 +37,7 @@ from tooling.commands.plans import (
 from tooling.core import redact, runlog
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.results import Result
-from tooling.core.targets import Target
+from tooling.core.targets import Target, waves
 from tooling.errors import ToolingError
 from tooling.io import outdir, terragrunt
 
@@ -59,6 +59,9 @@ def run_batch(
     more in the base revision's worktree. Terragrunt runs them in DAG order,
     ``jobs`` at a time; its JSON log is split per unit as it arrives, and each
     unit's ``tofu show -json`` runs as soon as that unit's plan is written.
+    A unit that reads another target only through units outside the run goes
+    into a later run (:func:`tooling.core.targets.waves`): Terragrunt would not
+    order the two, and the reader would run OpenTofu in the target's folder.
     Units whose path the ``--filter`` language cannot name exactly are planned
     one process per unit instead (:func:`run_all`), and so is a lone unit: a
     bare ``terragrunt plan`` skips ``run --all``'s discovery of the whole tree,
@@ -82,40 +85,41 @@ def run_batch(
             results[t.path] = settled(t, t.preset, t.preset_reason)
             if progress:
                 progress.finish(results[t.path])
-    groups: dict[tuple[Path, bool], list[Target]] = {}
-    for t in planned:
-        failed = next(
-            (
-                d
-                for d in t.dependencies
-                if results.get(d) and results[d].status in ("error", "not-planned")
-            ),
-            None,
-        )
-        if failed is not None:
-            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
-        elif not t.run_dir.is_dir():
-            log = unit_out_dir(out_dir, t.path) / "plan.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            why = f"{t.path}: folder not found at the revision being planned"
-            outdir.write_text(log, f"[error: {why}]\n")
-            results[t.path] = replace(
-                _unplanned(t, why),
-                status="error",
-                log_file=log.relative_to(out_dir).as_posix(),
+    for wave in waves(planned):
+        groups: dict[tuple[Path, bool], list[Target]] = {}
+        for t in wave:
+            failed = next(
+                (
+                    d
+                    for d in t.dependencies
+                    if results.get(d) and results[d].status in ("error", "not-planned")
+                ),
+                None,
             )
-        else:
-            root = _tree_root(t)
-            assert root is not None
-            groups.setdefault((root, t.destroy), []).append(t)
-            continue
-        if progress:
-            progress.finish(results[t.path])
-    for (root, destroy), group in groups.items():
-        batch = _Batch(
-            root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
-        )
-        results.update(batch.run())
+            if failed is not None:
+                results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+            elif not t.run_dir.is_dir():
+                log = unit_out_dir(out_dir, t.path) / "plan.log"
+                log.parent.mkdir(parents=True, exist_ok=True)
+                why = f"{t.path}: folder not found at the revision being planned"
+                outdir.write_text(log, f"[error: {why}]\n")
+                results[t.path] = replace(
+                    _unplanned(t, why),
+                    status="error",
+                    log_file=log.relative_to(out_dir).as_posix(),
+                )
+            else:
+                root = _tree_root(t)
+                assert root is not None
+                groups.setdefault((root, t.destroy), []).append(t)
+                continue
+            if progress:
+                progress.finish(results[t.path])
+        for (root, destroy), group in groups.items():
+            batch = _Batch(
+                root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
+            )
+            results.update(batch.run())
     if progress:
         progress.close()
     return [results[t.path] for t in targets]

@@ -288,8 +288,9 @@ def run_all(
 
     def ready(t: Target) -> bool:
         # finished, not merely started: a dependent's plan reads its upstream's
-        # outputs inside the upstream's working directory
-        return all(dep in results for dep in t.dependencies if dep in by_path)
+        # outputs inside the upstream's working directory, also through units
+        # that are not planned (gitops -> os -> vms runs OpenTofu in vms's folder)
+        return all(dep in results for dep in (*t.dependencies, *t.upstream) if dep in by_path)
 
     running: dict[Future[Result], str] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

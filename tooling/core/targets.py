@@ -29,6 +29,8 @@ class Target:
     change: str  # added | modified | deleted | moved | all | named
     run_dir: Path  # where terragrunt runs (a base worktree for deleted units)
     dependencies: tuple[str, ...] = ()
+    # every unit it reads outputs from, directly or through others (DAG order)
+    upstream: tuple[str, ...] = ()
     destroy: bool = False
     preset: str | None = None  # withheld | blocked | excluded: reported, not planned
     preset_reason: str | None = None
@@ -100,6 +102,7 @@ def select_targets(
                 wanted[path],
                 root / path,
                 dependencies=unit.dependencies,
+                upstream=upstream(model, path),
                 preset=preset,
                 preset_reason=reason,
                 source=unit.source,
@@ -147,3 +150,48 @@ def _exclude_dependencies(model: Model, targets: list[Target]) -> None:
                         f"({exclude['where']}) sets exclude_dependencies"
                     ),
                 )
+
+
+def upstream(model: Model, path: str) -> tuple[str, ...]:
+    """Every unit ``path`` reads outputs from, directly or through others, in DAG order."""
+    seen: set[str] = set()
+    stack = list(model.units[path].dependencies)
+    while stack:
+        dep = stack.pop()
+        if dep in seen or dep not in model.units:
+            continue
+        seen.add(dep)
+        stack.extend(model.units[dep].dependencies)
+    return tuple(p for p in model.order if p in seen)
+
+
+def waves(targets: Sequence[Target]) -> list[list[Target]]:
+    """Split ``targets`` (in DAG order) into runs that may each go through one Terragrunt process.
+
+    Within one ``run --all``, Terragrunt orders a unit after the units it depends
+    on through a chain of units *in that run*. A unit that reads a target through
+    units outside the run (gitops -> os -> vms, with only vms and gitops
+    changed) is not ordered: resolving its dependencies' outputs runs OpenTofu
+    in the target's working folder while the target is being planned there.
+    Such a unit goes into a later wave, which starts when the earlier ones
+    have finished.
+    """
+    members = {t.path: t for t in targets}
+    wave: dict[str, int] = {}
+    for t in targets:
+        chained: set[str] = set()
+        stack = [d for d in t.dependencies if d in members]
+        while stack:
+            dep = stack.pop()
+            if dep not in chained:
+                chained.add(dep)
+                stack.extend(d for d in members[dep].dependencies if d in members)
+        level = 0
+        for up in t.upstream:
+            if up in wave:
+                level = max(level, wave[up] if up in chained else wave[up] + 1)
+        wave[t.path] = level
+    out: list[list[Target]] = [[] for _ in range(max(wave.values(), default=-1) + 1)]
+    for t in targets:
+        out[wave[t.path]].append(t)
+    return out
