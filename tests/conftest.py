@@ -25,7 +25,7 @@ import tooling.commands  # noqa: F401  (installs the one redaction step, as ever
 pytest_plugins = ["infra_fixtures"]
 
 #: fixtures that bring up the pinned tools or a state backend: a test using one is end to end
-E2E_FIXTURES = frozenset({"tools", "example_repo", "moto_server", "aws_env"})
+E2E_FIXTURES = frozenset({"tools", "example_repo", "moto_server", "aws_env", "provider_mirror"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,7 +5,10 @@
 - ``iac_cache``: a per-session cache folder, so the sandbox catalog is built
   fresh for the test session and the user's cache is left alone;
 - ``example_repo``: a throwaway git clone of the example tree (root.hcl, live/,
-  policy.toml, .tool-versions, tasks.py) with a bare ``origin`` to push to.
+  policy.toml, .tool-versions, tasks.py) with a bare ``origin`` to push to;
+- ``provider_mirror``: a real provider (``hashicorp/time``), built once per
+  machine from its Go module and cached by version, laid out as an OpenTofu
+  filesystem mirror with a CLI configuration that installs from it, offline.
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
         "IAC_STATE_ENDPOINT",
         "IAC_MODULE_SOURCES",
         "IAC_MODULE_REWRITE",
+        "IAC_PROVIDER_MIRROR",
         "GITHUB_ACTIONS",
         "GITHUB_EVENT_NAME",
         "GITHUB_BASE_REF",
@@ -197,6 +201,80 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
         "GITHUB_SERVER_URL",
     ):
         monkeypatch.delenv(key, raising=False)
+
+
+#: the provider the lock file tests build: its go.mod has no `replace` line, so `go install MOD@VER` works
+PROVIDER_MODULE = "github.com/hashicorp/terraform-provider-time"
+PROVIDER_VERSION = "0.14.2"
+PROVIDER_ADDRESS = "registry.opentofu.org/hashicorp/time"
+PROVIDER_PLATFORM = "linux_amd64"
+
+
+@dataclass(frozen=True)
+class ProviderMirror:
+    #: the filesystem mirror folder (unpacked layout)
+    path: Path
+    #: a CLI configuration file installing every provider from that mirror
+    cli_config: Path
+    #: the provider's executable inside the mirror
+    binary: Path
+
+    def env(self) -> dict[str, str]:
+        """What a run needs to install and lock providers from the mirror only."""
+        return {"TF_CLI_CONFIG_FILE": str(self.cli_config), "IAC_PROVIDER_MIRROR": str(self.path)}
+
+
+def _built_provider() -> Path:
+    """The provider's binary, built with ``go install`` the first time on this machine.
+
+    Cached by version under the tool cache (``providers-src/``), beside the pinned
+    tools, so a warm machine never builds it again; the test session's own cache
+    (``IAC_CACHE_DIR``) is not set yet when session fixtures run.
+    """
+    from tooling.io import config
+
+    name = f"terraform-provider-{PROVIDER_ADDRESS.rsplit('/', 1)[1]}"
+    folder = config.cache_root() / "providers-src" / name / PROVIDER_VERSION / PROVIDER_PLATFORM
+    binary = folder / name
+    if binary.is_file():
+        return binary
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip(f"building the {name} provider needs the Go toolchain (go) once per machine")
+    building = folder.parent / f".build-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    env = {**os.environ, "GOBIN": str(building), "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    env.update(GOOS="linux", GOARCH=PROVIDER_PLATFORM.split("_")[1])
+    subprocess.run(
+        [go, "install", f"{PROVIDER_MODULE}@v{PROVIDER_VERSION}"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    os.replace(building / name, binary)  # atomic: a half-built binary is never cached
+    shutil.rmtree(building, ignore_errors=True)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def provider_mirror(tmp_path_factory: pytest.TempPathFactory) -> ProviderMirror:
+    built = _built_provider()
+    mirror = tmp_path_factory.mktemp("provider-mirror")
+    version_dir = mirror / PROVIDER_ADDRESS / PROVIDER_VERSION / PROVIDER_PLATFORM
+    version_dir.mkdir(parents=True)
+    binary = version_dir / f"{built.name}_v{PROVIDER_VERSION}"
+    shutil.copy2(built, binary)
+    cli_config = mirror.parent / f"{mirror.name}.tfrc"
+    cli_config.write_text(
+        "provider_installation {\n"
+        f"  filesystem_mirror {{\n    path = {json.dumps(str(mirror))}\n  }}\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    return ProviderMirror(mirror, cli_config, binary)
 
 
 def make_example_repo(dest: Path) -> Path:

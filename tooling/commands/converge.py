@@ -3,7 +3,8 @@
 After all-repos' ``autofix_lib``: :func:`open_context` checks the working tree is
 clean and finds the default branch, the bot identity and the forge;
 :func:`read_changelog` reads what changed from the module repository;
-:func:`converge` branches from the default branch, edits, commits, pushes (with a
+:func:`converge` branches from the default branch, edits, refreshes the bumped
+units' provider lock files (:func:`refresh_locks`), commits, pushes (with a
 lease, only over the bot's own commits) and opens or updates the pull request.
 """
 
@@ -12,21 +13,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tooling.core import executors
 from tooling.core.bump import (
     BumpPlan,
     Changelog,
+    LockChange,
     Pin,
     UnitText,
     apply_changes,
     changelog_sections,
     commit_message,
+    lock_changes,
+    lock_command,
+    lock_path,
+    parse_lock,
     pr_body,
     pr_title,
 )
 from tooling.errors import ToolingError
 from tooling.io import forge as forges
 from tooling.io import git as gitw
-from tooling.io import proc, tags
+from tooling.io import proc, tags, terragrunt
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Change, Tree
 from tooling.model.sources import RepoTags
@@ -234,6 +241,50 @@ def _write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
 
 
+def lock_platforms(ws: Workspace) -> tuple[str, ...]:
+    """The platforms lock files cover: every executor's (policy.toml ``[executors.*] platforms``)."""
+    return executors.lock_platforms(executors.parse(ws.policy))
+
+
+def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
+    """Run ``terragrunt providers lock`` in every bumped unit, with its new module source.
+
+    Called on the bump branch after the refs were edited: Terragrunt downloads the
+    new version of the module and OpenTofu rewrites the unit's lock file for
+    every executor's platform. A unit that cannot be locked fails the bump (its
+    lock file is put back as it was); a lock file that records no provider and
+    did not exist before is not added. Returns what changed, per provider.
+    """
+    ws = ctx.ws
+    platforms = lock_platforms(ws)
+    args = terragrunt.providers_lock_args(platforms, ws.settings.provider_mirror)
+    env = terragrunt.lock_env(ws.tool_env)
+    changes: list[LockChange] = []
+    for unit in sorted({c.pin.unit for c in plan.changes}):
+        path = ws.root / lock_path(unit)
+        old = _read_text(path) if path.is_file() else None
+        ran = terragrunt.run(args, ws.root / unit, env)
+        if ran.returncode != 0:
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                _write_text(path, old)
+            raise ToolingError(
+                f"{lock_path(unit)}: cannot lock the providers of {plan.module} {plan.target.name} "
+                f"(`{lock_command(platforms)}` in {unit} failed): "
+                f"{terragrunt.error_summary(ran.stderr or ran.stdout)}\n"
+                "The bump is not committed. Make the providers the new version requires "
+                "installable for every platform (policy.toml [executors.*] platforms; "
+                "IAC_PROVIDER_MIRROR for a provider mirror), then run the bump again."
+            )
+        new = _read_text(path) if path.is_file() else None
+        if old is None and new is not None and not parse_lock(new):
+            path.unlink()  # nothing to lock: no empty file beside a unit without providers
+            new = None
+        changes.extend(lock_changes(unit, old, new))
+    return changes
+
+
 def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: bool) -> Outcome:
     """Make the branch and pull request for ``plan`` exist and be current.
 
@@ -241,7 +292,6 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
     back); raises :class:`ToolingError` on a failure to act on.
     """
     branch = plan.branch
-    title, body = pr_title(plan), pr_body(plan, log)
     pull: forges.JSONObject | None = None
     if ctx.forge is not None:
         pull = ctx.forge.find_pull(branch, "all")
@@ -278,8 +328,19 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
     texts = {f: _read_text(ctx.ws.root / f) for f in plan.files}
     for file, text in apply_changes(texts, plan.changes).items():
         _write_text(ctx.ws.root / file, text)
-    gitw.git(ctx.ws.root, "add", "--", *plan.files)
-    gitw.git(ctx.ws.root, "commit", "--quiet", "-m", commit_message(plan), env=ctx.identity.env())
+    locks = refresh_locks(ctx, plan)
+    lock_files = sorted({lock_path(c.unit) for c in locks})
+    title = pr_title(plan)
+    body = pr_body(plan, log, locks, lock_platforms(ctx.ws))
+    gitw.git(ctx.ws.root, "add", "--all", "--", *plan.files, *lock_files)
+    gitw.git(
+        ctx.ws.root,
+        "commit",
+        "--quiet",
+        "-m",
+        commit_message(plan, locks),
+        env=ctx.identity.env(),
+    )
     commit = gitw.out(ctx.ws.root, "rev-parse", "HEAD")
     if ctx.forge is None:
         return Outcome(

@@ -249,7 +249,7 @@ def _plan_into(
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
-    results = with_gates(results, parse_policy(ws.policy))
+    results = with_gates(_explain_lock_errors(ws, results), parse_policy(ws.policy))
     summary = summary_document(
         results,
         base=change.base if change else None,
@@ -276,6 +276,19 @@ def _plan_into(
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
     return 1 if failed else 0
+
+
+def _explain_lock_errors(ws: Workspace, results: Sequence[Result]) -> list[Result]:
+    """A plan that failed on its unit's lock file says which file, and the command that fixes it."""
+    from tooling.core import executors
+    from tooling.core.bump import lock_hint
+
+    platforms = executors.lock_platforms(executors.parse(ws.policy))
+    out = []
+    for result in results:
+        hint = lock_hint(result.error, result.path, platforms) if result.error else None
+        out.append(replace(result, error=f"{result.error}\n{hint}") if hint else result)
+    return out
 
 
 def summary_document(

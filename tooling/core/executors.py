@@ -11,7 +11,11 @@ home network). Each is declared in ``policy.toml`` under ``[executors.NAME]``:
 - ``gcp_service_account_pattern`` / ``gcp_audience_pattern``: optional, the
   same for Google Cloud: matched against the service account that the
   application default credentials impersonate, and against the audience (the
-  workload identity pool provider) of external account credentials.
+  workload identity pool provider) of external account credentials;
+- ``platforms``: optional, the ``OS_ARCH`` platforms its runners are
+  (default ``["linux_amd64"]``). The lock files record provider checksums for
+  every platform of every executor (:func:`lock_platforms`), so each installs
+  exactly the providers that were reviewed.
 
 Declaration order is the matrix order: the cloud tier, which the cluster tier
 reads, is declared (and applied) first.
@@ -20,6 +24,7 @@ reads, is declared (and applied) first.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +33,17 @@ from tooling.errors import ToolingError
 
 POLICY_FILE = "policy.toml"
 _KEYS = frozenset(
-    {"runs_on", "aws_role_arn_pattern", "gcp_service_account_pattern", "gcp_audience_pattern"}
+    {
+        "runs_on",
+        "aws_role_arn_pattern",
+        "gcp_service_account_pattern",
+        "gcp_audience_pattern",
+        "platforms",
+    }
 )
+#: the platform of an executor that does not name its own: GitHub's hosted Linux runners
+DEFAULT_PLATFORMS = ("linux_amd64",)
+_PLATFORM = re.compile(r"[a-z0-9]+_[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,8 @@ class Executor:
     aws_role_arn_patterns: tuple[str, ...] = ()
     gcp_service_account_patterns: tuple[str, ...] = ()
     gcp_audience_patterns: tuple[str, ...] = ()
+    #: the OS_ARCH platforms its runners are (the lock files carry checksums for each)
+    platforms: tuple[str, ...] = DEFAULT_PLATFORMS
 
     @property
     def checks_identity(self) -> bool:
@@ -64,6 +80,30 @@ def _patterns(name: str, key: str, raw: Any) -> tuple[str, ...]:
             f"{POLICY_FILE}: [executors.{name}] {key} must be a pattern or a list of patterns"
         )
     return tuple(raw)
+
+
+def _platforms(name: str, raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return DEFAULT_PLATFORMS
+    if (
+        not isinstance(raw, list)
+        or not raw
+        or not all(isinstance(p, str) and _PLATFORM.fullmatch(p) for p in raw)
+    ):
+        raise ToolingError(
+            f"{POLICY_FILE}: [executors.{name}] platforms must be a non-empty list of OS_ARCH "
+            f'names as OpenTofu writes them (e.g. ["linux_amd64", "linux_arm64"]), got {raw!r}'
+        )
+    return tuple(dict.fromkeys(raw))
+
+
+def lock_platforms(executors: Mapping[str, Executor]) -> tuple[str, ...]:
+    """The platforms a lock file must cover: every executor's, in declaration order.
+
+    No executor declared: the default platform (``linux_amd64``).
+    """
+    found = [p for executor in executors.values() for p in executor.platforms]
+    return tuple(dict.fromkeys(found)) or DEFAULT_PLATFORMS
 
 
 def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
@@ -103,6 +143,7 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
             gcp_audience_patterns=_patterns(
                 name, "gcp_audience_pattern", table.get("gcp_audience_pattern")
             ),
+            platforms=_platforms(name, table.get("platforms")),
         )
     return out
 

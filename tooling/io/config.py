@@ -36,6 +36,9 @@ class Settings:
     cache_dir: Path
     # OpenTofu's provider plugin cache: $TF_PLUGIN_CACHE_DIR, else cache_dir/providers
     plugin_cache: Path | None = None
+    #: where `providers lock` looks for providers instead of their origin registries
+    #: (IAC_PROVIDER_MIRROR: a filesystem mirror folder, or an https:// network mirror)
+    provider_mirror: str | None = None
 
     @property
     def state_backend(self) -> str:
@@ -130,6 +133,7 @@ def load() -> Settings:
         state_endpoint=os.environ.get("IAC_STATE_ENDPOINT") or None,
         cache_dir=cache_root(),
         plugin_cache=Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or cache_root() / "providers"),
+        provider_mirror=os.environ.get("IAC_PROVIDER_MIRROR") or None,
     )
 
 

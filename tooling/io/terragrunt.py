@@ -115,6 +115,43 @@ def apply_args(plan_file: Path, *, lock_timeout: str = "0s") -> list[str]:
     ]
 
 
+def providers_lock_args(platforms: Sequence[str], mirror: str | None = None) -> list[str]:
+    """``terragrunt run -- providers lock`` with one ``-platform=`` per platform.
+
+    Terragrunt (1.x forwards no unknown command: ``run --`` it is) downloads
+    the unit's module source, auto-initialises it and runs OpenTofu's
+    ``providers lock`` in that working copy, then copies the lock file back next
+    to the unit's ``terragrunt.hcl``. ``mirror``: consult this provider mirror instead
+    of the origin registries (``https://...``: a network mirror, else a
+    filesystem mirror folder), for providers published only there.
+    """
+    args = [
+        "terragrunt",
+        "run",
+        *_COMMON,
+        "--",
+        "providers",
+        "lock",
+        *(f"-platform={p}" for p in platforms),
+    ]
+    if mirror:
+        kind = "net" if mirror.startswith("https://") else "fs"
+        args.append(f"-{kind}-mirror={mirror}")
+    return args
+
+
+def lock_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for the one step that may write lock files: ``terragrunt providers lock``.
+
+    Every other run keeps ``-lockfile=readonly``; here Terragrunt's auto-init must
+    be able to install the providers the new configuration needs before the lock
+    file is rewritten for every platform.
+    """
+    out = dict(env)
+    out.pop("TF_CLI_ARGS_init", None)
+    return out
+
+
 def init_args() -> list[str]:
     return ["terragrunt", *_COMMON, "init", "-input=false"]
 

@@ -3,7 +3,8 @@
 Pure functions only (no subprocess, no file or network access); the commands
 in :mod:`tooling.commands.bump` read the files and the tags, call these, and act.
 One module per responsibility: :mod:`.pins` (the inventory), :mod:`.plans`
-(plans and edits), :mod:`.changelog`, :mod:`.texts` (what people read).
+(plans and edits), :mod:`.changelog`, :mod:`.locks` (provider lock files),
+:mod:`.texts` (what people read).
 
 - :func:`inventory` reads every unit's ``terraform { source }`` (in the unit
   file, else in the one included file that sets it) into :class:`Pin` (a
@@ -28,6 +29,16 @@ from tooling.core.bump.changelog import (
     Changelog,
     changelog_sections,
     render_changelog,
+)
+from tooling.core.bump.locks import (
+    LOCK_FILE,
+    LockChange,
+    LockedProvider,
+    lock_changes,
+    lock_command,
+    lock_hint,
+    lock_path,
+    parse_lock,
 )
 from tooling.core.bump.pins import (
     REGISTRY_UNSUPPORTED,
@@ -54,6 +65,7 @@ from tooling.core.bump.plans import (
 from tooling.core.bump.texts import MARKER, commit_message, outdated_report, pr_body, pr_title
 
 __all__ = [
+    "LOCK_FILE",
     "MARKER",
     "MAX_CHANGELOG",
     "REGISTRY_UNSUPPORTED",
@@ -61,6 +73,8 @@ __all__ = [
     "Change",
     "Changelog",
     "Inventory",
+    "LockChange",
+    "LockedProvider",
     "Pin",
     "Skipped",
     "UnitText",
@@ -70,9 +84,14 @@ __all__ = [
     "changelog_sections",
     "commit_message",
     "inventory",
+    "lock_changes",
+    "lock_command",
+    "lock_hint",
+    "lock_path",
     "match_units",
     "nearest_tags",
     "outdated_report",
+    "parse_lock",
     "plan_all",
     "plan_bump",
     "pr_body",

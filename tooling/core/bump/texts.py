@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooling.core.bump.changelog import Changelog, render_changelog
+from tooling.core.bump.locks import LockChange, lock_body, lock_commit_lines
 from tooling.core.bump.pins import Inventory, Pin, Skipped
 from tooling.core.bump.plans import BumpPlan, tag_version
 from tooling.core.upgrades import Skip, pick_upgrades
@@ -26,9 +27,10 @@ def pr_title(plan: BumpPlan) -> str:
     return f"chore(deps): bump {plan.module} to {plan.target.name}"
 
 
-def commit_message(plan: BumpPlan) -> str:
+def commit_message(plan: BumpPlan, locks: Sequence[LockChange] = ()) -> str:
     lines = [pr_title(plan), ""]
     lines.extend(f"{c.pin.unit}: {c.old} -> {c.new_version}" for c in plan.changes)
+    lines.extend(lock_commit_lines(locks))
     if plan.major:
         lines += ["", f"BREAKING CHANGE: {plan.module} {plan.target.name} is a new major version."]
     return "\n".join(lines) + "\n"
@@ -38,8 +40,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def pr_body(plan: BumpPlan, log: Changelog) -> str:
-    """The pull request body: units table, major warning, changelog."""
+def pr_body(
+    plan: BumpPlan,
+    log: Changelog,
+    locks: Sequence[LockChange] = (),
+    platforms: Sequence[str] = (),
+) -> str:
+    """The pull request body: units table, major warning, lock files, changelog.
+
+    ``locks``: what the bump changed in the units' lock files (refreshed for
+    ``platforms``); none: the section is left out.
+    """
     current = sorted({c.old for c in plan.changes}, key=lambda t: tag_version(t).precedence())
     lines = [
         MARKER,
@@ -74,6 +85,7 @@ def pr_body(plan: BumpPlan, log: Changelog) -> str:
             "",
             "The ref lives in a shared file: " + ", ".join(f"`{f}`" for f in shared) + ".",
         ]
+    lines += lock_body(locks, platforms)
     lines += [
         "",
         f"### Changelog ({plan.oldest.text} -> {plan.target.name})",
@@ -81,7 +93,8 @@ def pr_body(plan: BumpPlan, log: Changelog) -> str:
         render_changelog(log),
         "",
         "---",
-        "Opened by `invoke bump-module` / `invoke bump-all`: one line per unit changed; "
+        "Opened by `invoke bump-module` / `invoke bump-all`: one line per unit changed "
+        "(and its lock file when the providers changed); "
         "the plan workflow plans exactly these units. A new run updates this pull request "
         "(rebased onto the default branch); a pull request closed unmerged is not reopened "
         "for this version.",
