@@ -572,7 +572,10 @@ def test_monorepo_prefixes_sha_pins_scp_sources_and_superseded_pull_requests(
     git(example_repo, "push", "--quiet", "origin", "main")
     env = {
         **github_api.env(),
-        "IAC_MODULE_REWRITE": f"{scp}={mono},ssh://git@git.example.com:2222/platform-modules/terraform-mono.git={mono}",
+        # the SCP form without `git::` reaches git as ssh://git@host/path once Terragrunt
+        # normalises it (the bump's `providers lock` downloads the module): map that spelling too
+        "IAC_MODULE_REWRITE": f"{scp}={mono},ssh://git@git.example.com:2222/platform-modules/terraform-mono.git={mono},"
+        f"ssh://git@git.example.com/platform-modules/terraform-mono.git={mono}",
     }
 
     out = invoke(example_repo, "outdated", "--json", env=env)

@@ -34,6 +34,7 @@ from tooling.commands.converge import (
     close_superseded,
     converge,
     discover,
+    lock_platforms,
     open_context,
     read_changelog,
     recover,
@@ -44,6 +45,8 @@ from tooling.core.bump import (
     apply_changes,
     changed_lines,
     inventory,
+    lock_command,
+    lock_path,
     match_units,
     outdated_report,
     plan_all,
@@ -65,7 +68,7 @@ from tooling.model.repo import WorkTree
 
 
 def _show_dry_run(
-    plan: BumpPlan, texts: Mapping[str, str], title: str, body: str, base: str
+    ws: Workspace, plan: BumpPlan, texts: Mapping[str, str], title: str, body: str, base: str
 ) -> None:
     new = apply_changes(texts, plan.changes)
     show(f"dry run: would create {plan.branch} from {base} and change {len(plan.changes)} unit(s):")
@@ -76,6 +79,11 @@ def _show_dry_run(
             show(f"  {file}:{n}")
             show(f"  - {old_lines[n - 1].strip()}")
             show(f"  + {new_lines[n - 1].strip()}")
+    command = lock_command(lock_platforms(ws))
+    for unit in sorted({c.pin.unit for c in plan.changes}):
+        show(
+            f"  would lock the providers of {unit}: `{command}` (commits {lock_path(unit)} if it changes)"
+        )
     print(f"branch: {plan.branch}\ntitle: {title}\n\n{body}", end="")
 
 
@@ -103,7 +111,7 @@ def bump_module(
     title, body = pr_title(plan), pr_body(plan, log)
     if dry_run:
         texts = {f: tree.read(f).decode("utf-8", "surrogateescape") for f in plan.files}
-        _show_dry_run(plan, texts, title, body, ctx.default_ref)
+        _show_dry_run(ws, plan, texts, title, body, ctx.default_ref)
         return 0
     try:
         outcome = converge(ctx, plan, log, reopen_closed=True)

@@ -9,6 +9,7 @@ lease, only over the bot's own commits) and opens or updates the pull request.
 """
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,6 +242,10 @@ def _write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
 
 
+def _redact(text: str, token: tags.Token | None) -> str:
+    return token.redact(text) if token else text
+
+
 def lock_platforms(ws: Workspace) -> tuple[str, ...]:
     """The platforms lock files cover: every executor's (policy.toml ``[executors.*] platforms``)."""
     return executors.lock_platforms(executors.parse(ws.policy))
@@ -258,12 +263,20 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
     ws = ctx.ws
     platforms = lock_platforms(ws)
     args = terragrunt.providers_lock_args(platforms, ws.settings.provider_mirror)
-    env = terragrunt.lock_env(ws.tool_env)
+    # Terragrunt downloads the module with git: the same token, for the same host only
+    env = tags.auth_env(plan.url, terragrunt.lock_env(ws.tool_env), ctx.git_token)
     changes: list[LockChange] = []
     for unit in sorted({c.pin.unit for c in plan.changes}):
         path = ws.root / lock_path(unit)
         old = _read_text(path) if path.is_file() else None
-        ran = terragrunt.run(args, ws.root / unit, env)
+        # a working copy of its own, removed after: the unit's .terragrunt-cache is left as it
+        # was (initialised without a backend, it would make the next plan there fail)
+        scratch = ws.root / ".iac" / "lock-work" / unit
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            ran = terragrunt.run(args, ws.root / unit, {**env, "TG_DOWNLOAD_DIR": str(scratch)})
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if ran.returncode != 0:
             if old is None:
                 path.unlink(missing_ok=True)
@@ -272,7 +285,7 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
             raise ToolingError(
                 f"{lock_path(unit)}: cannot lock the providers of {plan.module} {plan.target.name} "
                 f"(`{lock_command(platforms)}` in {unit} failed): "
-                f"{terragrunt.error_summary(ran.stderr or ran.stdout)}\n"
+                f"{_redact(terragrunt.error_summary(ran.stderr or ran.stdout), ctx.git_token)}\n"
                 "The bump is not committed. Make the providers the new version requires "
                 "installable for every platform (policy.toml [executors.*] platforms; "
                 "IAC_PROVIDER_MIRROR for a provider mirror), then run the bump again."

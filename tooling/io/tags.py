@@ -216,6 +216,12 @@ def _git_env(url: str, env: Mapping[str, str], token: Token | None) -> dict[str,
     return out
 
 
+def auth_env(url: str, env: Mapping[str, str], token: Token | None) -> dict[str, str]:
+    """``env`` for any git child reaching ``url`` (Terragrunt's module download too):
+    the token's header for that origin only, in the environment, and no password prompt."""
+    return _git_env(url, env, token)
+
+
 def _failure(exc: ToolingError, token: Token | None) -> str:
     if isinstance(exc, proc.CalledProcessError):
         stderr = exc.result.stderr.strip().splitlines()

@@ -121,13 +121,20 @@ def providers_lock_args(platforms: Sequence[str], mirror: str | None = None) -> 
     Terragrunt (1.x forwards no unknown command: ``run --`` it is) downloads
     the unit's module source, auto-initialises it and runs OpenTofu's
     ``providers lock`` in that working copy, then copies the lock file back next
-    to the unit's ``terragrunt.hcl``. ``mirror``: consult this provider mirror instead
+    to the unit's ``terragrunt.hcl``. Dependency outputs play no part in which
+    providers a unit needs, and units usually allow mock outputs only for
+    init/validate/plan: ``--no-dependency-outputs`` (the
+    ``optional-dependency-outputs`` experiment of the pinned Terragrunt) skips
+    them, so an unapplied dependency does not stop the lock. ``mirror``: consult this provider mirror instead
     of the origin registries (``https://...``: a network mirror, else a
     filesystem mirror folder), for providers published only there.
     """
     args = [
         "terragrunt",
         "run",
+        "--experiment",
+        "optional-dependency-outputs",
+        "--no-dependency-outputs",
         *_COMMON,
         "--",
         "providers",
@@ -145,11 +152,10 @@ def lock_env(env: Mapping[str, str]) -> dict[str, str]:
 
     Every other run keeps ``-lockfile=readonly``; here Terragrunt's auto-init must
     be able to install the providers the new configuration needs before the lock
-    file is rewritten for every platform.
+    file is rewritten for every platform. It skips the backend (``-backend=false``):
+    locking providers reads no state, and a bump job holds no state credentials.
     """
-    out = dict(env)
-    out.pop("TF_CLI_ARGS_init", None)
-    return out
+    return {**env, "TF_CLI_ARGS_init": "-backend=false"}
 
 
 def init_args() -> list[str]:

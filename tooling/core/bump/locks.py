@@ -61,8 +61,18 @@ def lock_path(unit: str) -> str:
 
 
 def lock_command(platforms: Sequence[str]) -> str:
-    """The command that refreshes a unit's lock file for ``platforms`` (run in the unit's folder)."""
-    return " ".join(["terragrunt run -- providers lock", *(f"-platform={p}" for p in platforms)])
+    """The command that refreshes a unit's lock file for ``platforms`` (run in the unit's folder).
+
+    Dependency outputs are skipped: they do not change which providers a unit
+    needs, and an unapplied dependency's mocks are usually allowed for plans only.
+    """
+    return " ".join(
+        [
+            "terragrunt run --experiment optional-dependency-outputs --no-dependency-outputs",
+            "-- providers lock",
+            *(f"-platform={p}" for p in platforms),
+        ]
+    )
 
 
 #: what OpenTofu says when the configuration needs other providers than the lock file records
