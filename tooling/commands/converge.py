@@ -257,7 +257,8 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
     Called on the bump branch after the refs were edited: Terragrunt downloads the
     new version of the module and OpenTofu rewrites the unit's lock file for
     every executor's platform. A unit that cannot be locked fails the bump (its
-    lock file is put back as it was); a lock file that records no provider and
+    lock file is put back as it was, and the ones this run added are removed:
+    the caller's ``git reset --hard`` restores the tracked ones); a lock file that records no provider and
     did not exist before is not added. Returns what changed, per provider.
     """
     ws = ctx.ws
@@ -266,6 +267,9 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
     # Terragrunt downloads the module with git: the same token, for the same host only
     env = tags.auth_env(plan.url, terragrunt.lock_env(ws.tool_env), ctx.git_token)
     changes: list[LockChange] = []
+    created: list[
+        Path
+    ] = []  # lock files this run added: a failure removes them (git keeps the rest)
     for unit in sorted({c.pin.unit for c in plan.changes}):
         path = ws.root / lock_path(unit)
         old = _read_text(path) if path.is_file() else None
@@ -282,6 +286,8 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
                 path.unlink(missing_ok=True)
             else:
                 _write_text(path, old)
+            for added in created:
+                added.unlink(missing_ok=True)
             raise ToolingError(
                 f"{lock_path(unit)}: cannot lock the providers of {plan.module} {plan.target.name} "
                 f"(`{lock_command(platforms)}` in {unit} failed): "
@@ -294,6 +300,8 @@ def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:
         if old is None and new is not None and not parse_lock(new):
             path.unlink()  # nothing to lock: no empty file beside a unit without providers
             new = None
+        if old is None and new is not None:
+            created.append(path)
         changes.extend(lock_changes(unit, old, new))
     return changes
 
