@@ -9,6 +9,8 @@ traceback. ``invoke --help TASK`` shows each task's help.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,10 +19,78 @@ from typing import Any
 
 from invoke.collection import Collection
 from invoke.context import Context
-from invoke.exceptions import Exit
+from invoke.exceptions import Exit, ParseError
+from invoke.program import Program
 from invoke.tasks import task
 
 ROOT = Path(__file__).resolve().parent
+
+
+class _Program(Program):
+    """invoke's own program, with its usage errors exiting 2 (invoke exits 1 for them).
+
+    An unknown flag, a missing value, a value that is not of the option's type
+    (``--jobs abc``, which invoke lets escape as a ``ValueError``), or an
+    unknown task are bad usage: one line saying what to run instead, exit 2.
+    """
+
+    def parse_tasks(self) -> None:
+        try:
+            self._refuse_empty_lists()
+            super().parse_tasks()
+        except (ParseError, ValueError) as exc:
+            raise Exit(_usage_line(exc), code=2) from None
+
+    def _refuse_empty_lists(self) -> None:
+        """invoke drops a repeatable flag given without a value (``plan --unit``, which
+        would then plan the affected units instead): refuse it like any missing value."""
+        words = list(self.core.unparsed)
+        for context in self.collection.to_contexts():
+            repeatable = {flag for flag, arg in context.flags.items() if arg.kind is list}
+            for i, word in enumerate(words):
+                following = words[i + 1] if i + 1 < len(words) else None
+                if word in repeatable and (following is None or following.startswith("-")):
+                    raise ParseError(f"{word} needs a value", context)
+
+    def parse_cleanup(self) -> None:
+        try:
+            super().parse_cleanup()
+        except ParseError as exc:  # `invoke --help NOSUCHTASK`
+            raise Exit(_usage_line(exc), code=2) from None
+
+
+def _usage_line(exc: Exception) -> str:
+    context = getattr(exc, "context", None)
+    name = getattr(context, "name", None)
+    what = str(exc).strip().rstrip("!").replace("\n", " ") or type(exc).__name__
+    # invoke names a flag by its repr: say --out, not <Argument: out (o)>
+    what = re.sub(
+        r"Flag <Argument: ([\w-]+)[^>]*> needed value and was not given one",
+        lambda m: f"--{m[1].replace('_', '-').strip('-')} needs a value",
+        what,
+    )
+    what = re.sub(r"'(\w+?)_'", r"'\1'", what)  # id_ (a Python name) is ID on the command line
+    if isinstance(exc, ValueError):  # invoke converting a flag's value to its type
+        what = f"a value is not of the option's type ({what})"
+    if name:
+        return f"error: {name}: {what}. See `invoke --help {name}`."
+    return f"error: {what}. See `invoke --list` for the tasks and `invoke --help TASK` for their options."
+
+
+def _use_usage_exit_codes() -> None:
+    """Make the running invoke program (``invoke`` or ``python -m invoke``) a :class:`_Program`.
+
+    invoke loads this file after parsing its own options and before parsing the
+    tasks' ones, so from here on its parse errors go through ``_Program``.
+    """
+    import invoke.main
+
+    running = getattr(invoke.main, "program", None)
+    if type(running) is Program:
+        running.__class__ = _Program
+
+
+_use_usage_exit_codes()
 
 
 @contextmanager
@@ -39,6 +109,23 @@ def _errors() -> Iterator[None]:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             raise Exit(code=130) from None
+        except (Exit, SystemExit):
+            raise
+        except BrokenPipeError:
+            # the reader went away (`invoke units --json | head`): nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            raise Exit(code=1) from None
+        except Exception as exc:
+            # A failure the tooling did not foresee: one line, not a traceback
+            # (IAC_DEBUG=1 shows it). It is a bug: the message says so.
+            if os.environ.get("IAC_DEBUG"):
+                raise
+            print(
+                f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in the tooling: "
+                "run again with IAC_DEBUG=1 for the traceback and report it.",
+                file=sys.stderr,
+            )
+            raise Exit(code=1) from None
 
 
 def _workspace() -> Any:
@@ -95,11 +182,11 @@ def units(c: Context, json_: bool = False) -> None:
     """
     from tooling.commands import pipeline
 
-    def go() -> None:
+    def go() -> int:
         ws = _workspace()
         _say_settings(ws)
         ws.check_tools()
-        pipeline.units(ws, as_json=json_)
+        return pipeline.units(ws, as_json=json_)
 
     _run(go)
 
@@ -115,20 +202,24 @@ def units(c: Context, json_: bool = False) -> None:
 def affected(
     c: Context, base: str = "", head: str = "", uncommitted: bool = False, json_: bool = False
 ) -> None:
-    """The units a change affects, with reasons, in DAG order (deletions last); their dependents apart."""
+    """The units a change affects, with reasons, in DAG order (deletions last); their dependents apart.
+
+    Exit code 1 (after the result) when a unit's HCL does not parse.
+    """
     from tooling.commands import pipeline
 
-    def go() -> None:
+    def go() -> int:
         ws = _workspace()
         _say_settings(ws)
         ws.check_tools()
-        result, _ = pipeline.compute_affected(
+        result, model = pipeline.compute_affected(
             ws, base or None, head or None, uncommitted=uncommitted
         )
         if json_:
             print(json.dumps(result.to_json(), indent=2))
         else:
             pipeline.print_affected(result)
+        return pipeline.unreadable_exit(model)
 
     _run(go)
 
@@ -140,7 +231,7 @@ def affected(
         "all": "plan every unit",
         "unit": "=PATH: plan the unit at PATH, e.g. --unit=live/cluster/vms (repeatable)",
         "executor": "plan only this executor's units (hosted | lan)",
-        "jobs": "plans run in parallel (default: CPU count)",
+        "jobs": "N plans run in parallel, N >= 1 (default: CPU count)",
         "out": "output folder (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions)",
     },
@@ -151,13 +242,15 @@ def plan(
     all_: bool = False,
     unit: list[str] | None = None,
     executor: str = "",
-    jobs: int = 0,
+    jobs: str = "",
     out: str = "",
     comment: bool = False,
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
 
-    Exit code 0 when every planned unit succeeded, 1 otherwise.
+    --all and --unit exclude each other. A unit is named by its path
+    (live/cloud/dns; ./live/cloud/dns/ as tab completion writes it is the same).
+    Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage.
     """
     from tooling.commands import pipeline
 
@@ -168,7 +261,7 @@ def plan(
             all_units=all_,
             units=unit or [],
             executor=executor or None,
-            jobs=jobs or None,
+            jobs=pipeline.parse_jobs(jobs),
             out=Path(out) if out else None,
             comment=comment,
         )
@@ -186,13 +279,14 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
     from tooling.commands import pipeline
 
-    def go() -> None:
+    def go() -> int:
         ws = _workspace()
         _say_settings(ws)
         ws.check_tools()
         print(
             pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
         )
+        return pipeline.unreadable_exit(ws.current_model)
 
     _run(go)
 
@@ -208,7 +302,8 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
 
     Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
     versions); a mismatch refuses the unit. Manual units wait unless
-    --approve-manual. Exit code 1 if anything failed or was refused.
+    --approve-manual. Exit code 1 if anything failed or was refused, or a unit
+    had no plan to apply (its plan failed: a destroy that could not be planned too).
     """
     from tooling.commands import apply as applying
 
@@ -268,10 +363,10 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
     the routes name, or an executor they do not name, is an error (exit 1), and
     the job outputs `matrix` and `any` are written to $GITHUB_OUTPUT.
     """
-    from tooling.commands import ci
+    from tooling.commands import ci, pipeline
     from tooling.commands import matrix as matrices
 
-    def go() -> None:
+    def go() -> int:
         ws = _workspace()
         ws.check_tools()
         if routes:
@@ -279,6 +374,7 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
         else:
             doc = matrices.matrix(ws, base=base or None)
         print(json.dumps(doc, indent=2))
+        return pipeline.unreadable_exit(ws.current_model)
 
     _run(go)
 
@@ -441,14 +537,18 @@ def bump_module(
 def outdated(c: Context, json_: bool = False) -> None:
     """Pinned modules with newer tags (minor/patch and major apart); skipped sources with reasons.
 
-    Exit code 1 when a module repository could not be queried.
+    Exit code 1 when a module repository could not be queried, or (after the
+    report) when a unit's HCL does not parse.
     """
     from tooling.commands import bump as bumpflow
+    from tooling.commands import pipeline
 
     def go() -> int:
         ws = _workspace()
         ws.check_tools()
-        return bumpflow.outdated(ws, as_json=json_)
+        code = bumpflow.outdated(ws, as_json=json_)
+        broken = pipeline.unreadable_exit(ws.current_model)
+        return 1 if code or broken else 0
 
     _run(go)
 

@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooling.commands import pipeline
 from tooling.core.planjson import action_of
+from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
 from tooling.io.ui import say
@@ -262,11 +264,13 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     target = check_address(address)
     if not import_id:
         raise UsageError("ID is empty: give the provider's import ID of the existing resource")
-    path = unit.rstrip("/")
+    path = unit_arg(unit, option="UNIT")
     ws.check_tools()
-    model = ws.model()
+    model = ws.current_model
     if path not in model.units:
         raise UsageError(f"{unit}: no unit at {path} (see `invoke units`)")
+    pipeline.refuse_unparsable(model, [path])
+    pipeline.refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)

@@ -40,9 +40,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,8 @@ from tooling.io import git, outdir, proc, terragrunt
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
+#: plan statuses that leave nothing to apply, a failure to act on
+UNPLANNED = ("error", "not-planned", "blocked")
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
 #: in the record only, while a unit's apply runs (or if the tool was killed meanwhile)
 RUNNING = "running"
@@ -245,6 +249,11 @@ class Applier:
             self.summary: dict[str, Any] = json.loads(summary_path.read_text())
         except ValueError as exc:
             raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
+        units = self.summary.get("units") if isinstance(self.summary, dict) else None
+        if not isinstance(units, list) or not all(isinstance(u, dict) for u in units):
+            raise ToolingError(
+                f"{summary_path}: not a plan summary (no list of units); re-plan with `invoke plan --out {plans_dir}`"
+            )
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
         self.policy = parse_policy(ws.policy)
@@ -260,6 +269,14 @@ class Applier:
         key = hashlib.sha256(str(self.dir).encode()).hexdigest()[:16]
         # raw OpenTofu output, outside the report folder (which is uploaded): redacted into apply.log after
         self.raw_dir = ws.root / ".iac" / "apply-output" / key
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        """The tools' environment, with the modules of every planned unit mapped (a deleted
+        unit's destroy is applied from the base revision, whose module the tree may no longer pin)."""
+        return self.ws.env_for(
+            str(u["source"]) for u in self.summary.get("units", []) if u.get("source")
+        )
 
     def _tools_now(self) -> dict[str, str]:
         from tooling.io import toolchain
@@ -347,7 +364,7 @@ class Applier:
         raw.write_text(f"# plan {plan_file}\n")
         self.running = path
         self.save()
-        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=self.ws.tool_env)
+        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=self.env)
         if interrupted:
             self.run.interrupted = True
         output = raw.read_text(errors="replace")
@@ -481,7 +498,7 @@ class Applier:
             return
         run_dir = self.run_dir(unit)
         try:
-            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.ws.tool_env)
+            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
         except ToolingError as exc:
             self.record(
                 path,
@@ -551,7 +568,7 @@ class Applier:
             source=model_unit.source,
         )
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.ws.tool_env)
+        fresh = plan_unit(target, out, self.env)
         if fresh.status == "error":
             self.record(
                 path,
@@ -632,6 +649,7 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
     counts = {r: sum(1 for u in run.units if u.result == r) for r in RESULTS}
     earlier = sum(1 for u in run.units if u.earlier)
     bad = counts["failed"] + counts["refused"]
+    bad += sum(1 for u in summary.get("units", []) if u.get("status") in UNPLANNED)
     mark = "❌" if bad or run.interrupted else ("⏸" if counts["waiting-approval"] else "✅")
     lines = [
         "<!-- iac-tooling:apply-report -->",
@@ -682,4 +700,17 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         say(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}")
     if run.interrupted:
         return 130
-    return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0
+    # a unit whose plan failed (a destroy that could not be planned among them) was not
+    # applied: that is a failure to act on, never a success
+    unplanned = [
+        str(u.get("path")) for u in applier.summary.get("units", []) if u.get("status") in UNPLANNED
+    ]
+    if unplanned:
+        print(
+            f"error: {len(unplanned)} unit(s) had no plan to apply ({', '.join(unplanned)}): "
+            "fix what their plan reported, then `invoke plan` and apply again",
+            file=sys.stderr,
+            flush=True,
+        )
+    bad = any(u.result in ("failed", "refused") for u in run.units)
+    return 1 if bad or unplanned else 0

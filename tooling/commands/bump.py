@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tooling.commands import pipeline
 from tooling.commands.converge import (
     Outcome,
     close_superseded,
@@ -58,11 +59,10 @@ from tooling.core.bump import (
     split_globs,
 )
 from tooling.errors import ToolingError
-from tooling.io import git as gitw
 from tooling.io import tags
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.repo import WorkTree
+from tooling.model.repo import GitTree, WorkTree
 
 # --------------------------------------------------------------------------- commands
 
@@ -87,14 +87,22 @@ def _show_dry_run(
     print(f"branch: {plan.branch}\ntitle: {title}\n\n{body}", end="")
 
 
+def _refuse_unparsable(ws: Workspace, tree: GitTree) -> None:
+    """A unit that does not parse may pin a module too: refuse before editing anything."""
+    model = ws.model(tree)
+    pipeline.refuse_unparsable(model, list(model.units), doing="bump modules")
+
+
 def bump_module(
     ws: Workspace, module: str, version: str, *, units: str | None = None, dry_run: bool = False
 ) -> int:
     """``invoke bump-module``: one module to one tag, in every (selected) unit pinning it."""
     say(ws.settings.describe())
     ctx = open_context(ws, fetch=not dry_run, need_clean=not dry_run)
-    tree = gitw.tree_at(ws.root, ctx.default_sha)
+    tree = ws.tree_at(ctx.default_sha)
+    _refuse_unparsable(ws, tree)
     inv = inventory(unit_texts(ws, tree))
+    ctx.modules = tuple(sorted({p.url for p in inv.pins}))
     pins = select_module(inv.pins, module)
     globs = split_globs(units)
     pins = select_pins(pins, globs)
@@ -141,7 +149,7 @@ def outdated(ws: Workspace, *, as_json: bool = False) -> int:
     """
     say(ws.settings.describe())
     inv = inventory(unit_texts(ws, WorkTree(ws.root)))
-    repos = discover(ws.tool_env, tags.token_from_env(), inv.pins)
+    repos = discover(ws.env_for(p.url for p in inv.pins), tags.token_from_env(), inv.pins)
     report = outdated_report(inv, repos)
     if as_json:
         print(json.dumps(report, indent=2))
@@ -187,8 +195,10 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
     """
     say(ws.settings.describe())
     ctx = open_context(ws, fetch=True, need_clean=True)
-    tree = gitw.tree_at(ws.root, ctx.default_sha)
+    tree = ws.tree_at(ctx.default_sha)
+    _refuse_unparsable(ws, tree)
     inv = inventory(unit_texts(ws, tree))
+    ctx.modules = tuple(sorted({p.url for p in inv.pins}))
     globs = split_globs(units)
     pins = select_pins(inv.pins, globs)
     repos = discover(ctx.module_env, ctx.git_token, pins)

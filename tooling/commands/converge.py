@@ -69,10 +69,13 @@ class Context:
     git_token: tags.Token | None
     #: module repositories fetched in this run (for changelogs), by URL
     fetched: dict[str, Path | str] = field(default_factory=dict)
+    #: the module repositories the run works on (the default branch's pins), mapped like
+    #: the working tree's: a module only the default branch pins is redirected too
+    modules: tuple[str, ...] = ()
 
     @property
     def module_env(self) -> dict[str, str]:
-        return self.ws.tool_env
+        return self.ws.env_for(self.modules)
 
     def foreign_authors(self, sha: str) -> list[str]:
         """Author emails on ``sha`` (since the default branch) that are not the bot's."""

@@ -87,4 +87,10 @@ def run(root: Path, *, as_json: bool, live: tuple[str, ...] = (".",)) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         sys.stdout.write(render(report))
-    return 1 if report.dangerous else 0
+    # a unit left out because its HCL does not parse is a failure too, named file:line:col
+    broken = 0
+    if report.unparsed:
+        from tooling.commands.pipeline import unreadable_exit
+
+        broken = unreadable_exit(load(WorkTree(root.resolve(), live), None))
+    return 1 if report.dangerous or broken else 0

@@ -93,7 +93,14 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
             else "create it or set [layout] root_file"
         )
         out.append(Finding("needs", layout.root_file, f"the root file is missing: {hint}"))
-    if not (root / ".tool-versions").is_file():
+    if (root / ".tool-versions").is_file():
+        from tooling.io import toolchain
+
+        try:
+            toolchain.read_pins(root)
+        except ToolingError as exc:
+            out.append(Finding("needs", ".tool-versions", str(exc)))
+    else:
         out.append(
             Finding(
                 "needs",
@@ -150,7 +157,9 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                         "(Terragrunt leaves it out of `run --all plan`)",
                     )
                 )
-            if unit.error:
+            if unit.error and "HCL syntax error" in unit.error:
+                out.append(Finding("needs", path, f"does not parse: {unit.error}"))
+            elif unit.error:
                 out.append(
                     Finding(
                         "note",

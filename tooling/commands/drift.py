@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight
+from tooling.commands import pipeline, preflight
 from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.core.drift import (
     DEFAULT_OUT,
@@ -190,6 +190,8 @@ def run(
         say(
             f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
         )
+        pipeline.refuse_unparsable(model, [t.path for t in targets])
+        pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         folder.reset()  # only now: a run that fails before this keeps the last report
         planner = partial(plan_unit, lock=False, detailed_exitcode=True)

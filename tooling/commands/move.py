@@ -36,11 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tooling.core import names
 from tooling.core.changes import Affected
+from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
+from tooling.model.layout import layout_from
 from tooling.model.repo import UNIT_FILE, Model, Tree, WorkTree, load
 
 BACKUP_SUFFIX = ".moved-backup"
@@ -185,10 +188,15 @@ class S3Store:
         self.where = f"s3://{bucket}"
 
     def _head(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
+        except BotoCoreError as exc:  # unreachable endpoint, no credentials...
+            raise ToolingError(
+                f"s3://{self.bucket}/{key}: cannot reach the state backend ({exc}); "
+                "check IAC_STATE_ENDPOINT, the network and the AWS credentials"
+            ) from None
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in ("404", "NoSuchKey", "NotFound"):
@@ -223,16 +231,26 @@ class S3Store:
         return f"s3://{self.bucket}/{key}"
 
 
-def s3_client(settings: config.Settings) -> Any:
-    """A boto3 S3 client with the tooling's settings (path-style addressing for an endpoint)."""
+def s3_client(settings: config.Settings, *, quick: bool = False) -> Any:
+    """A boto3 S3 client with the tooling's settings (path-style addressing for an endpoint).
+
+    ``quick``: short timeouts and one retry, for a check that must fail fast.
+    """
     import boto3
     from botocore.config import Config
 
+    options: dict[str, Any] = {}
+    if settings.state_endpoint:
+        options["s3"] = {"addressing_style": "path"}
+    if quick:
+        options.update(
+            connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"}
+        )
     return boto3.client(
         "s3",
         region_name=settings.state_region,
         endpoint_url=settings.state_endpoint,
-        config=Config(s3={"addressing_style": "path"}) if settings.state_endpoint else None,
+        config=Config(**options) if options else None,
     )
 
 
@@ -285,8 +303,8 @@ class Plan:
     folder_moved: bool  # the folder is already at NEW
 
 
-def _norm(path: str) -> str:
-    return path.strip().rstrip("/")
+def _norm(path: str, option: str) -> str:
+    return unit_arg(path, option=option)
 
 
 def _tracked(root: Path, path: str) -> bool:
@@ -300,6 +318,19 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
     if not new.startswith("live/") or ".." in new.split("/"):
         raise UsageError(f"{new}: the new folder must be under live/ (e.g. live/cloud/zone)")
     current = load(WorkTree(root), None)
+    for path in (old, new):
+        unit = current.units.get(path)
+        if unit is not None and unit.error and "HCL syntax error" in unit.error:
+            raise ToolingError(f"cannot move {path}: its HCL does not parse: {unit.error}")
+    policy = config.read_policy(root)
+    others = [p for p in current.units if p != old]
+    for bad in names.bad_unit_names(
+        [*others, new], layout_from(policy).live, names.pattern_from(policy)
+    ):
+        if bad.path == new:
+            raise UsageError(
+                f"{new}: not an allowed unit folder ({bad.why}); use lowercase letters, digits and dashes"
+            )
     if old in current.units and new in current.units:
         raise UsageError(f"{new} is already a unit: pick a free folder")
     if old in current.units:
@@ -349,8 +380,12 @@ def move_unit(
     root = ws.root
     settings = ws.settings
     say(settings.describe())
-    old, new = _norm(old), _norm(new)
+    old, new = _norm(old, "OLD"), _norm(new, "NEW")
     move = plan_move(root, old, new)
+    if client_factory is s3_client:
+        from tooling.commands import preflight
+
+        preflight.check_state_backend(settings)
     model = load(WorkTree(root), None)
     unit = model.units.get(new if move.folder_moved else old)
     store = store_for(root, settings, unit.state_bucket if unit else None, client_factory)

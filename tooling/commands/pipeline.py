@@ -21,7 +21,7 @@ from tooling.commands.plans import Progress
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import select_targets
+from tooling.core.targets import check_options, select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.config import Settings
@@ -132,20 +132,79 @@ def blocked_moves(
     }
 
 
-def refuse_unparsable(model: Model, paths: Sequence[str]) -> None:
+def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan") -> None:
     """Fail closed, before the report folder is touched, when a unit to plan has an
     HCL syntax error: its dependencies and state key are unknown, so neither the
     plan order nor the change set can be trusted. (A unit the model merely cannot
     *evaluate* is planned: Terragrunt is the authority on what it means.)"""
-    broken = [
-        str(model.units[p].error)
-        for p in paths
-        if p in model.units and "HCL syntax error" in (model.units[p].error or "")
-    ]
+    wanted = set(paths)
+    broken = list(
+        dict.fromkeys(
+            str(u.error)
+            for u in model.units.values()
+            if u.path in wanted and "HCL syntax error" in (u.error or "")
+        )
+    )
     if broken:
         raise ToolingError(
-            "cannot plan: a unit's HCL does not parse (the previous report is kept):\n  "
+            f"cannot {doing}: a unit's HCL does not parse"
+            + (" (the previous report is kept)" if doing == "plan" else "")
+            + ":\n  "
             + "\n  ".join(broken)
+        )
+
+
+def parse_jobs(text: str) -> int | None:
+    """``--jobs``: a whole number >= 1, or None (not given: one per CPU)."""
+    if text == "":
+        return None
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise UsageError(f"--jobs {text}: give a whole number of parallel plans, 1 or more")
+    return jobs
+
+
+def known_executors(ws: Workspace, model: Model) -> set[str]:
+    """The executors policy.toml declares and the ones the units name."""
+    from tooling.core import executors
+
+    return set(executors.parse(ws.policy)) | {u.executor for u in model.units.values()}
+
+
+def unparsable(model: Model) -> list[str]:
+    """``file:line:col: message`` of every unit whose HCL (or an included file's) does not parse."""
+    return [str(u.error) for u in model.units.values() if "HCL syntax error" in (u.error or "")]
+
+
+def unreadable_exit(model: Model) -> int:
+    """For the read-only listings, after their full result: 1, with each parse error on
+    stderr (``file:line:col: message``), when a unit's HCL does not parse; else 0."""
+    broken = list(dict.fromkeys(unparsable(model)))
+    for error in broken:
+        say(f"error: {error}")
+    return 1 if broken else 0
+
+
+def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
+    """Fail closed before any state key is used or command built when a unit to plan has a
+    folder name outside the naming rule (``invoke check`` names the same units)."""
+    from tooling.core import names
+
+    wanted = set(paths)
+    bad = [
+        b
+        for b in names.bad_unit_names(model.units, ws.layout.live, names.pattern_from(ws.policy))
+        if b.path in wanted
+    ]
+    if bad:
+        raise ToolingError(
+            "cannot plan: a unit's folder name is not allowed (the previous report is kept):\n  "
+            + "\n  ".join(f"{b.path}/terragrunt.hcl:1: {b.why}" for b in bad)
+            + "\nRename the folder to lowercase letters, digits and dashes "
+            "(`invoke move-unit OLD NEW` migrates its state); docs/rules.md, unit-name."
         )
 
 
@@ -165,6 +224,12 @@ def plan(
     comment: bool = False,
 ) -> int:
     say(ws.settings.describe())
+    check_options(
+        all_units=all_units,
+        units=units,
+        executor=executor,
+        executors=known_executors(ws, ws.current_model),
+    )
     ws.check_tools()
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
@@ -215,6 +280,8 @@ def _plan_into(
             base_root = worktree
             base_model = ws.model(ws.tree_at(change.base))
     on_pr = _pr_context()
+    if change is not None and any(u.change == "moved" for u in change.units):
+        preflight.check_state_backend(ws.settings)  # a moved unit's state is looked up first
     try:
         targets = select_targets(
             model,
@@ -231,11 +298,13 @@ def _plan_into(
         # a stack's generated units run in the scratch copy they were generated in
         targets = [t if t.destroy else replace(t, run_dir=ws.run_dir(t.path)) for t in targets]
         refuse_unparsable(model, [t.path for t in targets])
+        refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         folder.reset()
         if not targets:
             say("nothing to plan")
-        env = ws.tool_env if targets else {}
+        # the base revision's modules too: a deleted unit's destroy plan fetches them
+        env = ws.env_for(t.source for t in targets if t.source) if targets else {}
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
         results = run_batch(
@@ -318,13 +387,14 @@ def summary_document(
     return doc
 
 
-def units(ws: Workspace, *, as_json: bool) -> None:
+def units(ws: Workspace, *, as_json: bool) -> int:
+    """``invoke units``: every unit; exit 1 (after the list) when a unit's HCL does not parse."""
     from tooling.model.repo import units_json
 
-    model = ws.model()
+    model = ws.current_model
     if as_json:
         print(units_json(model))
-        return
+        return unreadable_exit(model)
     for path in model.order:
         u = model.units[path]
         deps = ", ".join(u.dependencies) or "-"
@@ -332,10 +402,13 @@ def units(ws: Workspace, *, as_json: bool) -> None:
             f"{u.path:<28} {u.tier}/{u.executor:<8} declared gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}"
         )
         show(f"{'':<28} state: {u.state_key}   source: {u.source}")
+        if u.error:
+            show(f"{'':<28} cannot be read: {u.error}")
     show(
         "declared gate: the unit's (or tier's) gate class; a plan that touches a node/VM "
         "or deletes or replaces anything waits for approval (manual) whatever it declares"
     )
+    return unreadable_exit(model)
 
 
 def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
@@ -343,7 +416,7 @@ def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool
 
     if fmt not in ("mermaid", "dot"):
         raise UsageError(f"--format {fmt}: use mermaid or dot")
-    model = ws.model()
+    model = ws.current_model
     marked: set[str] = set()
     if highlight:
         change, model = compute_affected(ws, affected_base, uncommitted=True)

@@ -16,6 +16,10 @@
    audience are compared with ``gcp_service_account_pattern`` and
    ``gcp_audience_pattern``.
 
+4. With S3 state (``IAC_STATE_BUCKET``), the bucket is reachable, exists and
+   accepts the credentials in the environment (``HeadBucket``, short timeouts),
+   once, before any unit runs or any lock is taken.
+
 Each check fails with a message that says what to do; nothing is planned or
 applied after a failure.
 """
@@ -31,6 +35,7 @@ from typing import Any
 from tooling.core import executors
 from tooling.core.executors import Executor
 from tooling.errors import ToolingError
+from tooling.io import config
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
@@ -170,18 +175,103 @@ def check_identity(executor: Executor) -> None:
         )
 
 
+#: S3 error codes that mean the credentials are not accepted (or not allowed to list the bucket)
+_DENIED = frozenset(
+    {
+        "403",
+        "AccessDenied",
+        "Forbidden",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+    }
+)
+_checked_backends: set[config.Settings] = set()
+
+
+def backend_problem(bucket: str, where: str, *, kind: str, code: str, detail: str) -> str:
+    """The message for a state backend that cannot be used, with what to do. Pure."""
+    target = f"state bucket s3://{bucket} at {where}"
+    if kind == "credentials":
+        return (
+            f"preflight: no AWS credentials for the {target} ({detail}). Set AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY or AWS_PROFILE (CI: the job's role), or unset IAC_STATE_BUCKET "
+            "for local state."
+        )
+    if kind == "unreachable":
+        return (
+            f"preflight: cannot reach the {target} ({detail}). Check IAC_STATE_ENDPOINT and "
+            "IAC_STATE_REGION and the network, or unset IAC_STATE_BUCKET for local state."
+        )
+    if code in ("404", "NoSuchBucket", "NotFound"):
+        return (
+            f"preflight: the {target} does not exist. Create it (bootstrap/ owns the state "
+            "bucket) or fix IAC_STATE_BUCKET."
+        )
+    if code in _DENIED:
+        return (
+            f"preflight: the {target} refused these AWS credentials ({code}). Use credentials "
+            "that may list and write the bucket (CI: the executor's role)."
+        )
+    if code in ("301", "PermanentRedirect", "AuthorizationHeaderMalformed"):
+        return f"preflight: the {target} is in another region ({code}). Set IAC_STATE_REGION to the bucket's region."
+    return f"preflight: cannot use the {target} ({code}: {detail})."
+
+
+def check_state_backend(settings: config.Settings) -> None:
+    """S3 state: the bucket exists and these credentials may use it, checked once per run,
+    before any unit runs or any lock is taken (otherwise each unit retries on its own and
+    fails late). Local state needs no check."""
+    bucket = settings.state_bucket
+    if not bucket or settings in _checked_backends:
+        return
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
+
+    from tooling.commands.move import s3_client
+
+    where = settings.state_endpoint or f"AWS S3 ({settings.state_region})"
+    try:
+        s3_client(settings, quick=True).head_bucket(Bucket=bucket)
+    except (NoCredentialsError, PartialCredentialsError) as exc:
+        problem = backend_problem(bucket, where, kind="credentials", code="", detail=str(exc))
+    except BotoCoreError as exc:
+        problem = backend_problem(bucket, where, kind="unreachable", code="", detail=str(exc))
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        code = str(error.get("Code") or status)
+        problem = backend_problem(
+            bucket, where, kind="client", code=code, detail=str(error.get("Message") or exc)
+        )
+    else:
+        _checked_backends.add(settings)
+        say(f"preflight: state bucket s3://{bucket} reachable")
+        return
+    raise ToolingError(problem)
+
+
 def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:
     """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs).
 
     Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).
     """
     ws.check_tools()
+    units = list(units)
+    executor: Executor | None = None
     name = os.environ.get(ENV_EXECUTOR, "").strip()
-    if not name:
-        return None
-    executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR)
-    refused = foreign_units(units, name)
-    if refused:
-        raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
-    check_identity(executor)
+    if name:
+        executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR)
+        refused = foreign_units(units, name)
+        if refused:
+            raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
+        check_identity(executor)
+    if units:
+        check_state_backend(ws.settings)
     return executor

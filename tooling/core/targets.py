@@ -38,6 +38,43 @@ class Target:
     gate_class: str = "auto"
 
 
+def unit_arg(raw: str, *, option: str = "--unit") -> str:
+    """The unit path a command-line argument names: ``./live/a/b/`` (what tab completion
+    writes) is ``live/a/b``. Raises :class:`UsageError` for a path that leaves the
+    repository (absolute, or through ``..``) or is empty. Pure."""
+    text = raw
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts:
+        raise UsageError(f"{option} {raw!r}: empty; give a unit's path, e.g. live/cloud/dns")
+    if text.startswith("/") or ".." in parts:
+        raise UsageError(
+            f"{option} {raw!r}: give the unit's path from the repository root, without '..' "
+            "(e.g. live/cloud/dns; see `invoke units`)"
+        )
+    return "/".join(parts)
+
+
+def check_options(
+    *,
+    all_units: bool,
+    units: Sequence[str],
+    executor: str | None,
+    executors: Collection[str],
+) -> None:
+    """Refuse option combinations that cannot mean what they say. Pure."""
+    if all_units and units:
+        raise UsageError(
+            "--all and --unit exclude each other: drop --all to plan the named units, "
+            "or drop --unit to plan every unit"
+        )
+    if executor is not None and executor not in executors:
+        known = ", ".join(sorted(executors)) or "none"
+        raise UsageError(
+            f"--executor {executor}: not an executor of this repository (known: {known}); "
+            "see policy.toml [executors]"
+        )
+
+
 def select_targets(
     model: Model,
     *,
@@ -63,7 +100,7 @@ def select_targets(
         wanted = dict.fromkeys(model.order, "all")
     elif units:
         for raw in units:
-            path = raw.rstrip("/")
+            path = unit_arg(raw)
             if path not in model.units:
                 raise UsageError(f"--unit {raw}: no unit at {path} (see `invoke units`)")
             wanted[path] = "named"

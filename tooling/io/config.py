@@ -16,6 +16,7 @@ an S3 backend):
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,10 @@ def read_policy(root: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as exc:
+        raise ToolingError(
+            f"{POLICY_FILE}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise ToolingError(
             f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
@@ -108,7 +113,20 @@ def read_policy(root: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ToolingError(f"{POLICY_FILE}: {exc}. Fix the TOML.") from None
+        raise ToolingError(toml_error(POLICY_FILE, exc)) from None
+
+
+_TOML_AT = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
+
+
+def toml_error(name: str, exc: tomllib.TOMLDecodeError) -> str:
+    """``name:line:col: message. Fix the TOML.`` from tomllib's error (which puts the
+    position at the end of its message)."""
+    text = str(exc)
+    found = _TOML_AT.match(text)
+    if found is None:
+        return f"{name}: {text}. Fix the TOML."
+    return f"{name}:{found['line']}:{found['col']}: {found['msg']}. Fix the TOML."
 
 
 def parse_rewrites(text: str) -> tuple[tuple[str, str], ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -128,13 +129,18 @@ class Workspace:
     @cached_property
     def tool_env(self) -> dict[str, str]:
         """Environment for terragrunt/tofu/git children: module sources mapped, tools pinned."""
+        return self.env_for(())
+
+    def env_for(self, sources: Iterable[str]) -> dict[str, str]:
+        """:attr:`tool_env`, with the module repositories of ``sources`` mapped as well
+        (a deleted unit's destroy plan fetches a module the working tree may no longer pin)."""
         from tooling.io import sandbox, terragrunt
 
         rewrites = list(self.settings.module_rewrites)
         if self.settings.module_sources == "sandbox":
             built = sandbox.build(self.settings.cache_dir)
-            sources = [u.source for u in self.current_model.units.values() if u.source]
-            rewrites.extend(sandbox.rewrites(sources, built))
+            pinned = [u.source for u in self.current_model.units.values() if u.source]
+            rewrites.extend(sandbox.rewrites([*pinned, *sources], built))
         env = terragrunt.base_env(config.git_rewrite_env(tuple(rewrites)) if rewrites else {})
         if not self.settings.state_bucket:
             env.setdefault("IAC_STATE_DIR", str(self.root / ".iac" / "state"))
