@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 import pytest
@@ -109,7 +110,7 @@ def test_the_name_pattern_is_a_policy_setting_and_a_bad_one_is_named() -> None:
 
 def test_an_hcl_file_ending_in_an_open_block_names_file_line_and_column() -> None:
     with pytest.raises(HclSyntaxError) as err:
-        parse(b'inputs = {}\nlocals {\n', "live/a/terragrunt.hcl")
+        parse(b"inputs = {}\nlocals {\n", "live/a/terragrunt.hcl")
     assert str(err.value).startswith("live/a/terragrunt.hcl:3:1: HCL syntax error")
 
 
@@ -134,3 +135,139 @@ def test_a_toml_error_names_file_line_and_column() -> None:
 def test_each_state_backend_problem_says_what_to_do(kind: str, code: str, fragment: str) -> None:
     message = preflight.backend_problem("b", "http://127.0.0.1:1", kind=kind, code=code, detail="d")
     assert fragment in message and "s3://b" in message
+
+
+# --------------------------------------------------------------------------- end to end
+
+from pathlib import Path  # noqa: E402
+
+from infra_fixtures import (  # noqa: E402
+    apply_unit,
+    commit_all,
+    git,
+    invoke,
+    read_summary,
+    s3_state_bucket,
+    units_by_path,
+)
+
+
+def test_a_tab_completed_unit_path_plans_that_unit(example_repo: Path, tmp_path: Path) -> None:
+    ran = invoke(example_repo, "plan", "--unit", "./live/cloud/dns/", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 0, ran.output
+    assert list(units_by_path(read_summary(tmp_path / "o"))) == ["live/cloud/dns"]
+
+
+def _plan_s3(repo: Path, out: Path) -> object:
+    return invoke(repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
+
+
+def _nothing_ran(repo: Path, out: Path) -> None:
+    assert not (repo / "live/cloud/dns/.terragrunt-cache").exists()  # terragrunt never started
+    assert not (out / "summary.json").exists()
+
+
+def test_an_unreachable_state_endpoint_stops_the_plan_before_any_unit_runs(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("IAC_STATE_BUCKET", "state")
+    monkeypatch.setenv("IAC_STATE_ENDPOINT", f"http://127.0.0.1:{port}")
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert f"cannot reach the state bucket s3://state at http://127.0.0.1:{port}" in ran.stderr
+    assert "IAC_STATE_ENDPOINT" in ran.stderr
+    _nothing_ran(example_repo, tmp_path / "o")
+
+
+def test_a_missing_state_bucket_stops_the_plan_with_one_message(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IAC_STATE_BUCKET", f"missing-{tmp_path.name}".lower().replace("_", "-"))
+    monkeypatch.setenv("IAC_STATE_ENDPOINT", aws_env["AWS_ENDPOINT_URL"])
+    ran = invoke(example_repo, "plan", "--all", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert ran.stderr.count("does not exist") == 1, ran.stderr  # once, not once per unit
+    _nothing_ran(example_repo, tmp_path / "o")
+
+
+def test_state_credentials_the_bucket_refuses_stop_the_plan_before_any_unit_runs(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urllib.request
+
+    s3_state_bucket(monkeypatch, aws_env, f"creds-{tmp_path.name}")
+
+    def auth(count: str) -> None:  # moto checks access keys from now on (0), or never (inf)
+        request = urllib.request.Request(
+            f"{aws_env['AWS_ENDPOINT_URL']}/moto-api/reset-auth",
+            data=count.encode(),
+            method="POST",
+            headers={"Content-Type": "text/plain"},
+        )
+        urllib.request.urlopen(request, timeout=10).close()
+
+    auth("0")
+    try:
+        ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "o"))
+    finally:
+        auth("inf")
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert "refused these AWS credentials" in ran.stderr, ran.stderr
+    _nothing_ran(example_repo, tmp_path / "o")
+
+
+def test_no_state_credentials_at_all_are_named_before_any_unit_runs(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3_state_bucket(monkeypatch, aws_env, f"nocreds-{tmp_path.name}")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert "no AWS credentials" in ran.stderr, ran.stderr
+    _nothing_ran(example_repo, tmp_path / "o")
+
+
+def test_a_deleted_unit_whose_module_nothing_else_pins_is_destroyed(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    # terraform-aws-ecr is pinned by live/cloud/registry alone
+    apply_unit(example_repo, "live/cloud/iam", tmp_path / "a1")
+    counts = apply_unit(example_repo, "live/cloud/registry", tmp_path / "a2")
+    git(example_repo, "checkout", "--quiet", "-b", "retire")
+    git(example_repo, "rm", "-r", "--quiet", "live/cloud/registry")
+    commit_all(example_repo, "retire the registry")
+    plans = tmp_path / "plans"
+    ran = invoke(example_repo, "plan", "--base", "main", "--out", str(plans))
+    assert ran.returncode == 0, ran.output
+    registry = units_by_path(read_summary(plans))["live/cloud/registry"]
+    assert registry["destroy"] is True and registry["status"] == "changes", registry
+    assert registry["counts"]["delete"] == counts["create"] > 0  # type: ignore[index]
+    applied = invoke(example_repo, "apply", "--plans", str(plans), "--approve-manual")
+    assert applied.returncode == 0, applied.output
+    record = json.loads((plans / "apply.json").read_text())
+    assert {u["path"]: u["result"] for u in record["units"]} == {"live/cloud/registry": "applied"}
+
+
+def test_apply_fails_when_a_destroy_could_not_be_planned(
+    example_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git(example_repo, "checkout", "--quiet", "-b", "retire")
+    git(example_repo, "rm", "-r", "--quiet", "live/cloud/registry")
+    commit_all(example_repo, "retire the registry")
+    monkeypatch.setenv("IAC_MODULE_SOURCES", "remote")  # git.example.com does not resolve here
+    plans = tmp_path / "plans"
+    ran = invoke(example_repo, "plan", "--base", "main", "--out", str(plans))
+    assert ran.returncode == 1, ran.output
+    assert units_by_path(read_summary(plans))["live/cloud/registry"]["status"] == "error"
+    applied = invoke(example_repo, "apply", "--plans", str(plans), "--approve-manual")
+    assert applied.returncode == 1, applied.output
+    assert "had no plan to apply (live/cloud/registry)" in applied.stderr
