@@ -582,10 +582,12 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
     """The rule that prevents disasters: each violation as FILE:LINE: RULE: MESSAGE. Fix: HOW.
 
     State keys computed and unique, tiers disjoint, configuration only under
-    live/, immutable module pins from allowed repositories, executors and layer
-    dependencies as policy.toml declares them, bootstrap/ never run by CI, tools
-    pinned once. Reads files only (no tofu, no terragrunt). Exit code 1 on any
-    violation. docs/rules.md explains every rule.
+    live/, immutable module pins from allowed repositories (refs written as
+    literals), executors and layer dependencies as policy.toml declares them,
+    bootstrap/ never run by CI, tools pinned once, plain lowercase unit folder
+    names, no backend or override generated outside root.hcl, no run_cmd() or
+    hooks unless allowlisted. Reads files only (no tofu, no terragrunt). Exit
+    code 1 on any violation. docs/rules.md explains every rule.
     """
     from tooling.commands import check as checking
 

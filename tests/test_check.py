@@ -42,7 +42,8 @@ BASE = (
     "bootstrap",
     ".ci",
 )
-LINE_RE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+): (?P<rule>[a-z-]+): .+\. Fix: .+$")
+#: a file may hold spaces: the unit-name rule names such folders
+LINE_RE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+): (?P<rule>[a-z-]+): .+\. Fix: .+$")
 
 
 def base_tree(dest: Path) -> Path:

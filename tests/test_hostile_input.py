@@ -271,3 +271,81 @@ def test_apply_fails_when_a_destroy_could_not_be_planned(
     applied = invoke(example_repo, "apply", "--plans", str(plans), "--approve-manual")
     assert applied.returncode == 1, applied.output
     assert "had no plan to apply (live/cloud/registry)" in applied.stderr
+
+
+STALE_OVERRIDE = """
+
+generate "zone_plan" {
+  path      = "zone_override.tf"
+  if_exists = "overwrite_terragrunt"
+  contents  = <<-EOT
+    resource "terraform_data" "zone" {
+      triggers_replace = ["from-another-branch"]
+    }
+  EOT
+}
+"""
+
+
+def test_a_generated_override_left_in_the_working_copy_never_reaches_a_plan(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    unit = example_repo / "live/cloud/dns/terragrunt.hcl"
+    original = unit.read_text()
+    unit.write_text(original + STALE_OVERRIDE)  # a branch that generates an override
+    first = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.output
+    assert "from-another-branch" in (tmp_path / "a/units/live/cloud/dns/plan.txt").read_text()
+    unit.write_text(original)  # back on a branch without it
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "b"))
+    assert ran.returncode == 0, ran.output
+    assert "removed zone_override.tf from its working copy" in ran.stderr
+    assert "from-another-branch" not in (tmp_path / "b/units/live/cloud/dns/plan.txt").read_text()
+    assert not list((example_repo / "live/cloud/dns/.terragrunt-cache").rglob("zone_override.tf"))
+
+
+def test_switching_a_checkout_from_local_state_to_s3_says_what_to_do(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "a"))
+    assert local.returncode == 0, local.output
+    s3_state_bucket(monkeypatch, aws_env, f"switch-{tmp_path.name}")
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "b"))
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert "live/cloud/dns: its working copy was initialised with the local state backend" in (
+        ran.stderr
+    )
+    assert "terragrunt init -migrate-state" in ran.stderr
+    assert "live/cloud/dns/.terragrunt-cache" in ran.stderr
+    assert not (tmp_path / "b" / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("hcl", "computed"),
+    [
+        ('source = "git::https://h/o/m.git?ref=v1.1.0"', False),
+        ('source = "${local.base}//modules/vm?ref=v1.1.0"', False),
+        ("source = local.src", False),
+        ('source = "git::https://h/o/m.git?ref=${get_env("X", "v1.1.0")}"', True),
+        ('source = "git::https://h/o/m.git?ref=${local.ref}"', True),
+        ("source = local.dyn", True),
+        ('source = get_env("SRC", "git::https://h/o/m.git?ref=v1")', True),
+        ('source = "${include.root.locals.base}?ref=v1"', False),
+    ],
+)
+def test_a_ref_is_computed_when_any_part_after_the_question_mark_is(
+    hcl: str, computed: bool
+) -> None:
+    from tooling.core.policy.hidden import computed_query
+    from tooling.model.exprs import locals_exprs
+
+    text = (
+        'locals {\n  base = "git::https://h/o/m.git"\n'
+        '  src = "git::https://h/o/m.git?ref=v1.2.0"\n'
+        '  ref = get_env("REF", "v1")\n'
+        '  dyn = "git::https://h/o/m.git?ref=${local.ref}"\n}\n'
+        f"terraform {{\n  {hcl}\n}}\n"
+    )
+    body = parse(text.encode(), "t.hcl")
+    source = next(b for b in body["b"] if b[0] == "terraform")[2]["a"]["source"][0]
+    assert computed_query(source, locals_exprs(body)) is computed

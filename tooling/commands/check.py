@@ -113,7 +113,8 @@ def run(
     snap = snapshot(root)
     model: Model | None = None
     early: list[Violation] = []
-    live = tuple(d for d in layout_from(data).live if (root / d).is_dir())
+    layout = layout_from(data)
+    live = tuple(d for d in layout.live if (root / d).is_dir())
     if live:
         try:
             model = load(WorkTree(root, live), cache_dir)
@@ -122,7 +123,9 @@ def run(
         else:
             early.extend(_unreadable(model))
     workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
-    found = policy.check_all(model, pol, snap, workspaces)
+    found = policy.check_all(
+        model, pol, snap, workspaces, live=layout.live, root_file=layout.root_file
+    )
     if model is not None:
         # the rules judge what the model could read: an unreadable unit is its own violation,
         # not also a unit without a source or state key

@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline, preflight
+from tooling.commands import pipeline, preflight, workcopies
 from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.core.drift import (
     DEFAULT_OUT,
@@ -193,6 +193,7 @@ def run(
         pipeline.refuse_unparsable(model, [t.path for t in targets])
         pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
+        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings)
         folder.reset()  # only now: a run that fails before this keeps the last report
         planner = partial(plan_unit, lock=False, detailed_exitcode=True)
         with _without_github_tokens():

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.commands import move as moving
-from tooling.commands import preflight
+from tooling.commands import preflight, workcopies
 from tooling.commands.batch import run_batch
 from tooling.commands.plans import Progress
 from tooling.core.changes import Affected, affected
@@ -300,6 +300,11 @@ def _plan_into(
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
+        # after the checks: a plan that is refused removes nothing
+        workcopies.prepare(
+            [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
+            ws.settings,
+        )
         folder.reset()
         if not targets:
             say("nothing to plan")

@@ -14,8 +14,10 @@ Every violation names ``file:line``, the rule it breaks and how to fix it;
 
 The rules live one family per module: :mod:`.settings` (the ``[check]``
 section), :mod:`.snapshot` (what the rules read and return), :mod:`.state`,
-:mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap` and
-:mod:`.tool_pins`; :func:`check_all` runs them all.
+:mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap`,
+:mod:`.tool_pins` and :mod:`.hidden` (what a reviewer would miss: unit names,
+generated backends, computed refs, commands run while parsing);
+:func:`check_all` runs them all.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from collections.abc import Sequence
 
 from tooling.core.policy.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
 from tooling.core.policy.config_only import check_configuration_only
+from tooling.core.policy.hidden import (
+    check_generate_blocks,
+    check_literal_refs,
+    check_run_at_parse,
+    check_unit_names,
+)
 from tooling.core.policy.layers import check_layers
 from tooling.core.policy.pins import check_pins
 from tooling.core.policy.settings import (
@@ -54,10 +62,14 @@ __all__ = [
     "check_bootstrap_guard",
     "check_ci_never_runs_bootstrap",
     "check_configuration_only",
+    "check_generate_blocks",
     "check_layers",
+    "check_literal_refs",
     "check_pins",
+    "check_run_at_parse",
     "check_state_keys",
     "check_tool_versions",
+    "check_unit_names",
     "parse_policy",
     "syntax_violation",
 ]
@@ -68,13 +80,21 @@ def check_all(
     policy: CheckPolicy,
     snap: Snapshot,
     apps: Sequence[AppWorkspace] = (),
+    *,
+    live: Sequence[str] = ("live",),
+    root_file: str = "root.hcl",
 ) -> list[Violation]:
-    """Every rule; ``model`` is None when the HCL did not parse (model rules are skipped)."""
+    """Every rule; ``model`` is None when the HCL did not parse (model rules are skipped).
+    ``live`` and ``root_file`` are policy.toml's ``[layout]``."""
     found: list[Violation] = []
     if model is not None:
         found += check_state_keys(model, policy, snap)
         found += check_pins(model, policy, snap)
         found += check_layers(model, policy, snap)
+    found += check_unit_names(model, policy, live)
+    found += check_generate_blocks(model, policy, snap, root_file)
+    found += check_literal_refs(model, policy, snap)
+    found += check_run_at_parse(model, policy, snap)
     found += check_app_workspaces(model, policy, apps)
     found += check_configuration_only(model, policy, snap)
     found += check_ci_never_runs_bootstrap(snap)

@@ -9,9 +9,10 @@ refuses unknown keys and malformed values with a message naming the key.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from tooling.core import names as unit_names
 from tooling.errors import ToolingError
 
 POLICY_FILE = "policy.toml"
@@ -58,6 +59,10 @@ class CheckPolicy:
     layers: tuple[Layer, ...] = ()
     executors: tuple[str, ...] = ()  # declared [executors.*] names; empty: not declared
     tool_pin_files: tuple[str, ...] = DEFAULT_TOOL_PIN_FILES
+    #: what each folder below the live folder may be called (a regular expression)
+    unit_name_pattern: str = unit_names.DEFAULT_PATTERN
+    #: files (fnmatch) allowed to hold run_cmd() or hooks, with the reason
+    allowed_run_at_parse: Mapping[str, str] = field(default_factory=dict)
 
     def layer_of(self, path: str) -> Layer | None:
         """The layer whose folder holds ``path`` (the longest match)."""
@@ -101,6 +106,8 @@ _CHECK_KEYS = frozenset(
         "allowed_module_sources",
         "layers",
         "tool_pin_files",
+        unit_names.SETTING,
+        "allowed_run_at_parse",
     }
 )
 
@@ -162,4 +169,18 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         tool_pin_files=_strings(
             section, "tool_pin_files", "[check]", default=DEFAULT_TOOL_PIN_FILES
         ),
+        unit_name_pattern=unit_names.pattern_from(data),
+        allowed_run_at_parse=_reasons(section, "allowed_run_at_parse"),
     )
+
+
+def _reasons(section: Mapping[str, Any], key: str) -> dict[str, str]:
+    """A ``[check.KEY]`` table of ``"FILE PATTERN" = "the reason"`` entries."""
+    raw = section.get(key, {})
+    if not isinstance(raw, Mapping) or not all(
+        isinstance(v, str) and v.strip() for v in raw.values()
+    ):
+        raise ToolingError(
+            f'{POLICY_FILE}: [check.{key}] must map each file to the reason it is allowed, e.g. "root.hcl" = "fetches ..."'
+        )
+    return dict(raw)

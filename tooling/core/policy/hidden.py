@@ -1,0 +1,267 @@
+"""What a reviewer reading a pull request would miss too. Pure.
+
+- ``unit-name``: a unit folder name outside ``[check] unit_name_pattern``
+  (lowercase segments by default), non-ASCII, or a case-fold twin of another;
+- ``generate-backend``: a ``generate`` block outside the root file that writes a
+  backend (or replaces the root file's block of the same name) or an
+  ``*_override.tf`` file: two units end up on one state, or a unit's code is
+  changed where no module review sees it;
+- ``pin-computed-ref``: a module ``?ref=`` computed at run time
+  (``${get_env("X", "v1.1.0")}``): the summary shows the default while the
+  environment plans another version;
+- ``run-at-parse``: ``run_cmd(...)`` and ``before_hook``/``after_hook``/
+  ``error_hook`` blocks, code that runs while a pull request is parsed or
+  planned, unless ``[check.allowed_run_at_parse]`` lists the file with a reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from tooling.core import names
+from tooling.core.policy.config_only import _literal_strings
+from tooling.core.policy.settings import CheckPolicy
+from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
+from tooling.model.exprs import blocks_of, locals_exprs
+from tooling.model.repo import UNIT_FILE, Model
+
+HOOKS = ("before_hook", "after_hook", "error_hook")
+#: a backend (or Terraform Cloud) configuration in generated code
+_BACKEND_RE = re.compile(r'\bbackend\s*"|\bcloud\s*\{')
+#: files OpenTofu merges over the module's own code
+_OVERRIDE_RE = re.compile(r"(?:^|[/_])override\.(?:tf|tofu)(?:\.json)?$")
+_RUN_CMD_RE = re.compile(r"\brun_cmd\s*\(")
+
+
+def hcl_files(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[str]:
+    """The Terragrunt files the rules read: every .hcl under the live folder, and every
+    .hcl file a unit reads (root.hcl, shared files elsewhere)."""
+    live = policy.foundation_prefix.rstrip("/")
+    found = {p for p in snap.under(live) if p.endswith(".hcl")}
+    if model is not None:
+        for unit in model.units.values():
+            found.update(r for r in unit.reads if r.endswith(".hcl") and r in snap.paths)
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- unit-name
+
+
+def check_unit_names(
+    model: Model | None, policy: CheckPolicy, live: Sequence[str] = ("live",)
+) -> list[Violation]:
+    """Unit folders are plain lowercase names, no two differing only by case."""
+    if model is None:
+        return []
+    out = []
+    for bad in names.bad_unit_names(model.units, live, policy.unit_name_pattern):
+        out.append(
+            Violation(
+                f"{bad.path}/{UNIT_FILE}",
+                1,
+                "unit-name",
+                f"the unit folder {bad.path!r} is not an allowed name: {bad.why}; its path becomes "
+                "a state key, report folders, filters and shell words in CI",
+                f"rename the folder to segments matching {policy.unit_name_pattern} "
+                "(`invoke move-unit OLD NEW` moves its state too)",
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- generate-backend
+
+
+def _root_generate_labels(snap: Snapshot, root_file: str) -> set[str]:
+    if root_file not in snap.paths:
+        return set()
+    body = safe_body(snap, root_file, [])
+    if body is None:
+        return set()
+    return {labels[0] for _t, labels, _i, _l in blocks_of(body, "generate") if labels}
+
+
+def check_generate_blocks(
+    model: Model | None, policy: CheckPolicy, snap: Snapshot, root_file: str = "root.hcl"
+) -> list[Violation]:
+    """Only the root file generates the backend; nothing generates ``*_override.tf``."""
+    out: list[Violation] = []
+    root_labels = _root_generate_labels(snap, root_file)
+    for path in hcl_files(model, policy, snap):
+        if path == root_file:
+            continue
+        body = safe_body(snap, path, [])
+        if body is None:
+            continue  # hcl-syntax reports it
+        local_exprs = locals_exprs(body)
+        for _t, labels, inner, line in blocks_of(body, "generate"):
+            label = labels[0] if labels else ""
+            target = inner["a"].get("path")
+            paths = list(_literal_strings(target[0], local_exprs)) if target else []
+            contents = inner["a"].get("contents")
+            texts = list(_literal_strings(contents[0], local_exprs)) if contents else []
+            why = None
+            if label in root_labels:
+                why = f"replaces {root_file}'s generate {label!r} block (Terragrunt merges blocks by name)"
+            elif any(_OVERRIDE_RE.search(p) for p in paths):
+                why = f"writes an override file ({', '.join(paths)}) that OpenTofu merges over the module"
+            elif any(_BACKEND_RE.search(t) for t in texts) or any(
+                "backend" in p.rsplit("/", 1)[-1] for p in paths
+            ):
+                why = "writes a backend configuration"
+            if why:
+                out.append(
+                    Violation(
+                        path,
+                        line,
+                        "generate-backend",
+                        f"generate {label!r} {why}: the unit can end up on another unit's state",
+                        f"remove the block; the backend is generated once, by {root_file}, keyed by the unit's path",
+                    )
+                )
+    return out
+
+
+# --------------------------------------------------------------------------- pin-computed-ref
+
+_DYNAMIC = object()
+
+
+def _flatten(
+    expr: Any, local_exprs: Mapping[str, Any], seen: frozenset[str] = frozenset()
+) -> Iterator[Any]:
+    """A string expression as literal runs and :data:`_DYNAMIC` holes (``local.X`` of the
+    same file followed)."""
+    if not isinstance(expr, tuple | list) or not expr:
+        yield _DYNAMIC
+        return
+    kind = expr[0]
+    if kind == "lit":
+        yield expr[1] if isinstance(expr[1], str) else _DYNAMIC
+    elif kind == "tmpl":
+        for part in expr[1]:
+            yield from _flatten(part, local_exprs, seen)
+    elif (
+        kind == "var"
+        and expr[1] == "local"
+        and expr[2]
+        and isinstance(expr[2][0], str)
+        and len(expr[2]) == 1
+        and expr[2][0] in local_exprs
+        and expr[2][0] not in seen
+    ):
+        yield from _flatten(local_exprs[expr[2][0]][0], local_exprs, seen | {expr[2][0]})
+    else:
+        yield _DYNAMIC
+
+
+def computed_query(expr: Any, local_exprs: Mapping[str, Any]) -> bool:
+    """Whether the query part (``?ref=…``) of a source expression is computed at run time.
+
+    Holes before the ``?`` (a base URL from a local) are fine; a hole after it, or
+    a source with a hole and no literal ``?`` at all, is not."""
+    seen_query = False
+    holes = False
+    for part in _flatten(expr, local_exprs):
+        if part is _DYNAMIC:
+            if seen_query:
+                return True
+            holes = True
+        elif "?" in part:
+            seen_query = True
+    return holes and not seen_query
+
+
+def check_literal_refs(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+    """A module's ``?ref=`` is written in the file, not computed when Terragrunt runs."""
+    out: list[Violation] = []
+    for path in hcl_files(model, policy, snap):
+        body = safe_body(snap, path, [])
+        if body is None:
+            continue
+        local_exprs = locals_exprs(body)
+        for _t, _labels, inner, line in blocks_of(body, "terraform"):
+            source = inner["a"].get("source")
+            if source is None or not computed_query(source[0], local_exprs):
+                continue
+            out.append(
+                Violation(
+                    path,
+                    source[1] or line,
+                    "pin-computed-ref",
+                    "the module source's ?ref= is computed at run time (an environment variable, "
+                    "a function, another file): the report shows one version, the environment plans another",
+                    'write the ref as a literal: source = "git::https://…/MODULE.git//PATH?ref=vX.Y.Z"',
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- run-at-parse
+
+
+def _code_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of the lines that are not comments (``#``, ``//``, ``/* */``)."""
+    in_block = False
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if in_block:
+            if "*/" in line:
+                in_block = False
+                line = line.split("*/", 1)[1].strip()
+            else:
+                continue
+        if line.startswith("/*"):
+            in_block = "*/" not in line
+            continue
+        if line.startswith(("#", "//")):
+            continue
+        yield number, raw
+
+
+def _allowed(path: str, allowlist: Mapping[str, str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in allowlist)
+
+
+def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+    """No ``run_cmd`` and no hooks, unless ``[check.allowed_run_at_parse]`` lists the file."""
+    out: list[Violation] = []
+    fix = (
+        "remove it, or list the file in policy.toml [check.allowed_run_at_parse] "
+        '("FILE" = "why it is needed", reviewed like code)'
+    )
+    for path in hcl_files(model, policy, snap):
+        if _allowed(path, policy.allowed_run_at_parse):
+            continue
+        for number, line in _code_lines(snap.text(path)):
+            if _RUN_CMD_RE.search(line):
+                out.append(
+                    Violation(
+                        path,
+                        number,
+                        "run-at-parse",
+                        "run_cmd() runs a command whenever Terragrunt parses this file: "
+                        "on every plan of a pull request, with the job's credentials",
+                        fix,
+                    )
+                )
+        body = safe_body(snap, path, [])
+        if body is None:
+            continue
+        for _t, _l, inner, _line in blocks_of(body, "terraform"):
+            for btype, labels, _i, line_no in inner["b"]:
+                if btype in HOOKS:
+                    out.append(
+                        Violation(
+                            path,
+                            line_no,
+                            "run-at-parse",
+                            f"{btype} {labels[0] if labels else ''!r} runs commands around OpenTofu: "
+                            "on every plan of a pull request, with the job's credentials",
+                            fix,
+                        )
+                    )
+    return out
