@@ -349,3 +349,19 @@ def test_a_ref_is_computed_when_any_part_after_the_question_mark_is(
     body = parse(text.encode(), "t.hcl")
     source = next(b for b in body["b"] if b[0] == "terraform")[2]["a"]["source"][0]
     assert computed_query(source, locals_exprs(body)) is computed
+
+
+@pytest.mark.parametrize("folder", ["dns zone", "$(touch pwned)", "DNS", "dnś"])
+def test_plan_refuses_a_unit_whose_folder_name_breaks_the_rule_before_running_anything(
+    example_repo: Path, tmp_path: Path, folder: str
+) -> None:
+    import shutil
+
+    shutil.copytree(example_repo / "live/cloud/dns", example_repo / "live/cloud" / folder)
+    ran = invoke(example_repo, "plan", "--all", "--out", str(tmp_path / "o"))
+    assert ran.returncode == 1 and "Traceback" not in ran.output, ran.output
+    assert f"live/cloud/{folder}/terragrunt.hcl:1: " in ran.stderr, ran.stderr
+    assert "folder name is not allowed" in ran.stderr
+    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not list((example_repo / "live").rglob(".terragrunt-cache"))  # nothing ran
+    assert not (example_repo / "pwned").exists()
