@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.stacks import STACK_DIR
 
 DEFAULT_PATTERN = "[a-z0-9][a-z0-9-]*"
 SETTING = "unit_name_pattern"
@@ -83,6 +84,8 @@ def bad_unit_names(
     bad: dict[str, str] = {}
     for path in paths:
         for segment in _inner(path, live):
+            if segment == STACK_DIR:
+                continue  # the folder `terragrunt stack generate` writes units into
             why = segment_problem(segment, regex)
             if why:
                 bad[path] = why
