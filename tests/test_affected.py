@@ -188,8 +188,10 @@ def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_loa
     edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
     commit_all(example_repo, "broken iam, changed dns")
     ran = invoke(example_repo, "affected", "--base", "main", "--json")
-    assert ran.returncode == 0, ran.stderr
+    # the whole result is printed, then exit 1 naming the parse error (file:line:col)
+    assert ran.returncode == 1, ran.stderr
     assert "Traceback" not in ran.stderr
+    assert "error: live/cloud/iam/terragrunt.hcl:" in ran.stderr
     units = {u["path"]: u for u in json.loads(ran.stdout)["units"]}
     assert set(units) == {"live/cloud/dns", "live/cloud/iam"}
     assert units["live/cloud/dns"]["error"] is None
@@ -215,7 +217,7 @@ def test_an_unparseable_unit_is_affected_with_its_error_and_the_others_still_loa
         fh.write("# a comment\n")
     commit_all(example_repo, "cluster edit")
     text = invoke(example_repo, "affected", "--base", "main")
-    assert text.returncode == 0, text.stderr
+    assert text.returncode == 1, text.stderr  # listed, then the parse error: exit 1
     assert "live/cloud/iam" in text.stderr + text.stdout
     assert "the model cannot evaluate it" in text.stderr + text.stdout
 
