@@ -139,14 +139,10 @@ def prepare(units: Iterable[tuple[str, Path]], settings: config.Settings) -> Non
             found = backend_of(copy)
             if found is None:
                 continue
-            kind, conf = found
-            other_bucket = (
-                kind == "s3" and wanted == "s3" and conf.get("bucket") != settings.state_bucket
-            )
-            if kind != wanted or other_bucket:
-                label = f"{kind} (s3://{conf.get('bucket')})" if kind == "s3" else kind
+            kind, _conf = found
+            if kind != wanted:  # local <-> s3: OpenTofu refuses; a bucket change it reconfigures
                 problems.append(
-                    backend_problem(unit, unit_dir / CACHE, label, wanted, settings.state_bucket)
+                    backend_problem(unit, Path(unit) / CACHE, kind, wanted, settings.state_bucket)
                 )
                 break
         else:
