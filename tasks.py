@@ -248,8 +248,8 @@ def plan(
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
 
-    --all and --unit exclude each other. A unit is named by its path
-    (live/cloud/dns; ./live/cloud/dns/ as tab completion writes it is the same).
+    Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
+    completion writes it is the same); naming units excludes planning all.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage.
     """
     from tooling.commands import pipeline
