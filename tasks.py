@@ -36,8 +36,8 @@ class _Program(Program):
 
     def parse_tasks(self) -> None:
         try:
-            self._refuse_empty_lists()
             super().parse_tasks()
+            self._refuse_empty_lists()
         except (ParseError, ValueError) as exc:
             raise Exit(_usage_line(exc), code=2) from None
 
@@ -45,7 +45,9 @@ class _Program(Program):
         """invoke drops a repeatable flag given without a value (``plan --unit``, which
         would then plan the affected units instead): refuse it like any missing value."""
         words = list(self.core.unparsed)
-        for context in self.collection.to_contexts():
+        # the parser's contexts: building them again (to_contexts) would consume the
+        # tasks' help texts, which invoke pops as it reads them
+        for context in self.parser.contexts.values():
             repeatable = {flag for flag, arg in context.flags.items() if arg.kind is list}
             for i, word in enumerate(words):
                 following = words[i + 1] if i + 1 < len(words) else None
