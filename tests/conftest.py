@@ -5,8 +5,8 @@
 - ``aws_env``: environment variables that point boto3/OpenTofu at it with
   throwaway credentials.
 
-Two suites (README, "Tests"): a test that runs tofu, terragrunt or act, or a
-real state backend, is marked ``e2e``. Tests that use one of
+Two suites (README, "Tests"): a test that runs tofu, terragrunt or act, a Go
+build, ``./dev`` or pre-commit, or a real state backend, is marked ``e2e``. Tests that use one of
 :data:`E2E_FIXTURES` are marked here; modules that start the tools some other
 way say so with ``pytestmark = pytest.mark.e2e``. ``pytest -m "not e2e"`` is
 the fast suite.
@@ -25,7 +25,9 @@ import tooling.commands  # noqa: F401  (installs the one redaction step, as ever
 pytest_plugins = ["infra_fixtures"]
 
 #: fixtures that bring up the pinned tools or a state backend: a test using one is end to end
-E2E_FIXTURES = frozenset({"tools", "example_repo", "moto_server", "aws_env", "provider_mirror"})
+E2E_FIXTURES = frozenset(
+    {"tools", "example_repo", "moto_server", "aws_env", "provider_mirror", "go_proxy"}
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -175,6 +175,7 @@ def test_the_published_hook_entry_runs_the_same_check(tree: Path) -> None:
     assert "live/cloud/dns/terragrunt.hcl:13: pin-branch: " in bad.stdout  # the result: stdout
 
 
+@pytest.mark.e2e
 def test_pre_commit_runs_the_check_and_fails_on_a_violation(tree: Path, tmp_path: Path) -> None:
     git(tree, "init", "--quiet", "--initial-branch=main")
     commit_all(tree, "example")

@@ -57,6 +57,7 @@ def test_dev_without_a_known_command_prints_usage_and_exits_2() -> None:
     assert "./dev test [pytest arguments]" in result.stderr
 
 
+@pytest.mark.e2e
 def test_a_warm_dev_setup_prints_at_most_one_line() -> None:
     warm_venv()
     first = dev("setup")
@@ -73,6 +74,7 @@ def _collected(output: str) -> list[str]:
     return sorted(line for line in output.splitlines() if line.startswith("tests/"))
 
 
+@pytest.mark.e2e
 def test_dev_test_passes_each_argument_with_its_quoting() -> None:
     """`./dev test -k "a and b"` selects what pytest itself selects with the same arguments."""
     warm_venv()
