@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.commands import pipeline
-from tooling.core.planjson import action_of
+from tooling.core.planjson import action_of, changed_attributes, marked
 from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
@@ -142,14 +142,6 @@ class Verdict:
 _SENSITIVE = "(sensitive value)"
 
 
-def _is_sensitive(mark: Any) -> bool:
-    if isinstance(mark, dict):
-        return any(_is_sensitive(v) for v in mark.values())
-    if isinstance(mark, list):
-        return any(_is_sensitive(v) for v in mark)
-    return mark is True
-
-
 def _render(value: Any, *, sensitive: bool, unknown: bool = False) -> str:
     if unknown:
         return "(known after apply)"
@@ -168,18 +160,11 @@ def attribute_diffs(change: Mapping[str, Any]) -> tuple[AttributeDiff, ...]:
     unknown = change.get("after_unknown") or {}
     before_s = change.get("before_sensitive") or {}
     after_s = change.get("after_sensitive") or {}
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return ()
-    names = sorted(
-        set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set())
-    )
     out: list[AttributeDiff] = []
-    for name in names:
-        is_unknown = isinstance(unknown, dict) and _is_sensitive(unknown.get(name))
-        if before.get(name) == after.get(name) and not is_unknown:
-            continue
-        sens_b = isinstance(before_s, dict) and _is_sensitive(before_s.get(name))
-        sens_a = isinstance(after_s, dict) and _is_sensitive(after_s.get(name))
+    for name in changed_attributes(change, nested_unknown=True):
+        is_unknown = isinstance(unknown, dict) and marked(unknown.get(name))
+        sens_b = isinstance(before_s, dict) and marked(before_s.get(name))
+        sens_a = isinstance(after_s, dict) and marked(after_s.get(name))
         out.append(
             AttributeDiff(
                 name,

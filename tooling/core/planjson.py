@@ -83,7 +83,24 @@ def _path_str(path: Sequence[Any]) -> str:
     return out
 
 
-def _changed_attributes(change: Mapping[str, Any]) -> tuple[str, ...]:
+def marked(mark: Any) -> bool:
+    """Is any leaf of a plan's mark tree (``after_unknown``, ``*_sensitive``) ``true``?"""
+    if isinstance(mark, dict):
+        return any(marked(v) for v in mark.values())
+    if isinstance(mark, list):
+        return any(marked(v) for v in mark)
+    return mark is True
+
+
+def changed_attributes(
+    change: Mapping[str, Any], *, nested_unknown: bool = False
+) -> tuple[str, ...]:
+    """The top-level attributes of a resource change whose value changes, sorted.
+
+    An attribute ``after_unknown`` marks as ``true`` counts as changing; with
+    ``nested_unknown`` so does one with an unknown value anywhere inside it
+    (a list or an object only partly known after apply).
+    """
     before = change.get("before") or {}
     after = change.get("after") or {}
     unknown = change.get("after_unknown") or {}
@@ -92,11 +109,13 @@ def _changed_attributes(change: Mapping[str, Any]) -> tuple[str, ...]:
     names = sorted(
         set(before) | set(after) | (set(unknown) if isinstance(unknown, dict) else set())
     )
-    return tuple(
-        n
-        for n in names
-        if before.get(n) != after.get(n) or (isinstance(unknown, dict) and unknown.get(n) is True)
-    )
+
+    def is_unknown(name: str) -> bool:
+        if not isinstance(unknown, dict):
+            return False
+        return marked(unknown.get(name)) if nested_unknown else unknown.get(name) is True
+
+    return tuple(n for n in names if before.get(n) != after.get(n) or is_unknown(n))
 
 
 def _resource(raw: Mapping[str, Any]) -> ResourceChange:
@@ -108,7 +127,7 @@ def _resource(raw: Mapping[str, Any]) -> ResourceChange:
         reason=raw.get("action_reason"),
         importing=bool(change.get("importing")),
         moved_from=raw.get("previous_address"),
-        changed_attributes=_changed_attributes(change),
+        changed_attributes=changed_attributes(change),
         replace_paths=tuple(_path_str(p) for p in change.get("replace_paths") or ()),
     )
 
