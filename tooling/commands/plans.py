@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Protocol, TextIO
 
 from tooling.commands import secrets
 from tooling.core import redact
@@ -51,6 +51,70 @@ def unit_out_dir(out_dir: Path, path: str) -> Path:
     return out_dir / "units" / path
 
 
+class PlanCommand(Protocol):
+    """What one plan runs: a unit's ``terragrunt`` (:class:`TerragruntPlan`), or
+    plain ``tofu`` in an application's folder (:mod:`tooling.commands.apptier`).
+    :func:`plan_unit` does the rest the same way for both."""
+
+    @property
+    def ok_codes(self) -> tuple[int, ...]:
+        """The plan's exit codes that mean success."""
+        ...
+
+    def prepare(self, log: Path) -> None:
+        """Runs before the plan (e.g. ``tofu init``), its output kept in ``log``;
+        a :class:`ToolingError` makes the unit an ``error``."""
+        ...
+
+    def plan_args(self, plan_path: Path) -> list[str]:
+        """The plan command line, saving the plan at ``plan_path``."""
+        ...
+
+    def secrets(self) -> set[str]:
+        """Sensitive values the plan's text may show in clear (learned before it is written)."""
+        ...
+
+    def show(self, plan_path: Path) -> dict[str, Any]:
+        """The saved plan as ``show -json`` (kept in memory only)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TerragruntPlan:
+    """``terragrunt plan`` in the unit's folder; ``tofu show -json`` in Terragrunt's
+    working directory."""
+
+    target: Target
+    env: Mapping[str, str]
+    lock: bool = True
+    detailed_exitcode: bool = False
+
+    @property
+    def ok_codes(self) -> tuple[int, ...]:
+        return (0, 2) if self.detailed_exitcode else (0,)
+
+    def prepare(self, log: Path) -> None:
+        return None
+
+    def plan_args(self, plan_path: Path) -> list[str]:
+        return terragrunt.plan_args(
+            plan_path,
+            destroy=self.target.destroy,
+            lock=self.lock,
+            detailed_exitcode=self.detailed_exitcode,
+        )
+
+    def secrets(self) -> set[str]:
+        # Terragrunt passes a dependency's outputs as plain inputs: the plan text
+        # shows an upstream's sensitive values in clear.
+        return upstream_secrets(self.target, self.env)
+
+    def show(self, plan_path: Path) -> dict[str, Any]:
+        run_dir = self.target.run_dir
+        work = terragrunt.work_dir(run_dir / ".terragrunt-cache", run_dir / "terragrunt.hcl")
+        return terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, self.env)
+
+
 def plan_unit(
     target: Target,
     out_dir: Path,
@@ -58,13 +122,16 @@ def plan_unit(
     *,
     lock: bool = True,
     detailed_exitcode: bool = False,
+    command: PlanCommand | None = None,
 ) -> Result:
     """Plan one unit; every failure becomes an ``error`` result, never an exception.
 
     ``lock=False`` plans without taking the state lock; with
     ``detailed_exitcode`` exit code 2 ("changes") is a success too, kept in
-    ``Result.exit_code``.
+    ``Result.exit_code``. ``command`` replaces the unit's Terragrunt plan (and
+    then ``lock`` and ``detailed_exitcode`` are its own business).
     """
+    cmd = command or TerragruntPlan(target, env, lock=lock, detailed_exitcode=detailed_exitcode)
     started = time.monotonic()
     udir = unit_out_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
@@ -82,21 +149,15 @@ def plan_unit(
     try:
         if not target.run_dir.is_dir():
             raise ToolingError(f"{target.path}: folder not found at the revision being planned")
-        args = terragrunt.plan_args(
-            plan_path, destroy=target.destroy, lock=lock, detailed_exitcode=detailed_exitcode
-        )
+        cmd.prepare(log)
+        args = cmd.plan_args(plan_path)
         ran = terragrunt.run(args, target.run_dir, env)
-        # Terragrunt passes a dependency's outputs as plain inputs: the plan text
-        # shows an upstream's sensitive values in clear. Learn them before
-        # anything is written.
-        secrets.register(upstream_secrets(target, env))
+        # Learn every sensitive value the output may show before anything is written.
+        secrets.register(cmd.secrets())
         known = True
-        if ran.returncode not in ((0, 2) if detailed_exitcode else (0,)) or not plan_path.exists():
+        if ran.returncode not in cmd.ok_codes or not plan_path.exists():
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
-        work = terragrunt.work_dir(
-            target.run_dir / ".terragrunt-cache", target.run_dir / "terragrunt.hcl"
-        )
-        shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, env)
+        shown = cmd.show(plan_path)
         secrets.register(redact.sensitive_in_plan(shown))
         summary = summarize(shown)
         text_path, text = save_plan_text(udir, ran.stdout)
