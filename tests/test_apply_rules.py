@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tooling.commands.apply import binding_problems, change_set, explain_failure
+from tooling.commands.apply import explain_failure
+from tooling.core.record import binding_problems, change_set
 
 UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
@@ -138,7 +139,7 @@ def test_the_outcome_is_what_opentofu_did(
 
 
 def test_the_record_is_merged_per_unit_never_dropped() -> None:
-    from tooling.commands.apply import merged_units
+    from tooling.core.record import merged_units
 
     before = {
         "a": {"path": "a", "result": "applied"},

@@ -39,10 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -53,183 +51,35 @@ from tooling.commands.plans import Target, plan_unit, sha256_file
 from tooling.core import redact
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
+from tooling.core.record import (
+    RUNNING,
+    UNPLANNED,
+    ApplyRun,
+    UnitApply,
+    binding_problems,
+    change_set,
+    exit_code,
+    record_document,
+    report_md,
+)
+from tooling.core.record import explain_failure as _explain
+from tooling.core.record import outcome as _outcome
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
-#: plan statuses that leave nothing to apply, a failure to act on
-UNPLANNED = ("error", "not-planned", "blocked")
-RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
-#: in the record only, while a unit's apply runs (or if the tool was killed meanwhile)
-RUNNING = "running"
-RECORD_VERSION = 2
-
-
-@dataclass
-class UnitApply:
-    path: str
-    result: str
-    reason: str
-    cascaded: bool = False
-    gate: str = "none"
-    earlier: bool = False  # applied by an earlier run on this folder, left alone
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "result": self.result,
-            "reason": self.reason,
-            "cascaded": self.cascaded,
-            "gate": self.gate,
-            "earlier": self.earlier,
-        }
-
-
-@dataclass
-class ApplyRun:
-    units: list[UnitApply] = field(default_factory=list)
-    interrupted: bool = False
-
-    def by_path(self) -> dict[str, UnitApply]:
-        return {u.path: u for u in self.units}
-
-
-# ------------------------------------------------------------------ pure parts
-
-
-def binding_problems(
-    unit: Mapping[str, Any],
-    *,
-    plan_sha256: str | None,
-    head: str,
-    summary_head: str | None,
-    tools_now: Mapping[str, str],
-    tools_then: Mapping[str, str],
-) -> list[str]:
-    """Why the saved plan is not the reviewed one (empty: it is)."""
-    problems: list[str] = []
-    if plan_sha256 is None:
-        problems.append(f"plan file {unit.get('plan_file')} is missing")
-    elif plan_sha256 != unit.get("plan_sha256"):
-        problems.append(
-            f"plan file {unit.get('plan_file')} does not match the reviewed plan "
-            f"(sha256 {plan_sha256[:12]}…, reviewed {str(unit.get('plan_sha256'))[:12]}…)"
-        )
-    if summary_head != head:
-        problems.append(
-            f"the plans were made for commit {str(summary_head)[:12]}, HEAD is {head[:12]}: re-plan"
-        )
-    for name, version in tools_then.items():
-        if tools_now.get(name) != version:
-            problems.append(f"{name} {tools_now.get(name)} now, the plan was made with {version}")
-    return problems
-
-
-_LOCK_ID = re.compile(r"^[\s│]*ID:\s*(\S+)", re.M)
-_LOCK_WHO = re.compile(r"^[\s│]*Who:\s*(.+)$", re.M)
-_LOCK_CREATED = re.compile(
-    r"^[\s│]*Created:\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\s*([+-]\d{4})?", re.M
-)
-
-
-def lock_age(created: str, offset: str | None, now: datetime) -> str:
-    """``Created: 2026-12-02 16:00:20.15 +0000 UTC`` -> "3 min ago" (relative to ``now``)."""
-    try:
-        taken = datetime.strptime(f"{created} {offset or '+0000'}", "%Y-%m-%d %H:%M:%S %z")
-    except ValueError:
-        return "age unknown"
-    seconds = max(0, int((now - taken).total_seconds()))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    if seconds < 172800:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
-
-
-def unlock_command(unit_path: str, lock_id: str) -> str:
-    """The recovery command of docs/runbooks.md ("A lock is stuck"), exactly."""
-    return f"cd {unit_path} && terragrunt force-unlock -force {lock_id}"
-
 
 def explain_failure(
     output: str, unit_path: str = "", now: datetime | None = None
 ) -> tuple[str, str]:
-    """(result, reason) for a failed ``apply``: stale plans, lineage and lock errors are named."""
-    if "Saved plan is stale" in output:
-        return (
-            "refused",
-            'state changed since this plan was made (OpenTofu: "Saved plan is stale"); re-plan',
-        )
-    if "Saved plan does not match the given state" in output:
-        return "refused", (
-            'the state is not the one this plan was made against (OpenTofu: "Saved plan does not match the given '
-            'state": another state lineage, e.g. a migrated or replaced state); re-plan'
-        )
-    if "Error acquiring the state lock" in output:
-        lock_id = _LOCK_ID.search(output)
-        who = _LOCK_WHO.search(output)
-        created = _LOCK_CREATED.search(output)
-        parts = []
-        if lock_id:
-            parts.append(f"lock ID {lock_id.group(1)}")
-        if who:
-            parts.append(f"held by {who.group(1).strip()}")
-        if created:
-            parts.append(
-                f"taken {created.group(1)} UTC{'' if not created.group(2) or created.group(2) == '+0000' else ' ' + created.group(2)}, "
-                f"{lock_age(created.group(1), created.group(2), now or datetime.now(UTC))}"
-            )
-        reason = "the state is locked by another run (" + ", ".join(parts) + "). "
-        reason += "If that run is still going, wait: it releases the lock itself. "
-        if lock_id and unit_path:
-            reason += (
-                'If it is gone for certain (docs/runbooks.md, "A lock is stuck"), release it with: '
-                + unlock_command(unit_path, lock_id.group(1))
-            )
-        else:
-            reason += 'See docs/runbooks.md, "A lock is stuck".'
-        return "failed", reason
-    return "failed", terragrunt.error_summary(output)
+    """(result, reason) for a failed ``apply`` (:func:`tooling.core.record.explain_failure`)."""
+    return _explain(output, unit_path, now, summary=terragrunt.error_summary(output))
 
 
 def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> tuple[str, str]:
-    """What an apply really did, from OpenTofu's exit status and its own output."""
-    if code == 0:
-        if interrupted:
-            return "applied", "an interrupt arrived after OpenTofu had finished: applied"
-        return "applied", ""
-    if "Interrupt received" in output:
-        return "failed", (
-            f"interrupted: OpenTofu stopped gracefully (exit {code}) and saved the state of what it had "
-            "applied; the lock was released. Re-plan to see what is left."
-        )
-    if interrupted:
-        return (
-            "failed",
-            f"interrupted; OpenTofu exited with {code}: {terragrunt.error_summary(output)}",
-        )
-    return explain_failure(output, unit_path)
-
-
-def change_set(changes: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    return {(str(c["address"]), str(c["action"])) for c in changes}
-
-
-def merged_units(
-    order: Sequence[str],
-    now: Mapping[str, Mapping[str, Any]],
-    before: Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """The record's ``units``: per unit of ``order``, this run's entry, else the earlier one."""
-    merged = []
-    for path in order:
-        entry = now.get(path) or before.get(path)
-        if entry is not None:
-            merged.append(dict(entry))
-    return merged
+    """What an apply really did (:func:`tooling.core.record.outcome`)."""
+    return _outcome(code, output, interrupted, unit_path, summary=terragrunt.error_summary(output))
 
 
 # ------------------------------------------------------------------ the run
@@ -285,29 +135,16 @@ class Applier:
 
     # -- the record, saved after every unit
     def document(self) -> dict[str, Any]:
-        order = [str(u["path"]) for u in self.summary.get("units", [])]
-        now = {u.path: u.to_json() for u in self.run.units}
-        if self.running and self.running not in now:
-            now[self.running] = UnitApply(
-                self.running, RUNNING, "apply started; no outcome recorded yet"
-            ).to_json()
-        this_run = {
-            "started_at": self.started_at,
-            "head": self.head,
-            "approve_manual": self.approve,
-            "interrupted": self.run.interrupted,
-            "units": [u.to_json() for u in self.run.units],
-        }
-        runs = [r for r in self.record_doc.get("runs", []) if isinstance(r, dict)]
-        return {
-            "version": RECORD_VERSION,
-            "head": self.head,
-            "plans_head": self.summary.get("head"),
-            "approve_manual": self.approve,
-            "interrupted": self.run.interrupted,
-            "units": merged_units(order, now, self.earlier),
-            "runs": [*runs, this_run],
-        }
+        return record_document(
+            self.run,
+            order=[str(u["path"]) for u in self.summary.get("units", [])],
+            earlier=self.record_doc,
+            head=self.head,
+            plans_head=self.summary.get("head"),
+            approve_manual=self.approve,
+            started_at=self.started_at,
+            running=self.running,
+        )
 
     def save(self) -> None:
         outdir.write_json(self.dir / "apply.json", self.document())
@@ -645,39 +482,6 @@ def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
-    counts = {r: sum(1 for u in run.units if u.result == r) for r in RESULTS}
-    earlier = sum(1 for u in run.units if u.earlier)
-    bad = counts["failed"] + counts["refused"]
-    bad += sum(1 for u in summary.get("units", []) if u.get("status") in UNPLANNED)
-    mark = "❌" if bad or run.interrupted else ("⏸" if counts["waiting-approval"] else "✅")
-    lines = [
-        "<!-- iac-tooling:apply-report -->",
-        f"{mark} **Apply:** {counts['applied']} applied"
-        + (f" ({earlier} earlier)" if earlier else "")
-        + f", {counts['no-changes']} without changes, "
-        f"{counts['waiting-approval']} waiting for approval, {counts['refused']} refused, {counts['failed']} failed, "
-        f"{counts['not-run']} not run" + (" — **interrupted**" if run.interrupted else ""),
-        "",
-        f"Plans made at `{str(summary.get('head'))[:12]}`.",
-        "",
-        "| unit | result | gate | reason |",
-        "|---|---|---|---|",
-    ]
-    for u in run.units:
-        reason = u.reason.replace("|", "\\|").replace("\n", " ")
-        tags = (" (cascaded)" if u.cascaded else "") + (" (earlier)" if u.earlier else "")
-        lines.append(f"| `{u.path}` | {u.result}{tags} | {u.gate} | {reason} |")
-    cascaded = [u.path for u in run.units if u.cascaded]
-    if cascaded:
-        lines += [
-            "",
-            "Cascaded (re-planned after their upstream applied): "
-            + ", ".join(f"`{p}`" for p in cascaded),
-        ]
-    return "\n".join(lines) + "\n"
-
-
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     say(ws.settings.describe())
     ws.check_tools()
@@ -712,5 +516,4 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
             file=sys.stderr,
             flush=True,
         )
-    bad = any(u.result in ("failed", "refused") for u in run.units)
-    return 1 if bad or unplanned else 0
+    return exit_code(run, unplanned)

@@ -36,7 +36,8 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ from tooling.core.apps import (
     settings_hcl,
     state_for,
     state_problems,
+)
+from tooling.core.record import (
+    ApplyRun,
+    UnitApply,
+    binding_problems,
+    exit_code,
+    record_document,
+    report_md,
 )
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
@@ -202,71 +211,64 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
         return _plan_into(ws, prep, folder)
 
 
-def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
-    import dataclasses
-    import time
+@dataclass
+class AppPlan:
+    """``tofu init`` then ``tofu plan`` in the app's folder: the command
+    :func:`tooling.commands.plans.plan_unit` runs for an app. The saved plan's
+    resource types are checked when it is read (``refused``)."""
 
-    from tooling.commands import pipeline, secrets
-    from tooling.commands.plans import save_plan_text, sha256_file
-    from tooling.core import gates, redact, report
-    from tooling.core.planjson import summarize
-    from tooling.core.results import Result, with_gates
+    prep: Prepared
+    lock: bool
+    ok_codes: tuple[int, ...] = (0,)
+    refused: list[str] = field(default_factory=list)
+
+    def prepare(self, log: Path) -> None:
+        _init(self.prep, log)
+
+    def plan_args(self, plan_path: Path) -> list[str]:
+        return plan_args(self.prep.app_dir, plan_path, lock=self.lock)
+
+    def secrets(self) -> set[str]:
+        return set()  # no dependencies: no upstream value reaches the plan as a plain input
+
+    def show(self, plan_path: Path) -> dict[str, Any]:
+        data = _show(self.prep, plan_path)
+        self.refused = plan_problems(data, self.prep.policy)
+        return data
+
+
+def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
+    from tooling.commands import pipeline
+    from tooling.commands.plans import Target, plan_unit, settled
+    from tooling.core import gates, report
+    from tooling.core.results import with_gates
 
     out_dir = folder.path
-    path = f"{APPS_PREFIX}{prep.app}"
-    udir = out_dir / "units" / path
-    udir.mkdir(parents=True)
-    plan_path = udir / "plan.tfplan"
-    log = udir / "plan.log"
-    outdir.write_text(log, "")
-    started = time.monotonic()
-    result = Result(
-        path,
+    target = Target(
+        f"{APPS_PREFIX}{prep.app}",
         TIER,
         EXECUTOR,
         "named",
-        "error",
-        log_file=log.relative_to(out_dir).as_posix(),
+        prep.app_dir,
         gate_class=prep.policy.gate,
     )
+    # Pull request plans run with the app's read-only role and are never
+    # applied (main re-plans): they do not take the state lock.
+    command = AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
     try:
         with backend_override(prep.app_dir, prep.state.backend):
-            _init(prep, log)
-            # Pull request plans run with the app's read-only role and are never
-            # applied (main re-plans): they do not take the state lock.
-            on_pr = os.environ.get("GITHUB_EVENT_NAME") == "pull_request"
-            ran = terragrunt.run(
-                plan_args(prep.app_dir, plan_path, lock=not on_pr), prep.app_dir, prep.env, log
-            )
-            if ran.returncode != 0 or not plan_path.exists():
-                raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
-            data = _show(prep, plan_path)
-        secrets.register(redact.sensitive_in_plan(data))
-        text_path, text = save_plan_text(udir, ran.stdout)
-        summary = summarize(data)
-        result = dataclasses.replace(
-            result,
-            status="changes" if summary.has_changes else "no-changes",
-            counts=summary.counts,
-            plan_file=plan_path.relative_to(out_dir).as_posix(),
-            plan_sha256=sha256_file(plan_path),
-            summary=summary,
-            text_file=text_path.relative_to(out_dir).as_posix(),
-            plan_text=text,
-        )
-        refused = plan_problems(data, prep.policy)
-        if refused:
-            plan_path.unlink()  # nothing to apply: the plan is refused
-            result = dataclasses.replace(
-                result,
-                status="error",
-                plan_file=None,
-                plan_sha256=None,
-                error="refused: " + "; ".join(refused),
-            )
+            result = plan_unit(target, out_dir, prep.env, command=command)
     except ToolingError as exc:
-        result = dataclasses.replace(result, error=str(exc))
-    result = dataclasses.replace(result, seconds=time.monotonic() - started)
+        result = settled(target, "error", str(exc))
+    if command.refused and result.status != "error" and result.plan_file:
+        (out_dir / result.plan_file).unlink()  # nothing to apply: the plan is refused
+        result = replace(
+            result,
+            status="error",
+            plan_file=None,
+            plan_sha256=None,
+            error="refused: " + "; ".join(command.refused),
+        )
     (result,) = with_gates([result], gates.parse_policy(ws.policy))
     doc = pipeline.summary_document(
         [result],
@@ -291,7 +293,7 @@ def _apply_one(
     ws: Workspace,
     prep: Prepared,
     plan_file: Path,
-    run: Any,
+    run: ApplyRun,
     record: Callable[[str, str, str], None],
     *,
     approve_manual: bool,
@@ -385,13 +387,14 @@ def apply(
     unit: dict[str, Any] = units[0]
     path = str(unit.get("path"))
     claimed = (unit.get("gate") or {}).get("decision", "none")
-    run = applying.ApplyRun()
+    run = ApplyRun()
+    started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
     with folder:
         previous = applying.read_record(plans_dir, summary)
 
         def record(result: str, reason: str, gate: str, earlier: bool = False) -> None:
-            run.units.append(applying.UnitApply(path, result, reason, gate=gate, earlier=earlier))
+            run.units.append(UnitApply(path, result, reason, gate=gate, earlier=earlier))
             say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
 
         status = unit.get("status")
@@ -417,7 +420,7 @@ def apply(
         else:
             plan_file = plans_dir / str(unit.get("plan_file"))
             commit = app_commit(prep.app_dir)
-            problems = applying.binding_problems(
+            problems = binding_problems(
                 unit,
                 plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
                 head=commit or "",
@@ -431,27 +434,18 @@ def apply(
                 _apply_one(
                     ws, prep, plan_file, run, record, approve_manual=approve_manual, claimed=claimed
                 )
-        this_run = {
-            "head": app_commit(prep.app_dir),
-            "approve_manual": approve_manual,
-            "interrupted": run.interrupted,
-            "units": [u.to_json() for u in run.units],
-        }
-        doc = {
-            "version": applying.RECORD_VERSION,
-            "app": prep.app,
-            "head": app_commit(prep.app_dir),
-            "plans_head": summary.get("head"),
-            "approve_manual": approve_manual,
-            "interrupted": run.interrupted,
-            "units": [u.to_json() for u in run.units],
-            "runs": [*[r for r in previous.get("runs", []) if isinstance(r, dict)], this_run],
-        }
-        folder.write_json("apply.json", doc)
-        md = applying.report_md(run, {**summary, "head": summary.get("head") or "no-commit"})
+        doc = record_document(
+            run,
+            order=[path],
+            earlier=previous,
+            head=app_commit(prep.app_dir),
+            plans_head=summary.get("head"),
+            approve_manual=approve_manual,
+            started_at=started_at,
+        )
+        folder.write_json("apply.json", {"app": prep.app, **doc})
+        md = report_md(run, {**summary, "head": summary.get("head") or "no-commit"})
         folder.write_text("apply.md", md)
         folder.job_summary(md)
     say(f"wrote {plans_dir / 'apply.json'} and {plans_dir / 'apply.md'}")
-    if run.interrupted:
-        return 130
-    return 1 if any(u.result in ("failed", "refused") for u in run.units) else 0
+    return exit_code(run)
