@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.commands import pipeline
-from tooling.core.planjson import action_of, changed_attributes, marked
+from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
 from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
@@ -196,14 +196,7 @@ def judge(plan: Mapping[str, Any], address: str) -> Verdict:
                 managed_already = True
             continue
         diffs.append(Difference(addr, action, import_id, attribute_diffs(change)))
-    outputs = tuple(
-        sorted(
-            name
-            for name, change in (plan.get("output_changes") or {}).items()
-            if action_of((change or {}).get("actions") or []) != "no-op"
-        )
-    )
-    return Verdict(tuple(imports), tuple(diffs), outputs, managed_already)
+    return Verdict(tuple(imports), tuple(diffs), changed_outputs(plan), managed_already)
 
 
 def refusal(unit: str, address: str, verdict: Verdict) -> str:

@@ -52,15 +52,19 @@ from tooling.core import redact
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
+    MARKS,
     RUNNING,
-    UNPLANNED,
     ApplyRun,
     UnitApply,
     binding_problems,
     change_set,
+    earlier_applied,
     exit_code,
     record_document,
     report_md,
+    unplanned_error,
+    unplanned_units,
+    upstream_block,
 )
 from tooling.core.record import explain_failure as _explain
 from tooling.core.record import outcome as _outcome
@@ -163,15 +167,7 @@ class Applier:
         self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier))
         if self.running == path:
             self.running = None
-        mark = {
-            "applied": "✓",
-            "no-changes": "=",
-            "waiting-approval": "⏸",
-            "refused": "✗",
-            "failed": "✗",
-            "not-run": "-",
-        }[result]
-        show(f"  {mark} {path}: {result}" + (f" ({reason})" if reason else ""))
+        show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
         self.save()
 
     def run_dir(self, unit: Mapping[str, Any]) -> Path:
@@ -251,18 +247,8 @@ class Applier:
         return self.run
 
     def upstream_block(self, unit: Mapping[str, Any]) -> tuple[str, str] | None:
-        done = self.run.by_path()
         model_unit = self.model.units.get(str(unit["path"]))
-        deps = model_unit.dependencies if model_unit else ()
-        for dep in deps:
-            r = done.get(dep)
-            if r is None:
-                continue
-            if r.result == "waiting-approval":
-                return "waiting-approval", f"its dependency {dep} waits for approval"
-            if r.result in ("refused", "failed", "not-run"):
-                return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
-        return None
+        return upstream_block(model_unit.dependencies if model_unit else (), self.run.by_path())
 
     def gate_of(self, unit: Mapping[str, Any], summary: PlanSummary) -> Gate:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
@@ -283,25 +269,11 @@ class Applier:
             self.record(path, "not-run", "interrupted before this unit", gate=claimed)
             return
         before = self.earlier.get(path) or {}
-        if before.get("result") == RUNNING and self.settle_killed(unit):
+        killed = before.get("result") == RUNNING and self.settle_killed(unit)
+        kept = earlier_applied(path, before, claimed, killed_applied=killed)
+        if kept is not None:
             self.record(
-                path,
-                "applied",
-                "applied by an earlier run that was stopped before it could record it "
-                '(OpenTofu\'s output: "Apply complete!")',
-                gate=str(before.get("gate") or claimed),
-                cascaded=bool(before.get("cascaded")),
-                earlier=True,
-            )
-            return
-        if before.get("result") == "applied":
-            self.record(
-                path,
-                "applied",
-                "applied earlier from this folder; left alone",
-                gate=str(before.get("gate") or claimed),
-                cascaded=bool(before.get("cascaded")),
-                earlier=True,
+                path, kept.result, kept.reason, cascaded=kept.cascaded, gate=kept.gate, earlier=True
             )
             return
         status = unit.get("status")
@@ -497,23 +469,23 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
             ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
         )
         run = applier.execute()
-        applier.save()
-        md = report_md(run, applier.summary)
-        folder.write_text("apply.md", md)
-        folder.job_summary(md)
-        say(f"wrote {applier.dir / 'apply.json'} and {applier.dir / 'apply.md'}")
+        finish(folder, applier.document(), run, applier.summary)
     if run.interrupted:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not
     # applied: that is a failure to act on, never a success
-    unplanned = [
-        str(u.get("path")) for u in applier.summary.get("units", []) if u.get("status") in UNPLANNED
-    ]
+    unplanned = unplanned_units(applier.summary)
     if unplanned:
-        print(
-            f"error: {len(unplanned)} unit(s) had no plan to apply ({', '.join(unplanned)}): "
-            "fix what their plan reported, then `invoke plan` and apply again",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(unplanned_error(unplanned), file=sys.stderr, flush=True)
     return exit_code(run, unplanned)
+
+
+def finish(
+    folder: outdir.ReportDir, record: Mapping[str, Any], run: ApplyRun, summary: Mapping[str, Any]
+) -> None:
+    """Write the record (``apply.json``) and the report (``apply.md``, also the job summary)."""
+    folder.write_json("apply.json", dict(record))
+    md = report_md(run, summary)
+    folder.write_text("apply.md", md)
+    folder.job_summary(md)
+    say(f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}")

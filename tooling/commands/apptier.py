@@ -71,9 +71,9 @@ from tooling.core.record import (
     ApplyRun,
     UnitApply,
     binding_problems,
+    earlier_applied,
     exit_code,
     record_document,
-    report_md,
 )
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
@@ -401,13 +401,9 @@ def apply(
         before: dict[str, Any] = next(
             (u for u in previous.get("units", []) if u.get("path") == path), {}
         )
-        if before.get("result") == "applied":
-            record(
-                "applied",
-                "applied earlier from this folder; left alone",
-                str(before.get("gate") or claimed),
-                True,
-            )
+        kept = earlier_applied(path, before, claimed)
+        if kept is not None:
+            record(kept.result, kept.reason, kept.gate, True)
         elif status == "no-changes":
             record("no-changes", "", claimed)
         elif status != "changes":
@@ -443,9 +439,10 @@ def apply(
             approve_manual=approve_manual,
             started_at=started_at,
         )
-        folder.write_json("apply.json", {"app": prep.app, **doc})
-        md = report_md(run, {**summary, "head": summary.get("head") or "no-commit"})
-        folder.write_text("apply.md", md)
-        folder.job_summary(md)
-    say(f"wrote {plans_dir / 'apply.json'} and {plans_dir / 'apply.md'}")
+        applying.finish(
+            folder,
+            {"app": prep.app, **doc},
+            run,
+            {**summary, "head": summary.get("head") or "no-commit"},
+        )
     return exit_code(run)

@@ -29,17 +29,19 @@ class _Secrets:
 
     def current(self) -> Redactor:
         with self._lock:
-            if not self._env_loaded:
-                self._env_loaded = True
-                self._add(secret_env(os.environ))
+            self._load_env()
             return self._redactor
 
     def add(self, values: Iterable[str]) -> None:
         with self._lock:
-            if not self._env_loaded:
-                self._env_loaded = True
-                self._add(secret_env(os.environ))
+            self._load_env()
             self._add(values)
+
+    def _load_env(self) -> None:
+        """The environment's secrets, learned once, on first use (under the lock)."""
+        if not self._env_loaded:
+            self._env_loaded = True
+            self._add(secret_env(os.environ))
 
     def _add(self, values: Iterable[str]) -> None:
         new = set(values) - set(self._redactor.secrets)

@@ -153,11 +153,17 @@ def summarize(plan: Mapping[str, Any]) -> PlanSummary:
         if raw.get("mode") != "data"
         and action_of((raw.get("change") or {}).get("actions") or []) != "no-op"
     )
-    outputs = tuple(
+    return PlanSummary(
+        counts, tuple(changes), drift, changed_outputs(plan), errored=bool(plan.get("errored"))
+    )
+
+
+def changed_outputs(plan: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the root module's outputs the plan changes, sorted."""
+    return tuple(
         sorted(
             name
             for name, change in (plan.get("output_changes") or {}).items()
-            if action_of(change.get("actions") or []) != "no-op"
+            if action_of((change or {}).get("actions") or []) != "no-op"
         )
     )
-    return PlanSummary(counts, tuple(changes), drift, outputs, errored=bool(plan.get("errored")))

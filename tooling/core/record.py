@@ -20,6 +20,15 @@ UNPLANNED = ("error", "not-planned", "blocked")
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
 #: in the record only, while a unit's apply runs (or if the tool was killed meanwhile)
 RUNNING = "running"
+#: a result's mark in the log
+MARKS = {
+    "applied": "✓",
+    "no-changes": "=",
+    "waiting-approval": "⏸",
+    "refused": "✗",
+    "failed": "✗",
+    "not-run": "-",
+}
 RECORD_VERSION = 2
 
 
@@ -170,6 +179,55 @@ def outcome(
             f"interrupted; OpenTofu exited with {code}: {summary}",
         )
     return explain_failure(output, unit_path, summary=summary)
+
+
+def earlier_applied(
+    path: str, before: Mapping[str, Any], claimed: str, *, killed_applied: bool = False
+) -> UnitApply | None:
+    """The entry of a unit an earlier run on this folder applied (``before`` is its entry
+    in the record), left alone; ``killed_applied``: that run was stopped while applying
+    it, and OpenTofu's output says it finished. None: apply it now."""
+    if killed_applied:
+        reason = (
+            "applied by an earlier run that was stopped before it could record it "
+            '(OpenTofu\'s output: "Apply complete!")'
+        )
+    elif before.get("result") == "applied":
+        reason = "applied earlier from this folder; left alone"
+    else:
+        return None
+    gate = str(before.get("gate") or claimed)
+    return UnitApply(path, "applied", reason, bool(before.get("cascaded")), gate, earlier=True)
+
+
+def upstream_block(
+    dependencies: Sequence[str], done: Mapping[str, UnitApply]
+) -> tuple[str, str] | None:
+    """(result, reason) for a unit whose dependency this run did not apply: it waits
+    with a dependency that waits for approval, and is ``not-run`` after one that
+    failed, was refused or did not run. None: nothing upstream holds it."""
+    for dep in dependencies:
+        r = done.get(dep)
+        if r is None:
+            continue
+        if r.result == "waiting-approval":
+            return "waiting-approval", f"its dependency {dep} waits for approval"
+        if r.result in ("refused", "failed", "not-run"):
+            return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
+    return None
+
+
+def unplanned_units(summary: Mapping[str, Any]) -> list[str]:
+    """The units of a plan summary that had no plan to apply (their plan failed,
+    a destroy that could not be planned among them)."""
+    return [str(u.get("path")) for u in summary.get("units", []) if u.get("status") in UNPLANNED]
+
+
+def unplanned_error(unplanned: Sequence[str]) -> str:
+    return (
+        f"error: {len(unplanned)} unit(s) had no plan to apply ({', '.join(unplanned)}): "
+        "fix what their plan reported, then `invoke plan` and apply again"
+    )
 
 
 def change_set(changes: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
