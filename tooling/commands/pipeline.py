@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import move as moving
 from tooling.commands import preflight, workcopies
 from tooling.commands.batch import run_batch
 from tooling.commands.plans import Progress
@@ -121,8 +120,10 @@ def blocked_moves(
     root: Path, model: Model, change: Affected | None, executor: str | None
 ) -> set[str]:
     """The moved units that must wait: their state is still at the old key (the state stores tell)."""
-    if change is None:
+    if change is None or not any(u.change == "moved" for u in change.units):
         return set()
+    from tooling.commands import move as moving  # the state stores: only when a unit moved
+
     return {
         u.path
         for u in change.units
@@ -354,6 +355,8 @@ def _plan_into(
 
 def _explain_lock_errors(ws: Workspace, results: Sequence[Result]) -> list[Result]:
     """A plan that failed on its unit's lock file says which file, and the command that fixes it."""
+    if not any(r.error for r in results):
+        return list(results)
     from tooling.core import executors
     from tooling.core.bump import lock_hint
 
