@@ -35,46 +35,24 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchenv import sh as run  # noqa: E402
+
 from tooling.io.config import cache_root  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
+sh = partial(run, check=True)  # every step of the benchmark must succeed
 INVOKE = [sys.executable, "-m", "invoke"]
 TG_QUIET = ("--non-interactive", "--log-level", "error")
-
-
-def sh(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        args,
-        cwd=cwd,
-        env={**os.environ, **GIT_ENV, **(env or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(
-            f"{' '.join(args)} failed ({result.returncode}):\n"
-            f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
-        )
-    return result
 
 
 CPU: dict[str, float] = {"last": 0.0}
