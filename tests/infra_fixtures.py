@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -20,7 +23,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from http.server import HTTPServer
 from pathlib import Path
@@ -125,16 +128,50 @@ def invoke(
         timeout=timeout,
         check=False,
     )
+    return _schema_checked(args, Invoked(proc.returncode, proc.stdout, proc.stderr))
+
+
+@functools.cache
+def repo_tasks() -> Any:
+    """This repository's ``tasks.py``, loaded once as a module of its own (``repo_tasks``)."""
+    spec = importlib.util.spec_from_file_location("repo_tasks", REPO / "tasks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def invoke_in_process(repo: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Invoked:
+    """Run ``invoke ARGS`` in ``repo`` inside the test's own process: the same tasks, parser,
+    error handling and exit codes as :func:`invoke`, without starting Python again.
+
+    For tables that run one task over many small trees (the check corpus); the
+    command line itself, as a process, is what :func:`invoke` tests.
+    """
+    from invoke.collection import Collection
+    from invoke.program import Program
+
+    monkeypatch.chdir(repo)
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    program = Program(namespace=Collection.from_module(repo_tasks()))
+    out, err = io.StringIO(), io.StringIO()
+    code: int = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            program.run(["invoke", *args], exit=True)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return _schema_checked(args, Invoked(code, out.getvalue(), err.getvalue()))
+
+
+def _schema_checked(args: tuple[str, ...], ran: Invoked) -> Invoked:
+    """Every ``--json`` document a test produces matches its published schema."""
     task = next((a for a in args if not a.startswith("-")), "")
-    if (
-        "--json" in args
-        and task in JSON_TASKS
-        and proc.returncode in (0, 1)
-        and proc.stdout.strip()
-    ):
-        # every --json document a test produces matches its published schema
-        schema_check.check(JSON_TASKS[task], json.loads(proc.stdout), f"invoke {task} --json")
-    return Invoked(proc.returncode, proc.stdout, proc.stderr)
+    if "--json" in args and task in JSON_TASKS and ran.returncode in (0, 1) and ran.stdout.strip():
+        schema_check.check(JSON_TASKS[task], json.loads(ran.stdout), f"invoke {task} --json")
+    return ran
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke
+from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke, invoke_in_process
 
 from tooling.core import policy
 from tooling.core.policy import CheckPolicy, Snapshot, Violation
@@ -110,9 +110,11 @@ def test_the_corpus_has_a_case_for_every_rule() -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_each_broken_repository_fails_naming_the_offending_file(tree: Path, case: str) -> None:
+def test_each_broken_repository_fails_naming_the_offending_file(
+    tree: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = apply_case(tree, case)
-    ran = invoke(tree, "check", "--json")
+    ran = invoke_in_process(tree, "check", "--json", monkeypatch=monkeypatch)
     expected = {(e["rule"], e["file"]) for e in spec.get("expect", [])}
     assert "Traceback" not in ran.output, ran.output
     if not expected:

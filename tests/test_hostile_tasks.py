@@ -14,27 +14,18 @@ value, missing positional arguments) without editing this file.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import REPO, Invoked, commit_all, git, invoke, make_example_repo
+from infra_fixtures import Invoked, commit_all, git, invoke, make_example_repo, repo_tasks
 
 pytestmark = pytest.mark.e2e
 
 
-def _tasks_module() -> Any:
-    spec = importlib.util.spec_from_file_location("repo_tasks", REPO / "tasks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-NS = _tasks_module().ns
+NS = repo_tasks().ns
 TASKS = sorted(NS.task_names)
 
 
@@ -114,6 +105,13 @@ def _broken_policy(repo: Path) -> None:
     (repo / "policy.toml").write_text((repo / "policy.toml").read_text() + "\n[gates\n")
 
 
+def _misspelt_policy_table(repo: Path) -> None:
+    # [gate] for [gates]: read as written, it would drop the node/VM approval rule
+    (repo / "policy.toml").write_text(
+        (repo / "policy.toml").read_text() + '\n[gate]\nnode_types = ["proxmox_*"]\n'
+    )
+
+
 def _broken_tool_versions(repo: Path) -> None:
     (repo / ".tool-versions").write_text("opentofu\nterragrunt 1.1.3 extra words\n")
 
@@ -121,6 +119,10 @@ def _broken_tool_versions(repo: Path) -> None:
 BROKEN = {
     "open-locals-at-eof": (_open_locals, f"{UNIT}/terragrunt.hcl:"),
     "broken-policy": (_broken_policy, "policy.toml"),
+    "misspelt-policy-table": (
+        _misspelt_policy_table,
+        "policy.toml: the top level has unknown key(s) gate",
+    ),
     "broken-tool-versions": (_broken_tool_versions, ".tool-versions"),
 }
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from infra_fixtures import serving
 
 from tooling.errors import ToolingError
 from tooling.io import config, gobuild, proc, toolchain
@@ -610,14 +611,8 @@ def release_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     def handler(*args: Any, **kwargs: Any) -> _QuietHandler:
         return _QuietHandler(*args, directory=str(root), **kwargs)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def publish_release(root: Path, base: str, name: str, version: str, payload: bytes) -> str:
