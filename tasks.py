@@ -1,155 +1,30 @@
 """invoke tasks: the command surface of the repository (see README, docs/commands.md).
 
-Thin on purpose: each task parses its options, calls one function of the
-``tooling`` package, and maps a ``ToolingError`` to ``invoke.Exit`` (exit code
-1 for a failure to act on, 2 for bad usage) so a known failure never prints a
-traceback. ``invoke --help TASK`` shows each task's help.
+Thin on purpose: each task declares its options and help, and calls one
+function of the ``tooling`` package through :func:`tooling.commands.cli.run`,
+which maps a ``ToolingError`` to its exit code (1 for a failure to act on, 2
+for bad usage) so a known failure never prints a traceback. This file is the
+command-line contract: most of its lines are the help texts ``invoke --help
+TASK`` shows.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from invoke.collection import Collection
 from invoke.context import Context
-from invoke.exceptions import Exit, ParseError
-from invoke.program import Program
+from invoke.exceptions import Exit
 from invoke.tasks import task
+
+from tooling.commands.cli import run, say_settings, use_usage_exit_codes, workspace
 
 ROOT = Path(__file__).resolve().parent
 
-
-class _Program(Program):
-    """invoke's own program, with its usage errors exiting 2 (invoke exits 1 for them).
-
-    An unknown flag, a missing value, a value that is not of the option's type
-    (``--jobs abc``, which invoke lets escape as a ``ValueError``), or an
-    unknown task are bad usage: one line saying what to run instead, exit 2.
-    """
-
-    def parse_tasks(self) -> None:
-        try:
-            super().parse_tasks()
-            self._refuse_empty_lists()
-        except (ParseError, ValueError) as exc:
-            raise Exit(_usage_line(exc), code=2) from None
-
-    def _refuse_empty_lists(self) -> None:
-        """invoke drops a repeatable flag given without a value (``plan --unit``, which
-        would then plan the affected units instead): refuse it like any missing value."""
-        words = list(self.core.unparsed)
-        # the parser's contexts: building them again (to_contexts) would consume the
-        # tasks' help texts, which invoke pops as it reads them
-        for context in self.parser.contexts.values():
-            repeatable = {flag for flag, arg in context.flags.items() if arg.kind is list}
-            for i, word in enumerate(words):
-                following = words[i + 1] if i + 1 < len(words) else None
-                if word in repeatable and (following is None or following.startswith("-")):
-                    raise ParseError(f"{word} needs a value", context)
-
-    def parse_cleanup(self) -> None:
-        try:
-            super().parse_cleanup()
-        except ParseError as exc:  # `invoke --help NOSUCHTASK`
-            raise Exit(_usage_line(exc), code=2) from None
-
-
-def _usage_line(exc: Exception) -> str:
-    context = getattr(exc, "context", None)
-    name = getattr(context, "name", None)
-    what = str(exc).strip().rstrip("!").replace("\n", " ") or type(exc).__name__
-    # invoke names a flag by its repr: say --out, not <Argument: out (o)>
-    what = re.sub(
-        r"Flag <Argument: ([\w-]+)[^>]*> needed value and was not given one",
-        lambda m: f"--{m[1].replace('_', '-').strip('-')} needs a value",
-        what,
-    )
-    what = re.sub(r"'(\w+?)_'", r"'\1'", what)  # id_ (a Python name) is ID on the command line
-    if isinstance(exc, ValueError):  # invoke converting a flag's value to its type
-        what = f"a value is not of the option's type ({what})"
-    if name:
-        return f"error: {name}: {what}. See `invoke --help {name}`."
-    return f"error: {what}. See `invoke --list` for the tasks and `invoke --help TASK` for their options."
-
-
-def _use_usage_exit_codes() -> None:
-    """Make the running invoke program (``invoke`` or ``python -m invoke``) a :class:`_Program`.
-
-    invoke loads this file after parsing its own options and before parsing the
-    tasks' ones, so from here on its parse errors go through ``_Program``.
-    """
-    import invoke.main
-
-    running = getattr(invoke.main, "program", None)
-    if type(running) is Program:
-        running.__class__ = _Program
-
-
-_use_usage_exit_codes()
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    import tooling.commands  # noqa: F401  (installs the one redaction step)
-    from tooling.errors import ToolingError
-    from tooling.io.outdir import guard_streams
-
-    # every line the tooling prints passes through the one redaction step
-    with guard_streams():
-        try:
-            yield
-        except ToolingError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise Exit(code=exc.code) from None
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            raise Exit(code=130) from None
-        except (Exit, SystemExit):
-            raise
-        except BrokenPipeError:
-            # the reader went away (`invoke units --json | head`): nothing more to say
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-            raise Exit(code=1) from None
-        except Exception as exc:
-            # A failure the tooling did not foresee: one line, not a traceback
-            # (IAC_DEBUG=1 shows it). It is a bug: the message says so.
-            if os.environ.get("IAC_DEBUG"):
-                raise
-            print(
-                f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in the tooling: "
-                "run again with IAC_DEBUG=1 for the traceback and report it.",
-                file=sys.stderr,
-            )
-            raise Exit(code=1) from None
-
-
-def _workspace() -> Any:
-    from tooling.io import toolchain
-    from tooling.io.workspace import Workspace
-
-    toolchain.ensure_bin_dir_on_path()
-    return Workspace.here(Path.cwd())
-
-
-def _say_settings(ws: Any) -> None:
-    """The first line of every task that reads the units: what it runs against (stderr)."""
-    from tooling.io.ui import say
-
-    say(ws.settings.describe())
-
-
-def _run(fn: Callable[[], int | None]) -> None:
-    with _errors():
-        code = fn()
-    if code:
-        raise Exit(code=code)
+# from here on, invoke's usage errors (unknown flag, missing value...) exit 2
+use_usage_exit_codes()
 
 
 @task(
@@ -171,7 +46,7 @@ def setup(c: Context, pipeline: bool = False) -> None:
         installed = toolchain.setup(ROOT, test_tools=not pipeline)
         print(toolchain.summary_line(installed), file=sys.stderr)
 
-    _run(go)
+    run(go)
 
 
 @task(help={"json": "print the units as JSON on stdout"})
@@ -185,12 +60,12 @@ def units(c: Context, json_: bool = False) -> None:
     from tooling.commands import pipeline
 
     def go() -> int:
-        ws = _workspace()
-        _say_settings(ws)
+        ws = workspace()
+        say_settings(ws)
         ws.check_tools()
         return pipeline.units(ws, as_json=json_)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -211,8 +86,8 @@ def affected(
     from tooling.commands import pipeline
 
     def go() -> int:
-        ws = _workspace()
-        _say_settings(ws)
+        ws = workspace()
+        say_settings(ws)
         ws.check_tools()
         result, model = pipeline.compute_affected(
             ws, base or None, head or None, uncommitted=uncommitted
@@ -223,7 +98,7 @@ def affected(
             pipeline.print_affected(result)
         return pipeline.unreadable_exit(model)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -256,9 +131,9 @@ def plan(
     """
     from tooling.commands import pipeline
 
-    _run(
+    run(
         lambda: pipeline.plan(
-            _workspace(),
+            workspace(),
             base=base or None,
             all_units=all_,
             units=unit or [],
@@ -282,15 +157,15 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     from tooling.commands import pipeline
 
     def go() -> int:
-        ws = _workspace()
-        _say_settings(ws)
+        ws = workspace()
+        say_settings(ws)
         ws.check_tools()
         print(
             pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
         )
         return pipeline.unreadable_exit(ws.current_model)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -313,7 +188,7 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
         raise Exit(
             "error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2
         )
-    _run(lambda: applying.apply(_workspace(), Path(plans), approve_manual=approve_manual))
+    run(lambda: applying.apply(workspace(), Path(plans), approve_manual=approve_manual))
 
 
 @task(
@@ -345,9 +220,9 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
     """
     from tooling.commands import drift as drifting
 
-    _run(
+    run(
         lambda: drifting.run(
-            _workspace(), executor=executor or None, out=Path(out) if out else None, issue=issue
+            workspace(), executor=executor or None, out=Path(out) if out else None, issue=issue
         )
     )
 
@@ -369,7 +244,7 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
     from tooling.commands import matrix as matrices
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         ws.check_tools()
         if routes:
             doc = ci.checked_matrix(ws, base=base or None, routes=routes)
@@ -378,7 +253,7 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
         print(json.dumps(doc, indent=2))
         return pipeline.unreadable_exit(ws.current_model)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -399,9 +274,9 @@ def apply_base(
     """
     from tooling.commands import ci
 
-    _run(
+    run(
         lambda: (
-            print(ci.apply_base(_workspace(), before=before, workflow=workflow, branch=branch)) or 0
+            print(ci.apply_base(workspace(), before=before, workflow=workflow, branch=branch)) or 0
         )
     )
 
@@ -426,7 +301,7 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
         raise Exit(
             "error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2
         )
-    _run(lambda: ci.plan_comment(plans=Path(plans), matrix=matrix))
+    run(lambda: ci.plan_comment(plans=Path(plans), matrix=matrix))
 
 
 @task(
@@ -445,7 +320,7 @@ def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: st
 
     if not plans or not apply_result:
         raise Exit("error: --plans DIR and --apply-result RESULT are required", code=2)
-    _run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
+    run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
 
 
 @task(help={"plans": "the folder `invoke app-plan --out` wrote"})
@@ -455,7 +330,7 @@ def manual_gate(c: Context, plans: str = "") -> None:
 
     if not plans:
         raise Exit("error: --plans DIR is required", code=2)
-    _run(lambda: print("true" if ci.manual_gate(plans=Path(plans)) else "false") or 0)
+    run(lambda: print("true" if ci.manual_gate(plans=Path(plans)) else "false") or 0)
 
 
 _APP_HELP = {
@@ -475,9 +350,9 @@ def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
 
     if not app or not dir:
         raise Exit("error: --app NAME and --dir DIR are required", code=2)
-    _run(
+    run(
         lambda: apptier.plan(
-            _workspace(), app=app, directory=Path(dir), out=Path(out) if out else None
+            workspace(), app=app, directory=Path(dir), out=Path(out) if out else None
         )
     )
 
@@ -497,9 +372,9 @@ def app_apply(
 
     if not app or not dir or not plans:
         raise Exit("error: --app NAME, --dir DIR and --plans DIR are required", code=2)
-    _run(
+    run(
         lambda: apptier.apply(
-            _workspace(),
+            workspace(),
             app=app,
             directory=Path(dir),
             plans=Path(plans),
@@ -528,11 +403,11 @@ def bump_module(
     from tooling.commands import bump as bumpflow
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         ws.check_tools()
         return bumpflow.bump_module(ws, module, version, units=units or None, dry_run=dry_run)
 
-    _run(go)
+    run(go)
 
 
 @task(help={"json": "print the JSON document on stdout (logs go to stderr)"})
@@ -546,13 +421,13 @@ def outdated(c: Context, json_: bool = False) -> None:
     from tooling.commands import pipeline
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         ws.check_tools()
         code = bumpflow.outdated(ws, as_json=json_)
         broken = pipeline.unreadable_exit(ws.current_model)
         return 1 if code or broken else 0
 
-    _run(go)
+    run(go)
 
 
 @task(help={"units": "only units matching these globs (comma-separated), for a staged rollout"})
@@ -566,11 +441,11 @@ def bump_all(c: Context, units: str = "") -> None:
     from tooling.commands import bump as bumpflow
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         ws.check_tools()
         return bumpflow.bump_all(ws, units=units or None)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -594,12 +469,12 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
     from tooling.commands import check as checking
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         return checking.check(
             ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir
         )
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -617,7 +492,7 @@ def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) ->
     """
     from tooling.commands import adopt as adopting
 
-    _run(lambda: adopting.adopt(_workspace(), unit, address, id_, apply=apply))
+    run(lambda: adopting.adopt(workspace(), unit, address, id_, apply=apply))
 
 
 @task(
@@ -635,10 +510,10 @@ def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> No
     from tooling.commands import move as moving
 
     def go() -> int:
-        ws = _workspace()
+        ws = workspace()
         return moving.move_unit(ws, old, new, remove_backup=remove_backup)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -661,11 +536,11 @@ def crosscheck(c: Context, path: str = "", json_: bool = False) -> None:
         toolchain.ensure_bin_dir_on_path()
         if path:
             return xcheck.run(Path(path), as_json=json_)
-        ws = _workspace()
+        ws = workspace()
         ws.check_tools()
         return xcheck.run(ws.root, as_json=json_, live=ws.layout.live)
 
-    _run(go)
+    run(go)
 
 
 @task(
@@ -681,7 +556,7 @@ def doctor(c: Context, path: str = "", json_: bool = False) -> None:
     """
     from tooling.commands import doctor as doc
 
-    _run(lambda: doc.run(Path(path or "."), as_json=json_))
+    run(lambda: doc.run(Path(path or "."), as_json=json_))
 
 
 ns = Collection(

@@ -6,6 +6,9 @@ example repository, with the real tools.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,29 @@ def test_repeatable_options_show_a_value_placeholder_in_help() -> None:
     check = invoke(REPO, "--help", "check")
     apps_line = next(line for line in check.stdout.splitlines() if "--apps" in line)
     assert "=DIR" in apps_line
+
+
+@pytest.mark.parametrize(
+    "args", [("--list",), ("--help", "plan"), ("check", "--json")], ids=["list", "help", "task"]
+)
+def test_a_reader_that_went_away_ends_the_output_without_a_traceback(
+    args: tuple[str, ...],
+) -> None:
+    """`invoke --list | head -1`: the reader closed its end before the rest was written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first line: every write fails, deterministically
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-m", "invoke", *args],
+            cwd=REPO,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in ran.stderr, ran.stderr
+    assert "BrokenPipeError" not in ran.stderr, ran.stderr
+    assert ran.returncode == 1, ran.stderr
