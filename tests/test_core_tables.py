@@ -6,20 +6,25 @@ No process, no file: each row is plain data in, plain data out.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tooling.core import report
+from tooling.core import apps, executors, report
 from tooling.core.changes import Affected, AffectedUnit, affected
 from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.policy import parse_policy as check_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets, waves
 from tooling.errors import ToolingError, UsageError
 from tooling.io.git import parse_ls_tree, parse_name_status, parse_porcelain_paths, zsplit
 from tooling.io.terragrunt import plan_args
+from tooling.model.layout import layout_from
+from tooling.model.policyfile import check_tables
 from tooling.model.repo import Change, Model, Unit
 
 
@@ -360,6 +365,44 @@ def test_gate_policy_section(data: dict[str, object], expected: GatePolicy) -> N
 def test_gate_policy_section_rejects_wrong_types(bad: dict[str, object]) -> None:
     with pytest.raises(ToolingError, match=r"policy.toml: \[gates\]"):
         parse_policy(bad)
+
+
+@pytest.mark.parametrize(
+    ("parse", "data", "where", "key"),
+    [
+        (parse_policy, {"gates": {"node_type": ["proxmox_*"]}}, "[gates]", "node_type"),
+        (executors.parse, {"executors": {"x": {"runs-on": ["a"]}}}, "[executors.x]", "runs-on"),
+        (check_policy, {"check": {"layer": {}}}, "[check]", "layer"),
+        (
+            apps.parse_policy,
+            {"apps": {"allowed_resource_types": [], "gates": "manual"}},
+            "[apps]",
+            "gates",
+        ),
+        (layout_from, {"layout": {"lives": ["infra"]}}, "[layout]", "lives"),
+        (check_tables, {"gate": {"node_types": []}}, "the top level", "gate"),
+    ],
+    ids=["gates", "executors", "check", "apps", "layout", "top-level"],
+)
+def test_a_misspelt_policy_key_is_refused_by_name_in_every_table(
+    parse: Any, data: dict[str, Any], where: str, key: str
+) -> None:
+    """A typo must not silently drop a rule ([gate] for [gates] would auto-apply VM changes)."""
+    with pytest.raises(ToolingError) as raised:
+        parse(data)
+    message = str(raised.value)
+    assert message.startswith(f"policy.toml: {where} has unknown key(s) {key}; known keys: ")
+    assert message.endswith("Fix the spelling")
+
+
+def test_the_repository_policy_uses_only_known_tables_and_keys() -> None:
+    data = tomllib.loads((Path(__file__).resolve().parents[1] / "policy.toml").read_text())
+    check_tables(data)
+    parse_policy(data)
+    executors.parse(data)
+    check_policy(data)
+    apps.parse_policy(data)
+    layout_from(data)
 
 
 # --------------------------------------------------------------------------- report.render

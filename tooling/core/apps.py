@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
+from tooling.model.policyfile import refuse_unknown_keys
 
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
 APPS_PREFIX = "apps/"
@@ -51,6 +52,9 @@ def parse_policy(data: Mapping[str, Any]) -> AppPolicy:
             "policy.toml has no [apps] table: add one with allowed_resource_types, the resource "
             'types an application may own (e.g. ["aws_db_instance", "aws_s3_bucket"])'
         )
+    refuse_unknown_keys(
+        apps, ("allowed_resource_types", "foundation_state_buckets", "gate"), "[apps]"
+    )
     allowed = apps.get("allowed_resource_types")
     if not isinstance(allowed, list) or not all(isinstance(t, str) and t for t in allowed):
         raise ToolingError(

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
-POLICY_FILE = "policy.toml"
 _KEYS = frozenset(
     {
         "runs_on",
@@ -115,12 +115,7 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
     for name, table in section.items():
         if not isinstance(table, dict):
             raise ToolingError(f"{POLICY_FILE}: [executors.{name}] must be a table")
-        unknown = sorted(set(table) - _KEYS)
-        if unknown:
-            raise ToolingError(
-                f"{POLICY_FILE}: [executors.{name}] has unknown key(s) {', '.join(unknown)}; "
-                f"known keys: {', '.join(sorted(_KEYS))}"
-            )
+        refuse_unknown_keys(table, _KEYS, f"[executors.{name}]")
         runs_on = table.get("runs_on")
         if (
             not isinstance(runs_on, list)

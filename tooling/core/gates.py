@@ -23,6 +23,7 @@ from typing import Any
 
 from tooling.core.planjson import PlanSummary
 from tooling.errors import ToolingError
+from tooling.model.policyfile import refuse_unknown_keys
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
         if not isinstance(value, list | tuple) or not all(isinstance(p, str) and p for p in value):
             raise ToolingError(f"policy.toml: [gates] {key} must be a list of patterns (strings)")
         out.append(tuple(value))
+    refuse_unknown_keys(gates, ("node_types", "node_addresses"), "[gates]")
     return GatePolicy(out[0], out[1])
 
 

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
-
-POLICY_FILE = "policy.toml"
+from tooling.model.policyfile import POLICY_FILE, check_tables
 
 
 @dataclass(frozen=True)
@@ -111,9 +110,11 @@ def read_policy(root: Path) -> dict[str, Any]:
             f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
         ) from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ToolingError(toml_error(POLICY_FILE, exc)) from None
+    check_tables(data)
+    return data
 
 
 _TOML_AT = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.model.layout import Layout, layout_from
+from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
 
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
 
 def read_layout(root: Path) -> Layout:
     """The layout of the repository at ``root`` (policy.toml ``[layout]``; today's by default)."""
-    return layout_from(config.read_policy(root), str(root / config.POLICY_FILE))
+    return layout_from(config.read_policy(root), str(root / POLICY_FILE))
 
 
 def is_root(candidate: Path) -> bool:
     """Whether ``candidate`` holds the root file and the live folder(s) its layout names."""
-    layout = read_layout(candidate) if (candidate / "policy.toml").is_file() else Layout()
+    layout = read_layout(candidate) if (candidate / POLICY_FILE).is_file() else Layout()
     return (candidate / layout.root_file).is_file() and all(
         (candidate / d).is_dir() for d in layout.live
     )
@@ -66,7 +67,7 @@ class Workspace:
 
     @cached_property
     def layout(self) -> Layout:
-        return layout_from(self.policy, str(self.root / config.POLICY_FILE))
+        return layout_from(self.policy, str(self.root / POLICY_FILE))
 
     def work_tree(self) -> WorkTree:
         return WorkTree(self.root, self.layout.live)

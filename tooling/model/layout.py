@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 from tooling.model.units import LIVE_DIR
 
 ROOT_FILE = "root.hcl"
@@ -25,11 +26,12 @@ class Layout:
     root_file: str = ROOT_FILE
 
 
-def layout_from(policy: Mapping[str, Any], where: str = "policy.toml") -> Layout:
+def layout_from(policy: Mapping[str, Any], where: str = POLICY_FILE) -> Layout:
     """The ``[layout]`` table of a parsed policy.toml (missing keys: today's layout)."""
     table = policy.get("layout", {})
     if not isinstance(table, Mapping):
         raise ToolingError(f"{where}: [layout] must be a table")
+    refuse_unknown_keys(table, ("live", "root_file"), "[layout]")
     live = table.get("live", [LIVE_DIR])
     if isinstance(live, str):
         live = [live]

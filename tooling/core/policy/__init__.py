@@ -34,13 +34,7 @@ from tooling.core.policy.hidden import (
 )
 from tooling.core.policy.layers import check_layers
 from tooling.core.policy.pins import check_pins
-from tooling.core.policy.settings import (
-    DEFAULT_TOOL_PIN_FILES,
-    POLICY_FILE,
-    CheckPolicy,
-    Layer,
-    parse_policy,
-)
+from tooling.core.policy.settings import DEFAULT_TOOL_PIN_FILES, CheckPolicy, Layer, parse_policy
 from tooling.core.policy.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
 from tooling.core.policy.state import app_backend_settings, check_app_workspaces, check_state_keys
 from tooling.core.policy.tool_pins import check_tool_versions

@@ -14,8 +14,7 @@ from typing import Any
 
 from tooling.core import names as unit_names
 from tooling.errors import ToolingError
-
-POLICY_FILE = "policy.toml"
+from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
 
 @dataclass(frozen=True)
@@ -117,11 +116,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
     section = data.get("check", {})
     if not isinstance(section, dict):
         raise ToolingError(f"{POLICY_FILE}: [check] must be a table")
-    unknown = sorted(set(section) - _CHECK_KEYS)
-    if unknown:
-        raise ToolingError(
-            f"{POLICY_FILE}: [check] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_CHECK_KEYS))}"
-        )
+    refuse_unknown_keys(section, _CHECK_KEYS, "[check]")
     layers: list[Layer] = []
     raw_layers = section.get("layers", {})
     if not isinstance(raw_layers, dict):
