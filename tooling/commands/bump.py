@@ -31,6 +31,7 @@ from typing import Any
 
 from tooling.commands import pipeline
 from tooling.commands.converge import (
+    Context,
     Outcome,
     close_superseded,
     converge,
@@ -43,6 +44,7 @@ from tooling.commands.converge import (
 )
 from tooling.core.bump import (
     BumpPlan,
+    Inventory,
     apply_changes,
     changed_lines,
     inventory,
@@ -87,10 +89,15 @@ def _show_dry_run(
     print(f"branch: {plan.branch}\ntitle: {title}\n\n{body}", end="")
 
 
-def _refuse_unparsable(ws: Workspace, tree: GitTree) -> None:
-    """A unit that does not parse may pin a module too: refuse before editing anything."""
+def _default_branch_pins(ws: Workspace, ctx: Context) -> tuple[GitTree, Inventory]:
+    """The default branch's tree and what its units pin; the context learns the module
+    repositories. A unit that does not parse may pin a module too: refused first."""
+    tree = ws.tree_at(ctx.default_sha)
     model = ws.model(tree)
     pipeline.refuse_unparsable(model, list(model.units), doing="bump modules")
+    inv = inventory(unit_texts(ws, tree))
+    ctx.modules = tuple(sorted({p.url for p in inv.pins}))
+    return tree, inv
 
 
 def bump_module(
@@ -99,10 +106,7 @@ def bump_module(
     """``invoke bump-module``: one module to one tag, in every (selected) unit pinning it."""
     say(ws.settings.describe())
     ctx = open_context(ws, fetch=not dry_run, need_clean=not dry_run)
-    tree = ws.tree_at(ctx.default_sha)
-    _refuse_unparsable(ws, tree)
-    inv = inventory(unit_texts(ws, tree))
-    ctx.modules = tuple(sorted({p.url for p in inv.pins}))
+    tree, inv = _default_branch_pins(ws, ctx)
     pins = select_module(inv.pins, module)
     globs = split_globs(units)
     pins = select_pins(pins, globs)
@@ -195,10 +199,7 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
     """
     say(ws.settings.describe())
     ctx = open_context(ws, fetch=True, need_clean=True)
-    tree = ws.tree_at(ctx.default_sha)
-    _refuse_unparsable(ws, tree)
-    inv = inventory(unit_texts(ws, tree))
-    ctx.modules = tuple(sorted({p.url for p in inv.pins}))
+    _, inv = _default_branch_pins(ws, ctx)
     globs = split_globs(units)
     pins = select_pins(inv.pins, globs)
     repos = discover(ctx.module_env, ctx.git_token, pins)

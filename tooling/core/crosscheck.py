@@ -172,18 +172,6 @@ def _same_source_quirk(path: str, unit: Unit, model: Model) -> bool:
     return False
 
 
-def _upstream(model: Model, path: str) -> set[str]:
-    seen: set[str] = set()
-    stack = list(model.units[path].dependencies)
-    while stack:
-        dep = stack.pop()
-        if dep not in seen:
-            seen.add(dep)
-            if dep in model.units:
-                stack.extend(model.units[dep].dependencies)
-    return seen
-
-
 def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = ()) -> Report:
     """Every unit's disagreements, dangerous ones first (then by unit and path)."""
     skip = set(unparsed)
@@ -217,7 +205,7 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
             mine.append(Disagreement(path, "dependency", dep, dangerous=True))
         for dep in sorted(set(unit.dependencies) - seen.dependencies):
             mine.append(Disagreement(path, "dependency", dep, dangerous=False))
-        upstream = _upstream(model, path)
+        upstream = model.upstream(path)
         for read in sorted(seen.reading - reads):
             if not _covered(read, unit, dir_reads, upstream) and not _same_source_quirk(
                 read, unit, model

@@ -191,14 +191,7 @@ def _exclude_dependencies(model: Model, targets: list[Target]) -> None:
 
 def upstream(model: Model, path: str) -> tuple[str, ...]:
     """Every unit ``path`` reads outputs from, directly or through others, in DAG order."""
-    seen: set[str] = set()
-    stack = list(model.units[path].dependencies)
-    while stack:
-        dep = stack.pop()
-        if dep in seen or dep not in model.units:
-            continue
-        seen.add(dep)
-        stack.extend(model.units[dep].dependencies)
+    seen = model.upstream(path)
     return tuple(p for p in model.order if p in seen)
 
 

@@ -60,6 +60,19 @@ class Model:
                 index.setdefault(read, []).append(unit.path)
         return index
 
+    def upstream(self, path: str) -> set[str]:
+        """Every path the unit at ``path`` depends on, directly or through others (a
+        dependency that is no unit of the model is included, and ends its chain)."""
+        seen: set[str] = set()
+        stack = list(self.units[path].dependencies)
+        while stack:
+            dep = stack.pop()
+            if dep not in seen:
+                seen.add(dep)
+                if dep in self.units:
+                    stack.extend(self.units[dep].dependencies)
+        return seen
+
     def dependents(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {path: [] for path in self.units}
         for unit in self.units.values():

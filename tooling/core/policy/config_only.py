@@ -21,7 +21,18 @@ _INJECTED_RE = re.compile(
 )
 
 
-def _literal_strings(
+def hcl_files(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[str]:
+    """The Terragrunt files the rules read: every .hcl under the live folder, and every
+    .hcl file a unit reads (root.hcl, shared files elsewhere)."""
+    live = policy.foundation_prefix.rstrip("/")
+    found = {p for p in snap.under(live) if p.endswith(".hcl")}
+    if model is not None:
+        for unit in model.units.values():
+            found.update(r for r in unit.reads if r.endswith(".hcl") and r in snap.paths)
+    return sorted(found)
+
+
+def literal_strings(
     expr: Any, locals_exprs: Mapping[str, Any], seen: frozenset[str] = frozenset()
 ) -> Iterator[str]:
     """Every string literal an expression can evaluate to, following ``local.X`` in the same file."""
@@ -36,7 +47,7 @@ def _literal_strings(
         if expr[1] == "local" and expr[2] and isinstance(expr[2][0], str):
             name = expr[2][0]
             if name in locals_exprs and name not in seen:
-                yield from _literal_strings(locals_exprs[name][0], locals_exprs, seen | {name})
+                yield from literal_strings(locals_exprs[name][0], locals_exprs, seen | {name})
         return
     if kind == "tmpl":
         # the literal runs of a template, joined: a heredoc's text with holes
@@ -46,7 +57,7 @@ def _literal_strings(
             if isinstance(p, tuple | list) and p and p[0] == "lit" and isinstance(p[1], str)
         )
         for part in expr[1]:
-            yield from _literal_strings(part, locals_exprs, seen)
+            yield from literal_strings(part, locals_exprs, seen)
         return
     children: list[Any] = []
     if kind in ("tup",):
@@ -62,7 +73,7 @@ def _literal_strings(
     elif kind == "post":
         children = [expr[1]]
     for child in children:
-        yield from _literal_strings(child, locals_exprs, seen)
+        yield from literal_strings(child, locals_exprs, seen)
 
 
 def check_configuration_only(
@@ -83,11 +94,7 @@ def check_configuration_only(
                     "move the code into a module in its own repository, tag it, and pin the tag in the unit's terraform.source",
                 )
             )
-    hcl_files = {p for p in snap.under(live) if p.endswith(".hcl")}
-    if model is not None:
-        for unit in model.units.values():
-            hcl_files.update(r for r in unit.reads if r.endswith(".hcl") and r in snap.paths)
-    for path in sorted(hcl_files):
+    for path in hcl_files(model, policy, snap):
         body = safe_body(snap, path, out)
         if body is None:
             continue
@@ -107,7 +114,7 @@ def check_configuration_only(
                 contents = inner["a"].get("contents")
                 if contents is None:
                     continue
-                for text in _literal_strings(contents[0], local_exprs):
+                for text in literal_strings(contents[0], local_exprs):
                     match = _INJECTED_RE.search(text)
                     if match:
                         out.append(

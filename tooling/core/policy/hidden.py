@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tooling.core import names
-from tooling.core.policy.config_only import _literal_strings
+from tooling.core.policy.config_only import hcl_files, literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
@@ -34,17 +34,6 @@ _BACKEND_RE = re.compile(r'\bbackend\s*"|\bcloud\s*\{')
 #: files OpenTofu merges over the module's own code
 _OVERRIDE_RE = re.compile(r"(?:^|[/_])override\.(?:tf|tofu)(?:\.json)?$")
 _RUN_CMD_RE = re.compile(r"\brun_cmd\s*\(")
-
-
-def hcl_files(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[str]:
-    """The Terragrunt files the rules read: every .hcl under the live folder, and every
-    .hcl file a unit reads (root.hcl, shared files elsewhere)."""
-    live = policy.foundation_prefix.rstrip("/")
-    found = {p for p in snap.under(live) if p.endswith(".hcl")}
-    if model is not None:
-        for unit in model.units.values():
-            found.update(r for r in unit.reads if r.endswith(".hcl") and r in snap.paths)
-    return sorted(found)
 
 
 # --------------------------------------------------------------------------- unit-name
@@ -100,9 +89,9 @@ def check_generate_blocks(
         for _t, labels, inner, line in blocks_of(body, "generate"):
             label = labels[0] if labels else ""
             target = inner["a"].get("path")
-            paths = list(_literal_strings(target[0], local_exprs)) if target else []
+            paths = list(literal_strings(target[0], local_exprs)) if target else []
             contents = inner["a"].get("contents")
-            texts = list(_literal_strings(contents[0], local_exprs)) if contents else []
+            texts = list(literal_strings(contents[0], local_exprs)) if contents else []
             why = None
             if label in root_labels:
                 why = f"replaces {root_file}'s generate {label!r} block (Terragrunt merges blocks by name)"
