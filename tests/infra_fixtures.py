@@ -34,6 +34,16 @@ import schema_check
 from schema_check import JSON_TASKS
 
 REPO = Path(__file__).resolve().parent.parent
+#: the example tree's units, in DAG order (dependencies first, ties by path)
+EXAMPLE_UNITS = (
+    "live/cloud/dns",
+    "live/cloud/iam",
+    "live/cloud/registry",
+    "live/cluster/network",
+    "live/cluster/vms",
+    "live/cluster/os",
+    "live/cluster/gitops",
+)
 EXAMPLE_FILES = ("root.hcl", "policy.toml", ".tool-versions", "tasks.py", ".gitignore")
 
 GIT_ENV = {
@@ -67,6 +77,19 @@ def serving(httpd: HTTPServer) -> Iterator[HTTPServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def local_unit(repo: Path, name: str, module: str, extra: str = "") -> None:
+    """A unit ``live/cloud/NAME`` of ``repo`` whose module is ``module`` (main.tf) in the
+    repository's ``testmods/NAME``; ``extra`` (dependencies, inputs) ends the unit file."""
+    (repo / "testmods" / name).mkdir(parents=True, exist_ok=True)
+    (repo / "testmods" / name / "main.tf").write_text(module)
+    unit = repo / "live" / "cloud" / name
+    unit.mkdir(parents=True, exist_ok=True)
+    (unit / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{name}"\n}}\n{extra}'
+    )
 
 
 def edit(repo: Path, rel: str, old: str, new: str) -> None:

@@ -21,6 +21,7 @@ from infra_fixtures import (
     bucket_keys,
     commit_all,
     invoke,
+    local_unit,
     read_summary,
     s3_state_bucket,
     units_by_path,
@@ -168,26 +169,15 @@ resource "terraform_data" "slow" {
 """
 
 
-def _local_unit(repo: Path, name: str, module: str, body: str = "", deps: str = "") -> None:
-    (repo / "testmods" / name).mkdir(parents=True, exist_ok=True)
-    (repo / "testmods" / name / "main.tf").write_text(module)
-    unit = repo / "live" / "cloud" / name
-    unit.mkdir(parents=True, exist_ok=True)
-    (unit / "terragrunt.hcl").write_text(
-        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
-        f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{name}"\n}}\n{deps}{body}'
-    )
-
-
 def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(
     example_repo: Path, tmp_path: Path
 ) -> None:
-    _local_unit(example_repo, "flaky", FLAKY_MODULE)
-    _local_unit(
+    local_unit(example_repo, "flaky", FLAKY_MODULE)
+    local_unit(
         example_repo,
         "after",
         'output "ok" {\n  value = "ok"\n}\n',
-        deps='\ndependency "flaky" {\n  config_path = "../flaky"\n  mock_outputs = { id = "mock" }\n}\n',
+        '\ndependency "flaky" {\n  config_path = "../flaky"\n  mock_outputs = { id = "mock" }\n}\n',
     )
     commit_all(example_repo, "a flaky unit and its dependent")
     out = tmp_path / "plans"
@@ -229,7 +219,7 @@ def test_two_concurrent_applies_of_one_unit_one_proceeds_the_other_names_the_loc
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
     # long enough that the second apply meets the lock even on a loaded machine
-    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 25\n}\n")
+    local_unit(example_repo, "slow", SLOW_MODULE, "\ninputs = {\n  seconds = 25\n}\n")
     commit_all(example_repo, "slow unit")
     _plan(example_repo, tmp_path / "a", "--unit", "live/cloud/slow")
     _plan(example_repo, tmp_path / "b", "--unit", "live/cloud/slow")
@@ -257,7 +247,7 @@ def test_sigint_during_apply_stops_gracefully_and_reports_what_was_not_applied(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
-    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 20\n}\n")
+    local_unit(example_repo, "slow", SLOW_MODULE, "\ninputs = {\n  seconds = 20\n}\n")
     (example_repo / "live/cloud/zz-last").mkdir()
     (example_repo / "live/cloud/zz-last/terragrunt.hcl").write_text(
         (example_repo / "live/cloud/dns/terragrunt.hcl")

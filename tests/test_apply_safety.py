@@ -21,10 +21,11 @@ from infra_fixtures import (
     apply_unit,
     bucket_keys,
     commit_all,
+    local_unit,
     s3_state_bucket,
     units_by_path,
 )
-from test_apply import SLOW_MODULE, _apply, _local_unit, _plan, _popen_apply
+from test_apply import SLOW_MODULE, _apply, _plan, _popen_apply
 
 pytestmark = pytest.mark.e2e
 
@@ -90,7 +91,7 @@ def test_sigint_reaches_opentofu_and_the_record_says_what_it_did(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
-    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 30\n}\n")
+    local_unit(example_repo, "slow", SLOW_MODULE, "\ninputs = {\n  seconds = 30\n}\n")
     commit_all(example_repo, "slow unit")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/slow", "--unit", "live/cloud/dns")
@@ -124,7 +125,7 @@ def test_a_killed_tool_leaves_opentofu_to_finish_and_the_next_run_records_it(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"apply-{tmp_path.name}")
-    _local_unit(example_repo, "slow", SLOW_MODULE, body="\ninputs = {\n  seconds = 8\n}\n")
+    local_unit(example_repo, "slow", SLOW_MODULE, "\ninputs = {\n  seconds = 8\n}\n")
     commit_all(example_repo, "slow unit")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/slow")
@@ -214,7 +215,7 @@ def test_a_stale_lock_is_named_with_id_holder_age_and_the_runbooks_command_which
 def test_two_applies_of_one_folder_the_second_refuses_while_the_first_runs(
     example_repo: Path, tmp_path: Path
 ) -> None:
-    _local_unit(example_repo, "slow", SLOW_MODULE)
+    local_unit(example_repo, "slow", SLOW_MODULE)
     commit_all(example_repo, "slow unit")
     out = tmp_path / "plans"
     _plan(example_repo, out, "--unit", "live/cloud/slow")

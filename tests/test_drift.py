@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from ghserver import GitHubAPI
-from infra_fixtures import Invoked, invoke
+from infra_fixtures import EXAMPLE_UNITS, Invoked, invoke
 
 from tooling.core import drift as drift_report
 from tooling.core.planjson import summarize
@@ -29,15 +29,7 @@ DNS = "live/cloud/dns"
 GITOPS = "live/cluster/gitops"
 DNS_RECORD = 'terraform_data.record["api"]'
 GITOPS_KUSTOMIZATION = 'terraform_data.kustomization["apps"]'
-ALL_UNITS = (
-    "live/cloud/dns",
-    "live/cloud/iam",
-    "live/cloud/registry",
-    "live/cluster/network",
-    "live/cluster/vms",
-    "live/cluster/os",
-    "live/cluster/gitops",
-)
+ALL_UNITS = EXAMPLE_UNITS
 
 
 # --------------------------------------------------------------------------- helpers

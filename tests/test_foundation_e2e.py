@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import boto3
+import infra_fixtures
 import pytest
 from infra_fixtures import (
     REPO,
@@ -27,15 +28,7 @@ from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLE_UNITS = {
-    "live/cloud/dns",
-    "live/cloud/iam",
-    "live/cloud/registry",
-    "live/cluster/network",
-    "live/cluster/vms",
-    "live/cluster/os",
-    "live/cluster/gitops",
-}
+EXAMPLE_UNITS = set(infra_fixtures.EXAMPLE_UNITS)
 
 
 def _plan_and_apply(ws: Workspace, unit: str, out: Path) -> dict[str, int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import commit_all, git, invoke, read_summary, units_by_path
+from infra_fixtures import EXAMPLE_UNITS, commit_all, git, invoke, read_summary, units_by_path
 
 from tooling.commands.batch import run_batch
 from tooling.commands.pipeline import summary_document
@@ -26,15 +26,7 @@ from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
-ALL = [
-    "live/cloud/dns",
-    "live/cloud/iam",
-    "live/cloud/registry",
-    "live/cluster/network",
-    "live/cluster/vms",
-    "live/cluster/os",
-    "live/cluster/gitops",
-]
+ALL = list(EXAMPLE_UNITS)
 
 
 def _break_iam(repo: Path) -> None:

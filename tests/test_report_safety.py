@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from infra_fixtures import GIT_ENV, apply_unit, commit_all, git, invoke
+from infra_fixtures import GIT_ENV, apply_unit, commit_all, git, invoke, local_unit
 
 pytestmark = pytest.mark.e2e
 
@@ -80,17 +80,6 @@ inputs = {
   public = dependency.vault.outputs.public
 }
 """
-
-
-def _local_unit(repo: Path, name: str, module: str, extra: str = "") -> None:
-    (repo / "testmods" / name).mkdir(parents=True, exist_ok=True)
-    (repo / "testmods" / name / "main.tf").write_text(module)
-    unit = repo / "live" / "cloud" / name
-    unit.mkdir(parents=True, exist_ok=True)
-    (unit / "terragrunt.hcl").write_text(
-        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
-        f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{name}"\n}}\n{extra}'
-    )
 
 
 def _leaks(folder: Path, *texts: str) -> list[str]:
@@ -188,8 +177,8 @@ def test_a_second_plan_into_the_same_folder_refuses_while_the_first_runs(
 
 
 def _vault_and_consumer(repo: Path, tmp_path: Path) -> None:
-    _local_unit(repo, "vault", VAULT_MODULE)
-    _local_unit(repo, "consumer", CONSUMER_MODULE, CONSUMER_DEPS)
+    local_unit(repo, "vault", VAULT_MODULE)
+    local_unit(repo, "consumer", CONSUMER_MODULE, CONSUMER_DEPS)
     commit_all(repo, "a unit with sensitive outputs and one that reads them")
     apply_unit(repo, "live/cloud/vault", tmp_path / "vault-plan")
 
