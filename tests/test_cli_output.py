@@ -113,3 +113,30 @@ def test_a_reader_that_went_away_ends_the_output_without_a_traceback(
     assert "Traceback" not in ran.stderr, ran.stderr
     assert "BrokenPipeError" not in ran.stderr, ran.stderr
     assert ran.returncode == 1, ran.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--bogus",),
+        ("--bogus", "plan"),
+        ("--help", "--bogus"),
+        ("nosuchtask",),
+        ("--list", "--bogus"),
+    ],
+    ids=["core-flag", "core-flag-before-task", "help-of-no-task", "no-such-task", "list-no-such"],
+)
+def test_bad_usage_of_invoke_itself_exits_2_with_one_line(args: tuple[str, ...]) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "invoke", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert "Traceback" not in ran.stderr, ran.stderr
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), ran.stderr
+    assert "invoke --list" in lines[0], ran.stderr

@@ -64,6 +64,13 @@ class UsageProgram(Program):
             super().parse_cleanup()
         except ParseError as exc:  # `invoke --help NOSUCHTASK`
             raise Exit(usage_line(exc), code=2) from None
+        except Exit as exc:
+            if exc.code == 1 and str(exc.message or "").startswith("Sub-collection"):
+                # `invoke --list NOSUCH`: this repository has one collection, no sub-collections
+                raise Exit(
+                    f"error: {exc.message} See `invoke --list` for the tasks.", code=2
+                ) from None
+            raise
         except BrokenPipeError:  # `invoke --list | head`
             _reader_gone()
 
