@@ -281,3 +281,41 @@ def test_an_out_folder_holding_other_files_is_refused_and_kept(
         invoke(example_repo, "plan", "--unit", "live/cloud/iam", "--out", str(out)).returncode == 0
     )
     assert [u["path"] for u in read_summary(out)["units"]] == ["live/cloud/iam"]
+
+
+def test_a_misspelt_gate_and_a_quoted_plan_on_pr_fail_closed(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """`gate = "manaul"` waits for a human; `plan_on_pr = "false"` withholds the PR plan."""
+    edit(example_repo, "live/cloud/tier.hcl", 'gate = "auto"', 'gate = "manaul"')
+    edit(
+        example_repo,
+        "live/cloud/iam/terragrunt.hcl",
+        "inputs = {",
+        'locals {\n  plan_on_pr = "false"\n}\n\ninputs = {',
+    )
+    commit_all(example_repo, "two typos")
+    pr = {"GITHUB_EVENT_NAME": "pull_request"}
+    ran, summary, comment = _plan(
+        example_repo,
+        tmp_path / "plans",
+        "--unit",
+        "live/cloud/iam",
+        "--unit",
+        "live/cloud/dns",
+        env=pr,
+    )
+    assert ran.returncode == 0, ran.output
+    units = units_by_path(summary)
+    assert units["live/cloud/iam"]["status"] == "withheld"
+    dns = units["live/cloud/dns"]
+    assert dns["status"] == "changes"
+    assert dns["gate"]["decision"] == "manual", dns["gate"]
+    assert any("'manaul', neither auto nor manual" in r for r in dns["gate"]["reasons"])
+    assert "neither auto nor manual" in comment  # the reviewer sees why it waits
+    check = invoke(example_repo, "check")
+    assert check.returncode == 1
+    assert 'live/cloud/tier.hcl:10: unit-facts: gate is "manaul"' in check.output
+    assert (
+        "live/cloud/iam/terragrunt.hcl:" in check.output and 'plan_on_pr is "false"' in check.output
+    )

@@ -6,11 +6,13 @@ Rules, in order (every rule that fires adds a reason):
 2. a deleted unit (destroy plan) -> ``manual``;
 3. any delete or replace -> ``manual``;
 4. any change to a resource matching the node/VM rules of policy.toml -> ``manual``;
+5. otherwise the unit's declared class (tier default, unit override): ``auto``
+   only when it says exactly ``auto``; any other word (a typo such as
+   ``manaul``, or a class the model could not work out) waits for a human.
 
 Reasons are grouped: one line per action for deletes and replaces, and one
 line naming every node/VM touched (:func:`node_reason`), so a unit that
 changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" once.
-5. otherwise the unit's declared class (tier default, unit override).
 """
 
 from __future__ import annotations
@@ -89,6 +91,14 @@ def decide(
         return Gate("manual", tuple(reasons))
     if declared == "manual":
         return Gate("manual", ("the unit's gate class is manual",))
+    if declared != "auto":
+        return Gate(
+            "manual",
+            (
+                f"the unit's gate class is {declared!r}, neither auto nor manual: it waits for "
+                "a human (`invoke check` names the file)",
+            ),
+        )
     return Gate(
         "auto", ("no delete, no replace, no node/VM change; the unit's gate class is auto",)
     )

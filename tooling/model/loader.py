@@ -21,9 +21,9 @@ from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_ca
 from tooling.model.hcl import Body, Expr, ParseCache
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
-from tooling.model.units import META_KEYS, Model, Unit, dag_order
+from tooling.model.units import META_KEYS, UNRESOLVED_GATE, Model, Unit, dag_order
 
-MODEL_CACHE_VERSION = 7
+MODEL_CACHE_VERSION = 8
 
 
 class Loader:
@@ -184,7 +184,8 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
         if key in unit_locals:
             value = ev.local(unit, key)
             lines[key] = unit_locals[key][1]
-            if value is not UNKNOWN:
+            if value is not UNKNOWN or key == "gate":
+                # an own gate the model cannot work out is not the tier's: it fails closed
                 meta[key] = value
                 continue
         for inc in reversed(list(unit.scope.includes.values())):
@@ -198,8 +199,12 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
         path=unit_dir,
         tier=_str(meta.get("tier"), _default_tier(unit_dir)),
         executor=_str(meta.get("executor"), "hosted"),
-        gate=_str(meta.get("gate"), "auto"),
-        plan_on_pr=meta.get("plan_on_pr") is not False,
+        # fail closed: a gate that is not a string waits for a human (the gates take only
+        # an exact "auto" as auto), a plan_on_pr that is not true does not plan on PRs
+        gate=_str(meta.get("gate"), "auto")
+        if "gate" not in meta or isinstance(meta["gate"], str)
+        else UNRESOLVED_GATE,
+        plan_on_pr=meta["plan_on_pr"] is True if "plan_on_pr" in meta else True,
         source=source_str,
         ref=_ref_of(source_str),
         dependencies=tuple(sorted(deps)),

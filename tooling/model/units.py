@@ -15,6 +15,8 @@ LIVE_DIR = "live"
 
 #: the unit facts read from locals (unit first, then included files, last include first)
 META_KEYS = ("tier", "executor", "gate", "plan_on_pr")
+#: the gate class of a unit whose ``gate`` local is not a string the model can read
+UNRESOLVED_GATE = "<unresolved>"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from tooling.core.policy.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
 from tooling.core.policy.config_only import check_configuration_only
+from tooling.core.policy.facts import check_unit_facts
 from tooling.core.policy.hidden import (
     check_generate_blocks,
     check_literal_refs,
@@ -85,6 +86,7 @@ def check_all(
         found += check_state_keys(model, policy, snap)
         found += check_pins(model, policy, snap)
         found += check_layers(model, policy, snap)
+        found += check_unit_facts(model, snap)
     found += check_unit_names(model, policy, live)
     found += check_generate_blocks(model, policy, snap, root_file)
     found += check_literal_refs(model, policy, snap)

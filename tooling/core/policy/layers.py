@@ -7,27 +7,19 @@ from __future__ import annotations
 import posixpath
 
 from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, line_of_text, unit_file
-from tooling.model import hcl
-from tooling.model.exprs import locals_exprs
+from tooling.core.policy.snapshot import (
+    Snapshot,
+    Violation,
+    fact_site,
+    line_of_text,
+    unit_file,
+)
 from tooling.model.repo import Model, Unit
 
 
 def _executor_site(unit: Unit, snap: Snapshot) -> tuple[str, int]:
-    if "executor" in unit.line_of:
-        return unit_file(unit), unit.line_of["executor"]
-    included = sorted(
-        (r for r in unit.reads if r.endswith(".hcl") and r != unit_file(unit) and r in snap.paths),
-        key=lambda p: -p.count("/"),
-    )
-    for path in included:
-        try:
-            entry = locals_exprs(snap.body(path)).get("executor")
-        except hcl.HclSyntaxError:
-            continue
-        if entry is not None:
-            return path, int(entry[1])
-    return unit_file(unit), 1
+    file, line, _ = fact_site(unit, "executor", snap)
+    return file, line
 
 
 def _read_line(unit: Unit, read: str, snap: Snapshot) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.model import hcl
+from tooling.model.exprs import locals_exprs
 from tooling.model.repo import UNIT_FILE, Unit
 
 
@@ -93,6 +94,27 @@ class AppWorkspace:
 
 def unit_file(unit: Unit) -> str:
     return f"{unit.path}/{UNIT_FILE}"
+
+
+def fact_site(unit: Unit, key: str, snap: Snapshot) -> tuple[str, int, Any]:
+    """Where the unit's fact ``key`` (a ``locals`` entry: tier, executor, gate,
+    plan_on_pr) is written: (file, line, expression), the unit file first, then the
+    files it includes, deepest first; (the unit file, 1, None) when none sets it."""
+    own = unit_file(unit)
+    included = sorted(
+        (r for r in unit.reads if r.endswith(".hcl") and r != own and r in snap.paths),
+        key=lambda p: -p.count("/"),
+    )
+    for path in (own, *included):
+        if path not in snap.paths:
+            continue
+        try:
+            entry = locals_exprs(snap.body(path)).get(key)
+        except hcl.HclSyntaxError:
+            continue
+        if entry is not None:
+            return path, int(entry[1]), entry[0]
+    return own, 1, None
 
 
 def line_of_text(text: str, needle: str) -> int:
