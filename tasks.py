@@ -127,7 +127,9 @@ def plan(
 
     Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
     completion writes it is the same); naming units excludes planning all.
-    Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage.
+    Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
+    130 interrupted (OpenTofu is asked once to stop; the report says so and
+    cannot be applied).
     """
     from tooling.commands import pipeline
 
@@ -216,7 +218,7 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
     Plans with -detailed-exitcode and without the state lock; never applies.
     --issue keeps one GitHub issue (label `drift`) listing the drifted units.
     Exit code 0 when every unit was planned (drift is reported, not an error),
-    1 when a plan failed, 2 bad usage.
+    1 when a plan failed, 2 bad usage, 130 interrupted (the issue is left alone).
     """
     from tooling.commands import drift as drifting
 

@@ -108,6 +108,13 @@ class Applier:
             raise ToolingError(
                 f"{summary_path}: not a plan summary (no list of units); re-plan with `invoke plan --out {plans_dir}`"
             )
+        if self.summary.get("interrupted"):
+            # not the set a reviewer approved: some units stopped half way, and the
+            # units after them were never planned
+            raise ToolingError(
+                f"{summary_path}: this plan was interrupted before every unit finished; "
+                f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
+            )
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
         self.policy = parse_policy(ws.policy)

@@ -256,10 +256,14 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     # applied (main re-plans): they do not take the state lock.
     command = AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
     try:
-        with backend_override(prep.app_dir, prep.state.backend):
+        with (
+            backend_override(prep.app_dir, prep.state.backend),
+            proc.forwarding_interrupts("the app plan"),
+        ):
             result = plan_unit(target, out_dir, prep.env, command=command)
     except ToolingError as exc:
         result = settled(target, "error", str(exc))
+    interrupted = proc.interrupted()
     if command.refused and result.status != "error" and result.plan_file:
         (out_dir / result.plan_file).unlink()  # nothing to apply: the plan is refused
         result = replace(
@@ -277,15 +281,18 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
         executor=None,
         root=ws.root,
         policy=gates.parse_policy(ws.policy),
+        interrupted=interrupted,
     )
     doc["head"] = app_commit(prep.app_dir)  # the app repository's commit, when the folder is in one
     doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
     pipeline.write_summary(out_dir, doc)
-    rendered = report.render([result], head=doc["head"])
+    rendered = report.render([result], head=doc["head"], interrupted=interrupted)
     folder.write_text("comment.md", rendered)
     say(report.table([result]))
     folder.job_summary(rendered)
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
+    if interrupted:
+        return 130
     return 1 if result.status == "error" else 0
 
 

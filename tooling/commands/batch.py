@@ -39,7 +39,7 @@ from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target, waves
 from tooling.errors import ToolingError
-from tooling.io import outdir, terragrunt
+from tooling.io import outdir, proc, terragrunt
 
 
 def run_batch(
@@ -297,6 +297,8 @@ class _Batch:
         results: dict[str, Result] = {}
         for path, run in self.units.items():  # DAG order: a dependency's result is known first
             results[path] = result = self._result(run, report.get(path), results)
+            if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
+                results[path] = result = replace(result, error=f"interrupted: {result.error}")
             if result.status != "not-planned":  # like one process per unit: nothing ran, no log
                 self._write_log(run, result)
             self._report(run, result)

@@ -63,7 +63,7 @@ from tooling.core.drift import (
     verdict,
 )
 from tooling.errors import ToolingError, UsageError
-from tooling.io import outdir
+from tooling.io import outdir, proc
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
@@ -196,7 +196,8 @@ def run(
         workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings)
         folder.reset()  # only now: a run that fails before this keeps the last report
         planner = partial(plan_unit, lock=False, detailed_exitcode=True)
-        with _without_github_tokens():
+        # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
+        with _without_github_tokens(), proc.forwarding_interrupts("the drift plans"):
             results = run_all(
                 targets,
                 out_dir,
@@ -205,6 +206,7 @@ def run(
                 progress=Progress(len(targets)),
                 planner=planner,
             )
+        interrupted = proc.interrupted()
         for t in targets:  # a drift plan is never applied, and saved plans hold variable values
             unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
         units = [classify(r) for r in results]
@@ -226,7 +228,9 @@ def run(
             return markdown
 
         markdown = write(None)
-        if forge is not None:
+        if interrupted:
+            say("interrupted: the report is incomplete; the drift issue was not touched")
+        elif forge is not None:
             try:
                 info = sync_issue(
                     forge,
@@ -263,6 +267,8 @@ def run(
         failed = [u.path for u in units if not u.checked]
         show(verdict(units).replace("**", ""))
         say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
+        if interrupted:
+            return 130
         if failed:
             say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
             return 1

@@ -22,7 +22,7 @@ from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import check_options, select_targets
 from tooling.errors import ToolingError, UsageError
-from tooling.io import git, outdir
+from tooling.io import git, outdir, proc
 from tooling.io.config import Settings
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
@@ -313,14 +313,18 @@ def _plan_into(
         env = ws.env_for(t.source for t in targets if t.source) if targets else {}
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
-        results = run_batch(
-            targets,
-            out_dir,
-            env,
-            jobs=jobs or os.cpu_count() or 2,
-            progress=Progress(len(targets)),
-            lock=not on_pr,
-        )
+        # Ctrl-C or SIGTERM from here on: OpenTofu stops gracefully (once), nothing new
+        # starts, and the report below says the run was interrupted.
+        with proc.forwarding_interrupts("the plans"):
+            results = run_batch(
+                targets,
+                out_dir,
+                env,
+                jobs=jobs or os.cpu_count() or 2,
+                progress=Progress(len(targets)),
+                lock=not on_pr,
+            )
+        interrupted = proc.interrupted()
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
@@ -333,6 +337,7 @@ def _plan_into(
         root=root,
         policy=parse_policy(ws.policy),
         settings=ws.settings,
+        interrupted=interrupted,
     )
     write_summary(out_dir, summary)
     rendered = report.render(
@@ -340,6 +345,7 @@ def _plan_into(
         head=head_sha,
         base=change.base if change else None,
         settings=summary.get("settings"),
+        interrupted=interrupted,
     )
     folder.write_text("comment.md", rendered)
     show(report.table(results))
@@ -349,6 +355,9 @@ def _plan_into(
 
         forge.post_sticky_comment(outdir.redact(rendered))
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
+    if interrupted:
+        say("interrupted: the report above is incomplete and cannot be applied; plan again")
+        return 130
     failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
     return 1 if failed else 0
 
@@ -377,6 +386,7 @@ def summary_document(
     root: Path,
     policy: GatePolicy,
     settings: Settings | None = None,
+    interrupted: bool = False,
 ) -> dict[str, Any]:
     """summary.json: the run's revisions and tools, and per unit its result with
     its gate (decided here under ``policy`` for a result that has none yet)."""
@@ -388,6 +398,7 @@ def summary_document(
         "head": head,
         "executor": executor,
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
+        "interrupted": interrupted,
     }
     if settings is not None:
         doc["settings"] = settings.to_json()

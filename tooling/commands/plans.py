@@ -34,7 +34,7 @@ from tooling.core.planjson import summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.errors import ToolingError
-from tooling.io import outdir, terragrunt
+from tooling.io import outdir, proc, terragrunt
 
 PLAN_NAME = "plan.tfplan"
 
@@ -364,6 +364,13 @@ def run_all(
                     continue
                 pending.discard(path)
                 failed = blocked_by(t)
+                if proc.interrupted():  # Ctrl-C or SIGTERM: nothing new starts
+                    results[path] = settled(
+                        t, "not-planned", "not planned: the run was interrupted before it started"
+                    )
+                    if progress:
+                        progress.finish(results[path])
+                    continue
                 if failed is not None:
                     results[path] = settled(
                         t, "not-planned", f"not planned: its dependency {failed} failed"

@@ -227,12 +227,21 @@ def render(
     settings: Mapping[str, Any] | None = None,
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
+    interrupted: bool = False,
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
     merge base ``base``, with ``settings``: summary.json's, what the run planned
-    against), within ``budget`` characters."""
+    against), within ``budget`` characters; an ``interrupted`` run says so first."""
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
-    lines = [MARKER, verdict(results), "", *settings_lines(settings)]
+    lines = [MARKER, verdict(results), ""]
+    if interrupted:
+        lines += [
+            "> [!CAUTION]",
+            "> **Interrupted:** the run was stopped before every unit finished planning. "
+            "This plan cannot be applied; plan again.",
+            "",
+        ]
+    lines += settings_lines(settings)
     if head:
         lines.append(
             f"Planned at `{head[:12]}`"

@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tooling.errors import ToolingError
 
@@ -89,13 +91,22 @@ def run(
     ok_codes: Sequence[int] = (0,),
     input_text: str | None = None,
     timeout: float | None = None,
+    own_group: bool = False,
 ) -> Result:
     """Run ``args`` and return its result; raise if the exit code is not in ``ok_codes``.
 
     ``env`` is *added* to the current environment (``None`` values are not
     supported: build the full mapping with :func:`child_env` to remove keys).
+    ``own_group`` starts it in a process group of its own, which an interrupt
+    reaches once, through :func:`forwarding_interrupts` (Terragrunt and OpenTofu).
     """
     argv = _argv(args)
+    if own_group:
+        code, stdout, stderr = _run_in_own_group(argv, cwd, env, input_text)
+        result = Result(argv, code, stdout, stderr)
+        if code not in ok_codes:
+            raise CalledProcessError(result, cwd)
+        return result
     try:
         proc = subprocess.run(
             argv,
@@ -128,27 +139,24 @@ def stream(
     line as it arrives, from two reader threads; return the exit code.
 
     The two streams keep separate pipes: a long write on one never splits a
-    line of the other. If we are interrupted (Ctrl-C, or ``on_line`` raises),
-    the child gets one SIGINT (Terragrunt passes it to OpenTofu, which stops
-    and releases its state lock) and up to 60 s to exit before it is killed;
-    then the exception propagates.
+    line of the other. The child runs in a process group of its own: within
+    :func:`forwarding_interrupts` an interrupt reaches it once and the lines
+    it prints while it stops still arrive. If ``on_line`` raises (or we are
+    interrupted outside that block), the child's group gets one SIGINT
+    (OpenTofu stops and releases its state lock) and up to 60 s to exit
+    before it is killed; then the exception propagates.
     """
-    import signal
-
     argv = _argv(args)
-    try:
-        child = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=child_env(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-        )
-    except FileNotFoundError as exc:
-        raise _not_found(argv) from exc
+    child = _start(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
     failure: list[BaseException] = []
 
     def pump(name: str, pipe: IO[str]) -> None:
@@ -171,13 +179,196 @@ def stream(
         return code
     except BaseException:
         if child.poll() is None:
-            child.send_signal(signal.SIGINT)
+            _interrupt_once(child)
             try:
                 child.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                child.kill()
+                _signal_group(child, signal.SIGKILL)
                 child.wait()
         raise
+    finally:
+        _CHILDREN.discard(child)
+
+
+class Interrupted(ToolingError):
+    """An interrupt arrived before the program could start: it was not started (exit 130)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=130)
+
+
+class _Children:
+    """Children running in process groups of their own, and whether we were interrupted.
+
+    While :func:`forwarding_interrupts` holds, the first SIGINT/SIGTERM we get
+    is sent once, as SIGINT, to every such child's group (Terragrunt 1.1.3 does
+    not forward a signal sent to its own pid; OpenTofu, in the group, prints
+    "Interrupt received", stops gracefully and releases its state lock), and
+    no new child starts. A second interrupt is not forwarded: it would make
+    OpenTofu exit at once, its lock held.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: set[subprocess.Popen[str]] = set()
+        self.interrupted = False
+
+    def add(self, child: subprocess.Popen[str]) -> None:
+        with self.lock:
+            self.live.add(child)
+            late = self.interrupted
+        if late:  # started in the instant the interrupt was being forwarded
+            _interrupt_once(child)
+
+    def discard(self, child: subprocess.Popen[str]) -> None:
+        with self.lock:
+            self.live.discard(child)
+
+    def interrupt(self) -> bool:
+        """Forward one SIGINT to every live group; False when already interrupted."""
+        with self.lock:
+            if self.interrupted:
+                return False
+            self.interrupted = True
+            live = list(self.live)
+        for child in live:
+            _interrupt_once(child)
+        return True
+
+
+_CHILDREN = _Children()
+
+
+def _signal_group(child: subprocess.Popen[Any], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # it has just exited
+        os.killpg(child.pid, sig)
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """The processes of process group ``pgid``, from /proc (None where there is no /proc)."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    found: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:  # it has just exited
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp
+        if len(fields) > 2 and fields[2] == str(pgid):
+            found.append(int(entry.name))
+    return found
+
+
+def _interrupt_once(leader: subprocess.Popen[Any]) -> None:
+    """Give every process ``leader`` started one SIGINT, now and as they start, until it exits.
+
+    ``leader`` (Terragrunt) runs in a group of its own and is never signalled
+    itself: told of an interrupt, Terragrunt 1.1.3 forwards one of its own to
+    OpenTofu 15 s later (its SignalForwardingDelay) and kills it at 30 s, and
+    a second interrupt makes OpenTofu exit at once, its state unsaved and its
+    lock held. Its children (OpenTofu, and git or ``tofu init`` on the way)
+    get exactly one interrupt each; OpenTofu prints "Interrupt received",
+    stops gracefully however long that takes, and Terragrunt exits after it.
+    Without /proc, the whole group gets one SIGINT (as a terminal's Ctrl-C).
+    """
+
+    def watch() -> None:
+        if _group_members(leader.pid) is None:
+            _signal_group(leader, signal.SIGINT)
+            return
+        done: set[int] = {leader.pid}
+        while leader.poll() is None:
+            for pid in _group_members(leader.pid) or ():
+                if pid not in done:
+                    done.add(pid)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGINT)
+            time.sleep(0.1)
+
+    threading.Thread(target=watch, name=f"interrupt-{leader.pid}", daemon=True).start()
+
+
+def _start(argv: Sequence[str], **popen: Any) -> subprocess.Popen[str]:
+    """Start ``argv`` in a process group of its own, registered for interrupts; refused
+    (:class:`Interrupted`) once an interrupt was forwarded."""
+    if _CHILDREN.interrupted:
+        raise Interrupted(f"interrupted before {argv[0]} started")
+    env = popen.pop("env", None)
+    try:
+        child: subprocess.Popen[str] = subprocess.Popen(
+            argv, env=child_env(env), start_new_session=True, **popen
+        )
+    except FileNotFoundError as exc:
+        raise _not_found(argv) from exc
+    _CHILDREN.add(child)
+    return child
+
+
+def _run_in_own_group(
+    argv: Sequence[str], cwd: Path | None, env: Mapping[str, str] | None, input_text: str | None
+) -> tuple[int, str, str]:
+    child = _start(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    try:
+        stdout, stderr = child.communicate(input_text)
+    except BaseException:
+        # not within forwarding_interrupts: stop it the same way
+        _interrupt_once(child)
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            _signal_group(child, signal.SIGKILL)
+            child.wait()
+        raise
+    finally:
+        _CHILDREN.discard(child)
+    return child.returncode, stdout, stderr
+
+
+def interrupted() -> bool:
+    """Whether an interrupt was forwarded in this run (no new program starts after it)."""
+    return _CHILDREN.interrupted
+
+
+@contextlib.contextmanager
+def forwarding_interrupts(what: str) -> Iterator[None]:
+    """Within the block (main thread), Ctrl-C or SIGTERM does not stop us: it is
+    forwarded once to the running Terragrunt/OpenTofu groups, no new one starts,
+    and the block runs to its end with their results (check :func:`interrupted`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if _CHILDREN.interrupt():
+            print(
+                f"\n{name} received: stopping {what}; OpenTofu stops gracefully and releases "
+                "its lock (waiting for it; nothing new starts)...",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"{name} received again: still waiting for OpenTofu to stop", file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -203,18 +394,18 @@ def run_to_file(
       A file outlives us.
     - The child runs in its own process group (its own session), so a Ctrl-C
       on the terminal, or a runner's signal to our group, reaches only us.
-    - The first SIGINT/SIGTERM we get is forwarded once, as SIGINT, to the
-      child's whole process group: Terragrunt (1.1.3) does not forward a signal
-      sent to its own pid, OpenTofu receives it from the group, prints
-      "Interrupt received", stops gracefully, persists state and releases its
-      lock. Further signals are not forwarded: a second interrupt would make
-      OpenTofu exit without saving state. We wait for the child to exit.
+    - The first SIGINT/SIGTERM we get is forwarded once, as SIGINT, to every
+      process Terragrunt started, never to Terragrunt itself
+      (:func:`_interrupt_once`: told of an interrupt, Terragrunt would send
+      OpenTofu a second one 15 s later). OpenTofu prints "Interrupt received",
+      stops gracefully however long the resource in flight takes, persists
+      state and releases its lock. Further signals are not forwarded: a second
+      interrupt would make OpenTofu exit without saving state. We wait for the
+      child to exit.
 
     Returns (exit code, whether we were interrupted). Read ``output`` for what
     the child really did.
     """
-    import signal
-
     argv = _argv(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("ab") as sink:
@@ -243,8 +434,7 @@ def run_to_file(
             file=sys.stderr,
             flush=True,
         )
-        with contextlib.suppress(ProcessLookupError):  # it has just exited
-            os.killpg(child.pid, signal.SIGINT)
+        _interrupt_once(child)
 
     in_main = threading.current_thread() is threading.main_thread()
     previous = {}

@@ -212,8 +212,11 @@ class Run:
 
 
 def run(args: list[str], unit_dir: Path, env: Mapping[str, str], log: Path | None = None) -> Run:
-    """Run a terragrunt command in ``unit_dir``; keep its output in ``log`` when given."""
-    result = proc.run(args, cwd=unit_dir, env=env, ok_codes=range(0, 256))
+    """Run a terragrunt command in ``unit_dir``; keep its output in ``log`` when given.
+
+    It runs in a process group of its own, so that an interrupt reaches
+    OpenTofu once, through :func:`tooling.io.proc.forwarding_interrupts`."""
+    result = proc.run(args, cwd=unit_dir, env=env, ok_codes=range(0, 256), own_group=True)
     if log is not None:
         outdir.append_text(
             log, f"$ {' '.join(args)}\n{result.stdout}{result.stderr}\n[exit {result.returncode}]\n"
