@@ -35,10 +35,10 @@ CHILD = (
     "open(sys.argv[1] + '.started', 'w').close()\n"
     "end = time.monotonic() + 0.5 + 3\n"
     "while time.monotonic() < end and not got: time.sleep(0.05)\n"
-    "time.sleep(0.5)  # a second interrupt would arrive now\n"
+    "time.sleep(0.3)  # a second interrupt would arrive now\n"
 )
 first = subprocess.Popen([sys.executable, "-c", CHILD, out + "/first"])
-time.sleep(1.0)  # the second starts after the interrupt
+time.sleep(0.5)  # the second starts after the interrupt
 second = subprocess.Popen([sys.executable, "-c", CHILD, out + "/second"])
 first.wait(); second.wait()
 """
