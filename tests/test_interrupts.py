@@ -91,6 +91,17 @@ def _interrupt(proc: subprocess.Popen[str], reads: threading.Event, *, group: bo
     return output
 
 
+def _slow_unit(repo: Path, url: str) -> None:
+    """``live/cloud/slow``: its plan reads remote state from the slow server at ``url``."""
+    local_unit(
+        repo,
+        "slow",
+        'data "terraform_remote_state" "slow" {\n  backend = "http"\n'
+        f'  config = {{\n    address = "{url}/state"\n  }}\n}}\n',
+    )
+    commit_all(repo, "a unit whose plan reads slow remote state")
+
+
 def _one_interrupt(log: str) -> None:
     assert log.count("Interrupt received") == 1, log  # OpenTofu's own words
     assert "Two interrupts received" not in log, log
@@ -107,13 +118,7 @@ def test_an_interrupted_plan_stops_opentofu_once_and_reports_an_incomplete_plan_
 ) -> None:
     url, reads = slow_state
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"int-{tmp_path.name}")
-    local_unit(
-        example_repo,
-        "slow",
-        'data "terraform_remote_state" "slow" {\n  backend = "http"\n'
-        f'  config = {{\n    address = "{url}/state"\n  }}\n}}\n',
-    )
-    commit_all(example_repo, "a unit whose plan reads slow remote state")
+    _slow_unit(example_repo, url)
     out = tmp_path / "plans"
     proc = _start(
         example_repo,
@@ -190,13 +195,7 @@ def test_an_interrupted_drift_check_stops_opentofu_once_and_leaves_the_issue_alo
     example_repo: Path, tmp_path: Path, slow_state: tuple[str, threading.Event]
 ) -> None:
     url, reads = slow_state
-    local_unit(
-        example_repo,
-        "slow",
-        'data "terraform_remote_state" "slow" {\n  backend = "http"\n'
-        f'  config = {{\n    address = "{url}/state"\n  }}\n}}\n',
-    )
-    commit_all(example_repo, "a unit whose plan reads slow remote state")
+    _slow_unit(example_repo, url)
     out = tmp_path / "drift"
     proc = _start(example_repo, "drift", "--out", str(out), "--executor", "hosted", group=False)
     output = _interrupt(proc, reads, group=False)

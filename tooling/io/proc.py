@@ -178,13 +178,7 @@ def stream(
             raise failure[0]
         return code
     except BaseException:
-        if child.poll() is None:
-            _interrupt_once(child)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                _signal_group(child, signal.SIGKILL)
-                child.wait()
+        _stop(child)
         raise
     finally:
         _CHILDREN.discard(child)
@@ -323,18 +317,24 @@ def _run_in_own_group(
     )
     try:
         stdout, stderr = child.communicate(input_text)
-    except BaseException:
-        # not within forwarding_interrupts: stop it the same way
-        _interrupt_once(child)
-        try:
-            child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            _signal_group(child, signal.SIGKILL)
-            child.wait()
+    except BaseException:  # not within forwarding_interrupts, or our own failure
+        _stop(child)
         raise
     finally:
         _CHILDREN.discard(child)
     return child.returncode, stdout, stderr
+
+
+def _stop(child: subprocess.Popen[Any]) -> None:
+    """Interrupt what ``child`` started (once) and give it 60 s to exit, then kill its group."""
+    if child.poll() is not None:
+        return
+    _interrupt_once(child)
+    try:
+        child.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        _signal_group(child, signal.SIGKILL)
+        child.wait()
 
 
 def interrupted() -> bool:
