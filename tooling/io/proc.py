@@ -350,6 +350,8 @@ def forwarding_interrupts(what: str) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    with _CHILDREN.lock:
+        _CHILDREN.interrupted = False  # a new block: what was interrupted before is over
 
     def forward(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
