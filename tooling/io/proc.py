@@ -337,6 +337,13 @@ def _stop(child: subprocess.Popen[Any]) -> None:
         child.wait()
 
 
+def _notice(text: str) -> None:
+    """A line on stderr from a signal handler: one unbuffered write, which cannot collide
+    with a buffered write the handler interrupted (``print`` there can raise)."""
+    with contextlib.suppress(OSError):
+        os.write(2, text.encode("utf-8", "replace"))
+
+
 def interrupted() -> bool:
     """Whether an interrupt was forwarded in this run (no new program starts after it)."""
     return _CHILDREN.interrupted
@@ -356,14 +363,12 @@ def forwarding_interrupts(what: str) -> Iterator[None]:
     def forward(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
         if _CHILDREN.interrupt():
-            print(
+            _notice(
                 f"\n{name} received: stopping {what}; OpenTofu stops gracefully and releases "
-                "its lock (waiting for it; nothing new starts)...",
-                file=sys.stderr,
-                flush=True,
+                "its lock (waiting for it; nothing new starts)...\n"
             )
         else:
-            print(f"{name} received again: still waiting for OpenTofu to stop", file=sys.stderr)
+            _notice(f"{name} received again: still waiting for OpenTofu to stop\n")
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -430,13 +435,11 @@ def run_to_file(
         if interrupted:
             return
         interrupted = True
-        print(
-            f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
-            "(waiting for OpenTofu to save state and release the lock)...",
-            file=sys.stderr,
-            flush=True,
-        )
         _interrupt_once(child)
+        _notice(
+            f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
+            "(waiting for OpenTofu to save state and release the lock)...\n"
+        )
 
     in_main = threading.current_thread() is threading.main_thread()
     previous = {}
