@@ -211,26 +211,25 @@ def test_executor_filter_plans_only_that_executors_units(
     assert len(summary["units"]) == 4
 
 
+def _pr_plan_with_iam_plan_on_pr(
+    repo: Path, out: Path, value: str
+) -> tuple[Any, dict[str, Any], str]:
+    """Commit ``plan_on_pr = VALUE`` in live/cloud/iam, then plan iam and dns on a pull request."""
+    edit(
+        repo,
+        "live/cloud/iam/terragrunt.hcl",
+        "inputs = {",
+        f"locals {{\n  plan_on_pr = {value}\n}}\n\ninputs = {{",
+    )
+    commit_all(repo, f"iam: plan_on_pr = {value}")
+    pr = {"GITHUB_EVENT_NAME": "pull_request"}
+    return _plan(repo, out, "--unit", "live/cloud/iam", "--unit", "live/cloud/dns", env=pr)
+
+
 def test_units_that_need_admin_credentials_are_withheld_on_pull_requests(
     example_repo: Path, tmp_path: Path
 ) -> None:
-    edit(
-        example_repo,
-        "live/cloud/iam/terragrunt.hcl",
-        "inputs = {",
-        "locals {\n  plan_on_pr = false\n}\n\ninputs = {",
-    )
-    commit_all(example_repo, "iam needs admin to plan")
-    pr = {"GITHUB_EVENT_NAME": "pull_request"}
-    ran, summary, comment = _plan(
-        example_repo,
-        tmp_path / "p1",
-        "--unit",
-        "live/cloud/iam",
-        "--unit",
-        "live/cloud/dns",
-        env=pr,
-    )
+    ran, summary, comment = _pr_plan_with_iam_plan_on_pr(example_repo, tmp_path / "p1", "false")
     assert ran.returncode == 0, ran.output
     units = units_by_path(summary)
     assert (
@@ -288,22 +287,8 @@ def test_a_misspelt_gate_and_a_quoted_plan_on_pr_fail_closed(
 ) -> None:
     """`gate = "manaul"` waits for a human; `plan_on_pr = "false"` withholds the PR plan."""
     edit(example_repo, "live/cloud/tier.hcl", 'gate = "auto"', 'gate = "manaul"')
-    edit(
-        example_repo,
-        "live/cloud/iam/terragrunt.hcl",
-        "inputs = {",
-        'locals {\n  plan_on_pr = "false"\n}\n\ninputs = {',
-    )
-    commit_all(example_repo, "two typos")
-    pr = {"GITHUB_EVENT_NAME": "pull_request"}
-    ran, summary, comment = _plan(
-        example_repo,
-        tmp_path / "plans",
-        "--unit",
-        "live/cloud/iam",
-        "--unit",
-        "live/cloud/dns",
-        env=pr,
+    ran, summary, comment = _pr_plan_with_iam_plan_on_pr(
+        example_repo, tmp_path / "plans", '"false"'
     )
     assert ran.returncode == 0, ran.output
     units = units_by_path(summary)

@@ -195,11 +195,10 @@ class _Children:
     """Children running in process groups of their own, and whether we were interrupted.
 
     While :func:`forwarding_interrupts` holds, the first SIGINT/SIGTERM we get
-    is sent once, as SIGINT, to every such child's group (Terragrunt 1.1.3 does
-    not forward a signal sent to its own pid; OpenTofu, in the group, prints
-    "Interrupt received", stops gracefully and releases its state lock), and
-    no new child starts. A second interrupt is not forwarded: it would make
-    OpenTofu exit at once, its lock held.
+    reaches, once, every process such a child started (:func:`_interrupt_once`:
+    OpenTofu prints "Interrupt received", stops gracefully and releases its
+    state lock), and no new child starts. A second interrupt is not
+    forwarded: it would make OpenTofu exit at once, its lock held.
     """
 
     def __init__(self) -> None:
@@ -350,10 +349,16 @@ def interrupted() -> bool:
 
 
 @contextlib.contextmanager
-def forwarding_interrupts(what: str) -> Iterator[None]:
+def forwarding_interrupts(what: str = "", *, notice: str | None = None) -> Iterator[None]:
     """Within the block (main thread), Ctrl-C or SIGTERM does not stop us: it is
-    forwarded once to the running Terragrunt/OpenTofu groups, no new one starts,
-    and the block runs to its end with their results (check :func:`interrupted`)."""
+    forwarded once to what the running Terragrunt processes started
+    (:func:`_interrupt_once`), no new one starts, and the block runs to its end
+    with their results (check :func:`interrupted`). The first signal prints
+    "SIGNAL received: " and ``notice`` (by default: stopping ``what``)."""
+    notice = notice or (
+        f"stopping {what}; OpenTofu stops gracefully and releases "
+        "its lock (waiting for it; nothing new starts)..."
+    )
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -363,10 +368,7 @@ def forwarding_interrupts(what: str) -> Iterator[None]:
     def forward(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
         if _CHILDREN.interrupt():
-            _notice(
-                f"\n{name} received: stopping {what}; OpenTofu stops gracefully and releases "
-                "its lock (waiting for it; nothing new starts)...\n"
-            )
+            _notice(f"\n{name} received: {notice}\n")
         else:
             _notice(f"{name} received again: still waiting for OpenTofu to stop\n")
 
@@ -415,40 +417,22 @@ def run_to_file(
     """
     argv = _argv(args)
     output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("ab") as sink:
-        try:
-            child = subprocess.Popen(
+    notice = (
+        f"asking {argv[0]} to stop gracefully "
+        "(waiting for OpenTofu to save state and release the lock)..."
+    )
+    with forwarding_interrupts(notice=notice):
+        with output.open("ab") as sink:
+            child = _start(
                 argv,
                 cwd=cwd,
-                env=child_env(env),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
-        except FileNotFoundError as exc:
-            raise _not_found(argv) from exc
-    interrupted = False
-
-    def forward(signum: int, frame: object) -> None:
-        nonlocal interrupted
-        if interrupted:
-            return
-        interrupted = True
-        _interrupt_once(child)
-        _notice(
-            f"\n{signal.Signals(signum).name} received: asking {argv[0]} to stop gracefully "
-            "(waiting for OpenTofu to save state and release the lock)...\n"
-        )
-
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = {}
-    if in_main:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, forward)
-    try:
-        code = child.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return code, interrupted
+        try:
+            code = child.wait()
+        finally:
+            _CHILDREN.discard(child)
+        return code, interrupted()
