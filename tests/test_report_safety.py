@@ -468,3 +468,23 @@ def test_an_adoption_never_prints_an_upstreams_sensitive_output(example_repo: Pa
     assert ran.returncode == 1, ran.output  # the difference (input) refuses the adoption
     assert "input: null -> " in ran.stderr and "(redacted)" in ran.stderr
     assert UP_TOKEN not in ran.output
+
+
+def test_a_resource_address_holding_an_upstreams_secret_stops_the_plan_naming_the_field(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    module = (
+        'variable "token" {\n  type = string\n}\n'
+        'resource "terraform_data" "x" {\n  for_each = toset([var.token])\n  input = "x"\n}\n'
+    )
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "keyed", module, UP_DEP)
+    commit_all(example_repo, "a unit whose resource address is an upstream's secret")
+    apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
+    out = tmp_path / "out"
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/keyed", "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    assert "error: summary.json: /units/0/" in ran.stderr
+    assert "/address would hold a secret value" in ran.stderr
+    assert not (out / "summary.json").exists()  # never a rewritten address
+    assert _in_clear(out, [UP_TOKEN], ran.output) == []
