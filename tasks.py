@@ -130,6 +130,12 @@ def plan(
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
     cannot be applied).
+
+    Secrets are redacted from every file and line: sensitive outputs and
+    variables, environment variables whose names say secret (policy.toml
+    [secrets]; not every TF_VAR_), also base64- and URL-encoded; one shorter
+    than 4 characters only whole between quotes (a warning names it). Unit
+    paths and addresses are never rewritten (docs/commands.md).
     """
     from tooling.commands import pipeline
 

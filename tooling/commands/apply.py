@@ -46,9 +46,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, secrets
-from tooling.commands.plans import Target, plan_unit, sha256_file
-from tooling.core import redact
+from tooling.commands import preflight
+from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -323,7 +322,10 @@ class Applier:
                 gate=claimed,
             )
             return
-        secrets.register(redact.sensitive_in_plan(shown))
+        # what the apply's output may echo: the plan's sensitive values and its upstreams'
+        if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
+            self.record(path, "refused", unreadable, gate=claimed)
+            return
         reviewed = summarize(shown)
         if not reviewed.has_changes:
             self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
@@ -359,9 +361,8 @@ class Applier:
         done = self.run.by_path()
         applied = {p for p, r in done.items() if r.result == "applied"}
         by_path = {str(u["path"]): u for u in self.summary.get("units", [])}
-        for dep in unit.get("mocked_dependencies") or ():
-            if dep in applied:
-                return True
+        if applied.intersection(unit.get("mocked_dependencies") or ()):
+            return True
         model_unit = self.model.units.get(str(unit["path"]))
         for dep in model_unit.dependencies if model_unit else ():
             if dep in applied and (by_path.get(dep) or {}).get("output_changes"):
