@@ -343,7 +343,7 @@ def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation
             out.append(
                 _v(
                     facts,
-                    ("mock_outputs_allowed_terraform_commands", f'dependency "{name}"'),
+                    (f'dependency "{name}"', "mock_outputs_allowed_terraform_commands"),
                     "enforce-mocks",
                     f"dependency {name!r} allows its mock outputs for {', '.join(extra)}: "
                     "a mock value could be applied",

@@ -32,6 +32,11 @@ def static_value(expr: Any) -> Any:
         kind = expr[0]
         if kind == "lit":
             return expr[1]
+        if kind == "tmpl":  # a template: its literal runs kept, each hole as its expression
+            return "".join(
+                p[1] if isinstance(p, tuple | list) and p and p[0] == "lit" else str(static_value(p))
+                for p in expr[1]
+            )
         if kind == "tup":
             return [static_value(e) for e in expr[1]]
         if kind == "obj" and all(
