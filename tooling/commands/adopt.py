@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline
+from tooling.commands import pipeline, verify
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
 from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
@@ -250,6 +250,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     pipeline.refuse_unparsable(model, [path])
     pipeline.refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path
+    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)

@@ -12,7 +12,7 @@ twice with the pinned Terragrunt, in parallel:
   (:data:`DECLARED_CONFIG`) that includes only the root file and the files
   ``[check.allowed_generate]`` lists: what they *declare* for this unit.
 
-:func:`tooling.core.enforce.verify` compares the two (pure); a violation
+:func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
 refuses the unit with the rule's name, ``file:line`` and the fix.
 """
 
@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.core import enforce
-from tooling.core.policy import CheckPolicy, Violation, parse_policy
+from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.errors import ToolingError
 from tooling.io import config, terragrunt
 from tooling.model.layout import layout_from

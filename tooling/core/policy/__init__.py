@@ -17,7 +17,7 @@ section), :mod:`.snapshot` (what the rules read and return), :mod:`.state`,
 :mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap`,
 :mod:`.tool_pins`, :mod:`.hidden` (what a reviewer would miss: unit names,
 generated backends, computed refs, commands run while parsing) and
-:mod:`.resolved` (the plan-time verifier's rules, :mod:`tooling.core.enforce`,
+:mod:`.resolved` (the plan-time verifier's rules, :mod:`tooling.core.policy.enforce`,
 on each unit's static form);
 :func:`check_all` runs them all.
 """

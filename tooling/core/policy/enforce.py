@@ -181,7 +181,7 @@ def _env_violations(
 ) -> list[Violation]:
     out: list[Violation] = []
     for key in sorted(env):
-        if key.upper().startswith(_TOOL_ENV):
+        if key.upper().startswith(_TOOL_ENV) and not key.upper().startswith("TF_VAR_"):
             out.append(
                 _v(
                     facts,
