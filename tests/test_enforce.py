@@ -156,9 +156,9 @@ OTHER_TRICKS = [
         '    env_vars = { AWS_PROFILE = "admin" }\n  }\n',
     ),
     Trick(
-        "gen-backend-by-name",
+        "gen-backend-same-path",
         "enforce-generate",
-        'generate "backend" {\n  path      = "backend.tf"\n  if_exists = "overwrite"\n'
+        'generate "state" {\n  path      = "backend.tf"\n  if_exists = "overwrite"\n'
         f'  contents  = "terraform {{\\n  backend \\"local\\" {{\\n    path = \\"{_DNS_STATE}\\"\\n  }}\\n}}\\n"\n}}\n',
     ),
     Trick(
