@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -65,29 +66,46 @@ def targets(ws: Workspace) -> list[Target]:
     ]
 
 
+def cpu() -> float:
+    """CPU seconds (user + system) of every child process this one waited for, so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def one_repeat(ws: Workspace, jobs: int, out: Path) -> dict[str, Any]:
     env = ws.tool_env
     rows: dict[str, Any] = {"per_unit": {}, "batch": {}}
     for t in targets(ws):
-        start = time.perf_counter()
+        start, c0 = time.perf_counter(), cpu()
         found = verify.violations(t.run_dir, t.path, t.tier, env)
-        verified = time.perf_counter() - start
+        verified, verified_cpu = time.perf_counter() - start, cpu() - c0
         assert not found, found
-        start = time.perf_counter()
+        start, c0 = time.perf_counter(), cpu()
         result = plan_unit(t, out / "per-unit", env)
-        planned = time.perf_counter() - start
+        planned, planned_cpu = time.perf_counter() - start, cpu() - c0
         assert result.status in ("changes", "no-changes"), result.error
-        rows["per_unit"][t.path] = {"verify": verified, "plan": planned}
+        rows["per_unit"][t.path] = {
+            "verify": verified,
+            "plan": planned,
+            "verify_cpu": verified_cpu,
+            "plan_cpu": planned_cpu,
+        }
     all_targets = targets(ws)
-    start = time.perf_counter()
+    start, c0 = time.perf_counter(), cpu()
     refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in all_targets], env, jobs=jobs)
-    verified = time.perf_counter() - start
+    verified, verified_cpu = time.perf_counter() - start, cpu() - c0
     assert not refused, refused
-    start = time.perf_counter()
+    start, c0 = time.perf_counter(), cpu()
     results = run_batch(all_targets, out / "batch", env, jobs=jobs)
-    planned = time.perf_counter() - start
+    planned, planned_cpu = time.perf_counter() - start, cpu() - c0
     assert all(r.status in ("changes", "no-changes") for r in results), [r.error for r in results]
-    rows["batch"] = {"verify": verified, "plan": planned, "units": len(all_targets)}
+    rows["batch"] = {
+        "verify": verified,
+        "plan": planned,
+        "verify_cpu": verified_cpu,
+        "plan_cpu": planned_cpu,
+        "units": len(all_targets),
+    }
     return rows
 
 
@@ -105,21 +123,20 @@ def main() -> None:
     for label, picked in (("cold", repeats[:1]), ("warm", repeats[1:])):
         if not picked:
             continue
-        verifies = [v["verify"] for r in picked for v in r["per_unit"].values()]
-        shares = [
-            v["verify"] / (v["plan"] - v["verify"]) for r in picked for v in r["per_unit"].values()
-        ]
-        plans = [v["plan"] for r in picked for v in r["per_unit"].values()]
-        batch_v = [r["batch"]["verify"] for r in picked]
-        batch_p = [r["batch"]["plan"] for r in picked]
-        print(
-            f"{label}: per-unit verify median {statistics.median(verifies):.2f} s "
-            f"(max {max(verifies):.2f}), plan median {statistics.median(plans):.2f} s, "
-            f"share median {statistics.median(shares):.1%} (max {max(shares):.1%}); "
-            f"batch of 7: verify {statistics.median(batch_v):.2f} s of "
-            f"{statistics.median(batch_p):.2f} s "
-            f"({statistics.median(batch_v) / (statistics.median(batch_p) - statistics.median(batch_v)):.1%})"
-        )
+        for kind in ("", "_cpu"):
+            units = [v for r in picked for v in r["per_unit"].values()]
+            verifies = [v["verify" + kind] for v in units]
+            plans = [v["plan" + kind] for v in units]
+            shares = [v["verify" + kind] / (v["plan" + kind] - v["verify" + kind]) for v in units]
+            bv = statistics.median(r["batch"]["verify" + kind] for r in picked)
+            bp = statistics.median(r["batch"]["plan" + kind] for r in picked)
+            print(
+                f"{label} {'CPU' if kind else 'wall'}: per unit verify median "
+                f"{statistics.median(verifies):.2f} s (max {max(verifies):.2f}), its plan median "
+                f"{statistics.median(plans):.2f} s, share median {statistics.median(shares):.0%} "
+                f"(max {max(shares):.0%}); batch of 7: verify {bv:.2f} s of {bp:.2f} s "
+                f"({bv / (bp - bv):.0%})"
+            )
     if args.json:
         args.json.write_text(json.dumps(repeats, indent=2))
 

@@ -18,6 +18,7 @@ refuses the unit with the rule's name, ``file:line`` and the fix.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -142,8 +143,28 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
 def verify_many(
     units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], *, jobs: int
 ) -> dict[str, str]:
-    """Verify ``(run_dir, path, tier)`` units, ``jobs`` at a time: path -> why it is refused."""
+    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused.
+
+    Per folder tree, two Terragrunt processes render every unit at once
+    (:func:`render_tree`); a unit either render left without a file is verified
+    on its own (:func:`before_plan`, ``jobs`` at a time), which names its error."""
     refused: dict[str, str] = {}
+    trees: dict[Path, list[tuple[Path, str, str]]] = {}
+    for item in units:
+        trees.setdefault(repo_root(item[0], item[1]).resolve(), []).append(item)
+    alone: list[tuple[Path, str, str]] = []
+    for root, items in trees.items():
+        conf = settings_of(root)
+        renders = render_tree(root, [i[0] for i in items], env, conf)
+        for run_dir, path, tier in items:
+            pair = renders.get(run_dir.resolve())
+            if pair is None:
+                alone.append((run_dir, path, tier))
+                continue
+            facts = enforce.UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
+            found = enforce.verify(pair[0], pair[1], facts, conf.policy)
+            if found:
+                refused[path] = enforce.refusal(path, found)
 
     def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
         run_dir, path, tier = item
@@ -153,9 +174,64 @@ def verify_many(
             return path, str(exc)
         return path, None
 
-    workers = max(1, min(jobs, len(units), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for path, why in pool.map(one, units):
-            if why is not None:
-                refused[path] = why
+    if alone:
+        workers = max(1, min(jobs, len(alone), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for path, why in pool.map(one, alone):
+                if why is not None:
+                    refused[path] = why
     return refused
+
+
+RENDERED_OUT = ".iac-rendered.json"
+DECLARED_OUT = ".iac-declared.json"
+
+
+def render_tree(
+    root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
+) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
+    """Both renders of every unit in ``run_dirs`` through two ``terragrunt render --all``
+    processes, in parallel, from the folder holding them all: run dir -> (rendered,
+    declared). Every file written for it is removed before it returns."""
+    declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+    dirs = [d.resolve() for d in run_dirs]
+    base = Path(os.path.commonpath([str(d) for d in dirs]))
+    out: dict[Path, tuple[dict[str, Any], dict[str, Any]]] = {}
+    try:
+        for d in dirs:  # what an earlier run (or a commit) left there is never read
+            (d / RENDERED_OUT).unlink(missing_ok=True)
+            (d / DECLARED_OUT).unlink(missing_ok=True)
+            (d / DECLARED_CONFIG).write_text(declared, encoding="utf-8")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = [
+                pool.submit(terragrunt.run, terragrunt.render_all_args(RENDERED_OUT), base, env),
+                pool.submit(
+                    terragrunt.run,
+                    terragrunt.render_all_args(DECLARED_OUT, DECLARED_CONFIG),
+                    base,
+                    env,
+                ),
+            ]
+            for ran in runs:
+                ran.result()
+        for d in dirs:
+            try:
+                mine = json.loads((d / RENDERED_OUT).read_text(encoding="utf-8"))
+                theirs = json.loads((d / DECLARED_OUT).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # verified alone, which names the error
+            out[d] = (mine, theirs)
+    finally:
+        for d in dirs:
+            (d / DECLARED_CONFIG).unlink(missing_ok=True)
+        _remove_outputs(base)
+    return out
+
+
+def _remove_outputs(base: Path) -> None:
+    """Remove the files a ``render --all --write`` left in every unit folder below ``base``."""
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in (RENDERED_OUT, DECLARED_OUT):
+            if name in filenames:
+                (Path(dirpath) / name).unlink(missing_ok=True)

@@ -398,5 +398,6 @@ def verify(
 
 def refusal(path: str, violations: Iterable[Violation]) -> str:
     """The one-line-per-violation message a refused unit carries in the report."""
-    lines = [str(v) for v in violations]
-    return f"refused: {path} breaks the rule ({len(lines)} violation(s)):\n" + "\n".join(lines)
+    found = list(violations)
+    rules = ", ".join(sorted({v.rule for v in found}))
+    return f"refused: {path} breaks the rule ({rules}):\n" + "\n".join(str(v) for v in found)
