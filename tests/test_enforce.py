@@ -330,3 +330,27 @@ def test_a_unit_that_starts_ignoring_errors_after_its_plan_is_refused_at_apply(
     assert dns["result"] == "refused", dns
     assert "enforce-errors" in dns["reason"] and "live/cloud/dns/terragrunt.hcl:" in dns["reason"]
     assert not (repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
+
+
+def test_the_batch_verification_renders_every_unit_at_once_and_leaves_no_file_behind(
+    tricks_repo: Path,
+) -> None:
+    model = Workspace(tricks_repo).model()
+    dirs = [(tricks_repo / p).resolve() for p in model.order]
+    renders = verify.render_tree(
+        tricks_repo.resolve(),
+        dirs,
+        Workspace(tricks_repo).tool_env,
+        verify.settings_of(tricks_repo),
+    )
+    assert set(renders) == set(dirs)  # no unit fell back to a render of its own
+    mine, declared = renders[(tricks_repo / "live/cloud/gen-base64").resolve()]
+    assert set(mine["generate"]) == {"backend", "extra"}
+    assert set(declared["generate"]) == {"backend"}
+    assert mine["generate"]["extra"]["contents"] == 'resource "terraform_data" "injected" {}\n'
+    left = [
+        p
+        for name in (verify.DECLARED_CONFIG, verify.RENDERED_OUT, verify.DECLARED_OUT)
+        for p in tricks_repo.rglob(name)
+    ]
+    assert left == []
