@@ -317,7 +317,7 @@ def check_errors(
     return [
         _v(
             facts,
-            ("errors",),
+            ("errors {", "errors{", "errors"),
             "enforce-errors",
             f"an errors block ({kinds}): Terragrunt would retry or ignore OpenTofu's errors, "
             "and a failed apply could look applied",
