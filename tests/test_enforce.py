@@ -41,6 +41,7 @@ class Trick:
     rule: str  # the rule that refuses it
     body: str = ""  # HCL after the unit's includes
     terraform: str = ""  # HCL inside the unit's terraform block
+    include: str = ""  # HCL inside the unit's include "root" block
 
     @property
     def path(self) -> str:
@@ -175,6 +176,7 @@ OTHER_TRICKS = [
     ),
     Trick("runtime-download-dir", "enforce-runtime", 'download_dir = "/tmp/elsewhere"\n'),
     Trick("runtime-terraform-binary", "enforce-runtime", 'terraform_binary = "/bin/true"\n'),
+    Trick("gen-drop-root-backend", "enforce-generate", include='  merge_strategy = "no_merge"\n'),
     Trick(
         "mocks-every-command",
         "enforce-mocks",
@@ -192,7 +194,7 @@ def _add_trick(repo: Path, trick: Trick) -> None:
     unit = repo / trick.path
     unit.mkdir(parents=True, exist_ok=True)
     (unit / "terragrunt.hcl").write_text(
-        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'include "root" {{\n  path = find_in_parent_folders("root.hcl")\n{trick.include}}}\n\n'
         f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{trick.name}"\n{trick.terraform}}}\n\n'
         f"{trick.body}"
     )

@@ -30,6 +30,8 @@ def _rules(rendered: dict[str, Any], policy: CheckPolicy | None = None) -> list[
     ("rendered", "rules"),
     [
         ({"generate": {"backend": BACKEND}}, []),
+        # the declared backend dropped (include with merge_strategy = "no_merge")
+        ({"generate": None}, ["enforce-generate"]),
         # the declared block, disabled by name: nothing is generated, nothing is added
         ({"generate": {"backend": {**BACKEND, "disable": True}}}, ["enforce-generate"]),
         ({"generate": {"backend": BACKEND, "x": {"path": "x.tf", "disable": True}}}, []),
@@ -81,6 +83,7 @@ def test_each_rule_fires_exactly_on_what_changes_the_run(
     rendered: dict[str, Any], rules: list[str]
 ) -> None:
     rendered = {"generate": {"backend": BACKEND}} | rendered
+    rendered = {k: v for k, v in rendered.items() if v is not None or k != "generate"}
     assert _rules(rendered) == rules
 
 

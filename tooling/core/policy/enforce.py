@@ -138,7 +138,18 @@ def check_generate(
         got, want = mine.get(name), theirs.get(name)
         needles = (f'generate "{name}"', "generate")
         if got is None:
-            continue  # a declared block the unit disabled by name cannot add code
+            if want is not None and want.get("disable") is not True:
+                out.append(
+                    _v(
+                        facts,
+                        ("merge_strategy", "include"),
+                        "enforce-generate",
+                        f"the unit drops the generate {name!r} block {facts.root_file} declares "
+                        f"(it writes {want.get('path')!r}: without it OpenTofu keeps another state)",
+                        f'include {facts.root_file} with its blocks (no merge_strategy = "no_merge")',
+                    )
+                )
+            continue
         if want is None:
             if got.get("disable") is True:
                 continue

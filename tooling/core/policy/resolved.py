@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tooling.core.policy import enforce
+from tooling.core.policy.config_only import literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body, unit_file
 from tooling.model.repo import Model
@@ -91,6 +92,22 @@ def static_config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _unmerged(body: Mapping[str, Any] | None) -> set[str]:
+    """The file names (literal parts of their paths) the unit includes with
+    ``merge_strategy = "no_merge"``: their blocks are not the unit's."""
+    names: set[str] = set()
+    for btype, _labels, inner, _line in body["b"] if body else []:
+        strategy = inner["a"].get("merge_strategy")
+        path = inner["a"].get("path")
+        if btype == "include" and strategy and static_value(strategy[0]) == "no_merge" and path:
+            names.update(
+                t.rsplit("/", 1)[-1]
+                for t in literal_strings(path[0], {})
+                if t.rsplit("/", 1)[-1].endswith(".hcl")
+            )
+    return names
+
+
 def _declares(path: str, root_file: str, policy: CheckPolicy) -> bool:
     return posixpath.basename(path) == root_file or any(
         fnmatch.fnmatchcase(path, p) for p in policy.allowed_generate
@@ -118,7 +135,10 @@ def check_resolved(
             body = safe_body(snap, f, [])
             if body is not None:
                 bodies[f] = body
-        rendered = static_config(bodies.values())
+        unmerged = _unmerged(bodies.get(own))
+        rendered = static_config(
+            b for f, b in bodies.items() if not any(f.endswith(n) for n in unmerged)
+        )
         declared = static_config(b for f, b in bodies.items() if _declares(f, root_file, policy))
         facts = enforce.UnitFacts(path, unit.tier, root_file, {f: snap.text(f) for f in bodies})
         out += enforce.verify(rendered, declared, facts, policy)
