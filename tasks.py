@@ -127,6 +127,8 @@ def plan(
 
     Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
     completion writes it is the same); naming units excludes planning all.
+    Each unit is verified first (`terragrunt render`): one that breaks an
+    enforce-* rule of docs/rules.md is refused, not planned.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
     cannot be applied).

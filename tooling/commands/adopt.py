@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline, secrets
+from tooling.commands import pipeline, secrets, verify
 from tooling.commands.plans import learn_secrets
 from tooling.core import redact
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
@@ -254,6 +254,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     pipeline.refuse_unparsable(model, [path])
     pipeline.refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path
+    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)

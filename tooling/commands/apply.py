@@ -46,7 +46,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight
+from tooling.commands import preflight, verify
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
@@ -299,7 +299,7 @@ class Applier:
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
-        plan_file = self.dir / str(unit.get("plan_file"))
+        plan_file, run_dir = self.dir / str(unit.get("plan_file")), self.run_dir(unit)
         problems = binding_problems(
             unit,
             plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
@@ -307,11 +307,10 @@ class Applier:
             summary_head=self.summary.get("head"),
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
-        )
+        ) or verify.before_apply(run_dir, path, str(unit.get("tier")), self.env)
         if problems:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
-        run_dir = self.run_dir(unit)
         try:
             shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
         except ToolingError as exc:

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import secrets
+from tooling.commands import secrets, verify
 from tooling.commands.plans import (
     PLAN_NAME,
     Progress,
@@ -116,6 +116,9 @@ def run_batch(
             if progress:
                 progress.finish(results[t.path])
         for (root, destroy), group in groups.items():
+            group = _verified(group, out_dir, env, jobs, results, progress)
+            if not group:
+                continue
             batch = _Batch(
                 root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
             )
@@ -123,6 +126,42 @@ def run_batch(
     if progress:
         progress.close()
     return [results[t.path] for t in targets]
+
+
+def _verified(
+    group: list[Target],
+    out_dir: Path,
+    env: Mapping[str, str],
+    jobs: int,
+    results: dict[str, Result],
+    progress: Progress | None,
+) -> list[Target]:
+    """The rule's verifier before the batch's ``run --all``: a unit that breaks the rule is
+    refused (an ``error`` naming each violation), its dependents in the group not planned;
+    the rest of the group goes on."""
+    refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in group], env, jobs=jobs)
+    kept: list[Target] = []
+    dropped = set(refused)
+    for t in group:  # DAG order: a dependency is settled before its dependents
+        failed = next((d for d in t.dependencies if d in dropped), None)
+        if t.path in refused:
+            log = unit_out_dir(out_dir, t.path) / "plan.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            outdir.write_text(log, f"[{refused[t.path]}]\n")
+            results[t.path] = replace(
+                _unplanned(t, refused[t.path]),
+                status="error",
+                log_file=log.relative_to(out_dir).as_posix(),
+            )
+        elif failed is not None:
+            dropped.add(t.path)
+            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+        else:
+            kept.append(t)
+            continue
+        if progress:
+            progress.finish(results[t.path])
+    return kept
 
 
 def _tree_root(t: Target) -> Path | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from tooling.commands import secrets
+from tooling.commands import secrets, verify
 from tooling.core import redact
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
@@ -95,7 +95,8 @@ class TerragruntPlan:
         return (0, 2) if self.detailed_exitcode else (0,)
 
     def prepare(self, log: Path) -> None:
-        return None
+        # the rule's verifier: a unit that breaks it is refused, never planned
+        verify.before_plan(self.target.run_dir, self.target.path, self.target.tier, self.env)
 
     def plan_args(self, plan_path: Path) -> list[str]:
         return terragrunt.plan_args(
