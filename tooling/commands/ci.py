@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.commands import matrix as matrices
-from tooling.core import ci
+from tooling.core import ci, pages
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -127,6 +127,30 @@ def _upsert_own_comment(
     return int(created["id"]), "posted"
 
 
+def _upsert_pages(
+    forge: Any, number: int, bodies: list[str], *, create: bool
+) -> tuple[int | None, str]:
+    """The sticky comment (``bodies[0]``) and its follow-ups, each edited in place by its
+    marker; a follow-up an earlier, longer report left is edited to say it is unused."""
+    comment_id, action = _upsert_own_comment(
+        forge, number, ci.PLAN_MARKER, bodies[0], create=create
+    )
+    parts: dict[int, int] = {}
+    for existing in forge.list_comments(number):
+        n = pages.part_number(existing.get("body") or "")
+        if n is not None and (existing.get("user") or {}).get("type") == "Bot":
+            parts.setdefault(n, int(existing["id"]))
+    for n, body in enumerate(bodies[1:], 2):
+        if n in parts:
+            forge.update_comment(parts[n], body)
+        else:
+            forge.comment(number, body)
+    for n, old in parts.items():
+        if n > len(bodies):
+            forge.update_comment(old, pages.retired(n))
+    return comment_id, action
+
+
 def plan_comment(
     *, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None
 ) -> int:
@@ -144,7 +168,7 @@ def plan_comment(
         ((event.get("pull_request") or {}).get("head") or {}).get("sha")
         or env.get("GITHUB_SHA", "")
     )
-    body = ci.plan_comment(head_sha, _sections(plans, executors), _run_url(env))
+    bodies = ci.plan_comment_pages(head_sha, _sections(plans, executors), _run_url(env))
     if forge is None:
         from tooling.io.forge import Forge
 
@@ -153,13 +177,14 @@ def plan_comment(
         raise UsageError(
             "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
         )
-    comment_id, action = _upsert_own_comment(
-        forge, forge.pr_number, ci.PLAN_MARKER, body, create=bool(executors)
-    )
+    comment_id, action = _upsert_pages(forge, forge.pr_number, bodies, create=bool(executors))
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
     else:
-        say(f"{action} the plan comment {comment_id} on #{forge.pr_number}")
+        say(
+            f"{action} the plan comment {comment_id} on #{forge.pr_number}"
+            + (f" and {len(bodies) - 1} follow-up(s)" if len(bodies) > 1 else "")
+        )
     return 0
 
 

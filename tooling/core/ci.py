@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.core import pages
 from tooling.errors import ToolingError
 
 #: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
@@ -197,6 +198,22 @@ def plan_comment(head_sha: str, sections: Sequence[Section], run_url: str) -> st
         sections,
         run_url,
         details="the `{executor}` job summary and artifact `plan-{executor}`",
+    )
+
+
+def plan_comment_pages(head_sha: str, sections: Sequence[Section], run_url: str) -> list[str]:
+    """:func:`plan_comment`, as the sticky comment and its follow-ups when it does not
+    fit one (:func:`tooling.core.pages.paginate`): the heads first, no fold cut."""
+    body = plan_comment(head_sha, sections, run_url)
+    full = [(e, _report_text(s, run_url, "plan")) for s in sections for e in (s.executor,)]
+    if len("\n".join([_section(e, t) for e, t in full])) + 200 <= BUDGET:
+        return [body]
+    top = "\n".join([PLAN_MARKER, f"## Infrastructure plan for `{head_sha[:12]}`", ""])
+    return pages.paginate(
+        top,
+        [(f"### Executor `{e}`", t) for e, t in full],
+        budget=BUDGET,
+        artifact_hint=f"the plan artifacts of [the run]({run_url})",
     )
 
 

@@ -1,0 +1,329 @@
+"""The reviewer's page on a mixed plan: what it says without opening a fold, what the
+folds hold, and how a report too large for one comment is split.
+
+The mixed plan (tests/review_mixed.py) has creates, updates, a replacement with
+its reason, a destroy, a manual gate, a failure, drift, a no-change unit and a
+module bump. Each report is rendered as GitHub renders it (markdown to HTML)
+and asserted on; the screenshots render it in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import markdown
+import pytest
+from ghserver import GitHubAPI
+from review_mixed import DEPENDENTS, UPSTREAMS, many, mixed
+from test_report_render import PAGE, _png_pixels
+
+from tooling.commands import ci as flow
+from tooling.core import ci, pages, report, review
+from tooling.io.forge import Forge
+
+SHA = "0123456789abcdef" * 2 + "01234567"
+LINKS = review.RunLinks("https://github.com", "example-org/infrastructure", SHA, "4242")
+
+
+def _mixed_report(**extra: object) -> str:
+    return report.render(
+        mixed(),
+        head=SHA,
+        base="b" * 40,
+        links=LINKS,
+        dependents=DEPENDENTS,
+        upstreams=UPSTREAMS,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _html(text: str) -> str:
+    return markdown.markdown(text, extensions=["tables", "fenced_code"])
+
+
+def _outside_folds(text: str) -> str:
+    """The page a reviewer sees without opening a fold."""
+    out, depth = [], 0
+    for line in text.splitlines():
+        depth += line.count("<details>")
+        if depth == 0:
+            out.append(line)
+        depth -= line.count("</details>")
+    return "\n".join(out)
+
+
+def _row(text: str, path: str) -> list[str]:
+    line = next(x for x in text.splitlines() if x.startswith(f"| `{path}`"))
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+# --------------------------------------------------------------------------- outside the folds
+
+
+def test_the_first_line_gives_the_totals_in_words_and_the_sign_of_a_failure() -> None:
+    first = _mixed_report().splitlines()[1]
+    assert first.startswith(
+        "❌ **Plan: 3 to add, 3 to change, 1 to replace, 1 to destroy** · 6 unit(s) planned"
+    )
+    assert "±" not in _mixed_report()
+    safe = [r for r in mixed() if r.path == "live/cloud/registry"]
+    assert report.render(safe).splitlines()[1].startswith("✅ **Plan: 2 to add, 0 to change")
+    destroys = [r for r in mixed() if r.path == "live/cloud/legacy"]
+    assert report.render(destroys).splitlines()[1].startswith("⚠️ **Plan: 0 to add")
+
+
+def test_each_unit_row_shows_its_gate_with_the_reason_its_module_change_and_status() -> None:
+    text = _outside_folds(_mixed_report())
+    _unit, _where, add, change, repl, destroy, module, status, gate = _row(text, "live/cluster/vms")
+    assert (add, change, repl, destroy) == ("1", "3", "0", "0")
+    assert module == "terraform-proxmox v1.1.0 → v1.2.0"
+    assert status == "changes"
+    assert gate == "manual: touches 3 nodes/VMs: node-1, node-2, node-3 (terraform_data.vm)"
+    assert _row(text, "live/cloud/registry")[-1] == "auto"
+    html = _html(text)
+    assert "<td>terraform-proxmox v1.1.0 → v1.2.0</td>" in html
+
+
+def test_the_page_says_who_approves_a_manual_unit_and_how() -> None:
+    text = _outside_folds(_mixed_report(plans_dir="plans"))
+    waiting = next(x for x in text.splitlines() if x.startswith("**Waiting for a human"))
+    for path in ("live/cloud/dns", "live/cloud/legacy", "live/cluster/vms"):
+        assert f"`{path}`" in waiting
+    assert "`live/cloud/registry`" not in waiting
+    assert "the `infra-manual` environment's review on the apply run" in text
+    assert "`invoke apply --plans plans --approve-manual`" in text
+
+
+def test_the_terminal_table_has_a_gate_column() -> None:
+    lines = report.table(mixed()).splitlines()
+    assert lines[0].split()[-1] == "gate"
+    vms = next(x for x in lines if x.startswith("live/cluster/vms"))
+    assert vms.split()[-2:] == ["changes", "manual"]
+
+
+def test_the_dependents_replanned_after_an_apply_are_named_with_their_trigger() -> None:
+    text = _outside_folds(_mixed_report())
+    assert "**What happens next** (dependents re-planned after their upstream applies):" in text
+    assert (
+        "- after `live/cluster/vms` applies: `live/cluster/os`, "
+        "`live/cluster/gitops` (reads `live/cluster/os`)"
+    ) in text.splitlines()
+
+
+def test_a_replacement_names_the_attributes_that_force_it() -> None:
+    warn = [x for x in _outside_folds(_mixed_report()).splitlines() if "♻️" in x]
+    assert warn == [
+        '> - ♻️ **replace** in `live/cloud/dns` (1): `terraform_data.record["www"]`. Why: '
+        "`input` forces replacement (an attribute that cannot be updated in place changed)"
+    ]
+
+
+def test_changes_outside_opentofu_have_their_own_section() -> None:
+    text = _outside_folds(_mixed_report())
+    block = text.split("**🔀 Changes outside OpenTofu**")[1].split("\n\n")[1]
+    assert block == "- `live/cluster/vms`: update outside OpenTofu (1): `terraform_data.bridge`"
+    warnings = text.split("> **Destroys and replacements:**")[1].split("\n\n")[0]
+    assert "bridge" not in warnings
+
+
+def test_in_actions_the_page_links_the_commit_the_run_logs_and_the_artifact() -> None:
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_SHA": "f" * 40,
+    }
+    links = review.RunLinks.from_env(env, SHA)
+    assert links == LINKS
+    html = _html(_outside_folds(_mixed_report()))
+    base = "https://github.com/example-org/infrastructure"
+    assert f'<a href="{base}/commit/{SHA}"><code>{SHA[:12]}</code></a>' in html
+    assert f'<a href="{base}/actions/runs/4242">workflow run logs</a>' in html
+    assert f'<a href="{base}/actions/runs/4242#artifacts">plan artifact</a>' in html
+    assert review.RunLinks.from_env({}) is None  # outside Actions: the bare SHA
+    assert f"Planned at `{SHA[:12]}`" in report.render(mixed(), head=SHA)
+
+
+def test_a_failure_is_named_with_its_first_line_outside_the_folds() -> None:
+    text = _outside_folds(_mixed_report())
+    assert (
+        "- `live/cluster/network` (**error**): Error: Invalid value for variable"
+        in text.splitlines()
+    )
+
+
+# --------------------------------------------------------------------------- inside the folds
+
+
+def test_plan_text_is_in_diff_fences_with_the_markers_in_the_first_column() -> None:
+    text = _mixed_report()
+    vms = text.split("<summary><code>live/cluster/vms</code>")[1].split("</details>")[0]
+    fenced = vms.split("```diff\n")[1].split("\n```")[0].splitlines()
+    assert '!   resource "terraform_data" "vm" {' in fenced
+    assert "!           memory = 4096 -> 8192" in fenced
+    assert '+   resource "terraform_data" "extra" {' in fenced
+    assert '        id     = "5f1c"' in fenced  # unchanged lines keep their place
+    dns = text.split("<summary><code>live/cloud/dns</code>")[1].split("</details>")[0]
+    assert '-/+ resource "terraform_data" "record" {' in dns
+    assert '<code class="language-diff">' in _html(vms.split("\n\n", 2)[2])
+
+
+def test_units_without_changes_are_one_line_not_a_fold() -> None:
+    text = _mixed_report()
+    assert "<code>live/cloud/iam</code>" not in text
+    assert text.rstrip().splitlines()[-1] == "**No changes** (1): `live/cloud/iam`"
+
+
+def test_the_apply_order_graph_is_a_collapsed_mermaid_block_with_gates() -> None:
+    text = _mixed_report()
+    graph = text.split("<summary>Apply order (graph)</summary>")[1].split("</details>")[0]
+    assert "```mermaid\nflowchart LR" in graph
+    order = [x.split('"')[1] for x in graph.splitlines() if '["' in x]
+    assert order == [
+        "1. live/cloud/dns<br/>gate: manual",
+        "2. live/cloud/registry<br/>gate: auto",
+        "3. live/cloud/legacy<br/>gate: manual",
+        "4. live/cluster/network<br/>failed",
+        "5. live/cluster/vms<br/>gate: manual",
+    ]
+    assert "u_live_cluster_network --> u_live_cluster_vms" in graph
+    assert "Apply order" not in _outside_folds(text).replace("<summary>Apply order", "")
+
+
+# --------------------------------------------------------------------------- size
+
+
+def test_two_hundred_units_split_into_follow_ups_keeping_every_gate_and_destroy() -> None:
+    results = many(200)
+    full = report.render(results, head=SHA, budget=10**9)
+    assert len(full) > 3 * 65_536
+    bodies = pages.paginate("", [("", full)], budget=65_536)
+    assert len(bodies) >= 4
+    assert all(len(b) <= 65_536 for b in bodies)
+    first = bodies[0]
+    assert first.startswith(report.MARKER)
+    for r in results:  # every row, every gate reason and every destroy on the first comment
+        assert r.gate is not None
+        if r.gate.decision == "manual":
+            assert f"| `{r.path}` |" in first and "; ".join(r.gate.reasons) in first
+    for i in range(0, 200, 10):
+        assert f"`terraform_data.gone{i}`" in first.split("<details>")[0]
+    assert "continues in" in first
+    for n, body in enumerate(bodies[1:], 2):
+        assert body.startswith(pages.PART.format(n=n))
+        assert body.count("```") % 2 == 0  # no fence cut
+        assert body.count("<details>") == body.count("</details>")  # no fold cut
+    folds = sum(b.count("<summary><code>") for b in bodies)
+    assert folds == 200  # every unit's fold, once
+
+
+def test_a_fold_larger_than_a_comment_loses_its_plan_text_not_half_a_fence() -> None:
+    (big,) = many(1)
+    text = report.render([big], budget=10**9).replace(
+        "```diff\n", "```diff\n" + "+ filler line\n" * 8_000
+    )
+    bodies = pages.paginate("", [("", text)], budget=65_536)
+    assert all(len(b) <= 65_536 for b in bodies)
+    assert "_Plan text too large for a comment: it is in the plan artifact._" in "".join(bodies)
+    assert "".join(bodies).count("```") % 2 == 0
+
+
+def _forge(api: GitHubAPI, pr: int) -> Forge:
+    return Forge(api.token, "example-org/infrastructure", api.url, pr_number=pr)
+
+
+def test_follow_up_comments_are_edited_in_place_and_retired_when_the_report_shrinks(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": SHA}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+    matrix = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+
+    def post(results: list[object]) -> None:
+        folder = tmp_path / "plans" / "plan-lan"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = report.render(results, head=SHA, budget=10**9)  # type: ignore[arg-type]
+        (folder / "comment.md").write_text(text)
+        flow.plan_comment(
+            plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
+        )
+
+    post(many(200))
+    first = github_api.state.comments_on(pr)
+    assert len(first) >= 4 and all(len(c["body"]) <= 65_536 for c in first)
+    assert first[0]["body"].startswith(ci.PLAN_MARKER)
+    post(many(200))  # the next push: the same comments, edited
+    again = github_api.state.comments_on(pr)
+    assert [c["id"] for c in again] == [c["id"] for c in first]
+    post(many(3))  # a smaller report: one comment, the follow-ups say they are unused
+    last = github_api.state.comments_on(pr)
+    assert [c["id"] for c in last] == [c["id"] for c in first]
+    assert "<summary><code>live/cluster/u002</code>" in last[0]["body"]
+    for c in last[1:]:
+        assert "no longer used" in c["body"] and "<details>" not in c["body"]
+
+
+# --------------------------------------------------------------------------- screenshots
+
+
+def _shoot(html: str, shot: Path, height: int) -> tuple[int, int, list[bytes]]:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (./dev test installs it with apt-get as root)")
+    page = shot.with_suffix(".html")
+    page.write_text(PAGE.format(body=html), encoding="utf-8")
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size=1000,{height}",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    return _png_pixels(shot.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param("mixed", lambda: _mixed_report(), id="mixed"),
+        pytest.param(
+            "200-units",
+            lambda: pages.paginate(
+                "", [("", report.render(many(200), head=SHA, budget=10**9))], budget=65_536
+            )[0],
+            id="200-units-first-screen",
+        ),
+    ],
+)
+def test_the_reviewers_page_renders_in_headless_chromium(
+    name: str, text: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = text()  # type: ignore[operator]
+    html = _html(body)
+    assert "<table>" in html
+    shot = tmp_path / f"review-{name}.png"
+    width, height, rows = _shoot(html, shot, 1400)
+    assert (width, height) == (1000, 1400)
+    colours = {row[i : i + 3] for row in rows[::8] for i in range(0, len(row), 48)}
+    assert len(colours) > 8, "the screenshot is (nearly) uniform: nothing was rendered"
+    with capsys.disabled():
+        print(f"\nreviewer's page screenshot: {shot}")
