@@ -9,6 +9,7 @@ and asserted on; the screenshots render it in headless Chromium.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -327,3 +328,78 @@ def test_the_reviewers_page_renders_in_headless_chromium(
     assert len(colours) > 8, "the screenshot is (nearly) uniform: nothing was rendered"
     with capsys.disabled():
         print(f"\nreviewer's page screenshot: {shot}")
+
+
+# --------------------------------------------------------------------------- declared attributes
+
+POLICY_TOML = """
+[sensitive_attributes]
+docker_container = ["env"]
+kubernetes_deployment = ["spec.container.env.value"]
+"""
+CONTAINER_PLAN = {
+    "resource_changes": [
+        {
+            "address": "docker_container.app",
+            "type": "docker_container",
+            "change": {
+                "actions": ["update"],
+                "before": {"env": ["DB_PASSWORD=hunter2-old"], "image": "app:1"},
+                "after": {"env": ["DB_PASSWORD=hunter2-new"], "image": "app:2"},
+            },
+        },
+        {
+            "address": "kubernetes_deployment.web",
+            "type": "kubernetes_deployment",
+            "change": {
+                "actions": ["update"],
+                "before": None,
+                "after": {
+                    "spec": [{"container": [{"env": [{"name": "K", "value": "s3cr3t-k8s"}]}]}]
+                },
+            },
+        },
+    ]
+}
+CONTAINER_TEXT = """  # docker_container.app will be updated in-place
+  ~ resource "docker_container" "app" {
+      ~ env   = [
+          - "DB_PASSWORD=hunter2-old",
+          + "DB_PASSWORD=hunter2-new",
+        ]
+      ~ image = "app:1" -> "app:2"
+    }
+  ~ resource "kubernetes_deployment" "web" {
+              + value = "s3cr3t-k8s"
+    }
+"""
+
+
+def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> None:
+    import tomllib
+
+    from tooling.core import declared
+    from tooling.core.redact import Redactor
+    from tooling.model.policyfile import check_tables
+
+    policy = check_tables(tomllib.loads(POLICY_TOML))
+    found = declared.values_in_plan(CONTAINER_PLAN, declared.parse_policy(policy))
+    (vms,) = [r for r in mixed() if r.path == "live/cluster/vms"]
+    shown = Redactor.of(found)(CONTAINER_TEXT)
+    text = report.render([dataclasses.replace(vms, plan_text=shown)])
+    fold = text.split("```diff\n")[1].split("\n```")[0]
+    for secret in ("hunter2-old", "hunter2-new", "s3cr3t-k8s"):
+        assert secret not in text
+    assert '-           "(redacted)",' in fold.splitlines()
+    assert '!       image = "app:1" -> "app:2"' in fold.splitlines()  # undeclared: shown
+    assert declared.values_in_plan(CONTAINER_PLAN, {}) == set()
+
+
+def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
+    from tooling.core import declared
+    from tooling.errors import ToolingError
+
+    with pytest.raises(
+        ToolingError, match=r"\[sensitive_attributes\] docker_container must be a list"
+    ):
+        declared.parse_policy({"sensitive_attributes": {"docker_container": "env"}})

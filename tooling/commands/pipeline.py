@@ -259,7 +259,7 @@ def _plan_into(
     jobs: int | None,
     comment: bool,
 ) -> int:
-    from tooling.core import report
+    from tooling.core import declared, report
 
     root = ws.root
     out_dir = folder.path
@@ -323,6 +323,7 @@ def _plan_into(
                 jobs=jobs or os.cpu_count() or 2,
                 progress=Progress(len(targets)),
                 lock=not on_pr,
+                declared=declared.parse_policy(ws.policy),
             )
         interrupted = proc.interrupted()
     finally:
