@@ -18,6 +18,7 @@ from pathlib import Path
 import markdown
 import pytest
 from ghserver import GitHubAPI
+from infra_fixtures import commit_all, invoke
 from review_mixed import DEPENDENTS, UPSTREAMS, many, mixed
 from test_report_render import PAGE, _png_pixels
 
@@ -403,3 +404,133 @@ def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
         ToolingError, match=r"\[sensitive_attributes\] docker_container must be a list"
     ):
         declared.parse_policy({"sensitive_attributes": {"docker_container": "env"}})
+
+
+# --------------------------------------------------------------------------- with the real tools
+
+
+@pytest.mark.e2e
+def test_plan_shows_the_gate_column_and_apply_says_how_to_approve_each_waiting_unit(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    planned = invoke(example_repo, "plan", "--unit", "live/cluster/vms", "--out", str(out))
+    assert planned.returncode == 0, planned.output
+    header = next(x for x in planned.output.splitlines() if x.startswith("unit "))
+    assert header.split()[-1] == "gate"
+    row = next(x for x in planned.output.splitlines() if x.startswith("live/cluster/vms "))
+    assert row.split()[-2:] == ["changes", "manual"]
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    assert f"`invoke apply --plans {out} --approve-manual`" in comment  # outside the repo
+
+    applied = invoke(example_repo, "apply", "--plans", str(out))
+    assert applied.returncode == 0, applied.output
+    lines = applied.output.splitlines()
+    assert (
+        "live/cluster/vms waits for approval: manual gate: touches 3 nodes/VMs: "
+        "node-1, node-2, node-3 (terraform_data.vm)"
+    ) in lines
+    assert any("the `infra-manual` environment's review" in x for x in lines)
+    assert f"Approve locally: `invoke apply --plans {out.resolve()} --approve-manual`." in lines
+
+
+@pytest.mark.e2e
+def test_an_attribute_declared_in_policy_toml_never_reaches_the_plan_text_log_or_report(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    secret = "cluster bridge (managed by OpenTofu)"  # terraform_data.bridge's input.comment
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.comment"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the bridge comment sensitive")
+    out = tmp_path / "plans"
+    ran = invoke(example_repo, "plan", "--unit", "live/cluster/network", "--out", str(out))
+    assert ran.returncode == 0, ran.output
+    plan_txt = (out / "units/live/cluster/network/plan.txt").read_text(encoding="utf-8")
+    assert "comment" in plan_txt and "(redacted)" in plan_txt
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert secret not in written.read_text(encoding="utf-8"), written
+    assert secret not in ran.output
+
+
+# --------------------------------------------------------------------------- commit statuses
+
+
+def _leg(folder: Path, executor: str, units: list[dict[str, object]] | None) -> None:
+    leg = folder / f"plan-{executor}"
+    leg.mkdir(parents=True)
+    if units is not None:
+        (leg / "summary.json").write_text(json.dumps({"units": units}))
+        (leg / "comment.md").write_text(f"{ci.PLAN_MARKER}\n{executor} report\n")
+
+
+def test_each_executor_gets_a_commit_status_on_the_head_and_after_the_merge(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    head, merge = "e" * 40, "d" * 40
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": merge,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+    }
+    manual = {"decision": "manual", "reasons": ["touches 3 nodes/VMs: node-1, node-2, node-3"]}
+    plans = tmp_path / "plans"
+    _leg(
+        plans,
+        "hosted",
+        [{"path": "live/cloud/dns", "status": "changes", "gate": {"decision": "auto"}}],
+    )
+    _leg(plans, "lan", [{"path": "live/cluster/vms", "status": "changes", "gate": manual}])
+    _leg(plans, "edge", [{"path": "live/edge/x", "status": "error", "gate": {"decision": "none"}}])
+    legs = [{"executor": e, "runs_on": [e], "units": []} for e in ("hosted", "lan", "edge")]
+    matrix = json.dumps({"include": legs})
+
+    flow.plan_comment(plans=plans, matrix=matrix, forge=_forge(github_api, pr), environ=env)
+    on_head = {s["context"]: s for s in github_api.state.statuses if s["sha"] == head}
+    assert {c: s["state"] for c, s in on_head.items()} == {
+        "iac/plan (hosted)": "success",
+        "iac/plan (lan)": "success",
+        "iac/plan (edge)": "failure",
+    }
+    assert on_head["iac/plan (lan)"]["description"] == (
+        "1 unit(s) planned, 1 with changes, 1 to approve after merge"
+    )
+    assert on_head["iac/plan (edge)"]["description"] == "1 unit(s) failed to plan: live/edge/x"
+    assert on_head["iac/plan (hosted)"]["target_url"].endswith("/actions/runs/42")
+
+    github_api.state.merge(pr, merge)
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="success",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    on_merge = {s["context"]: s for s in github_api.state.statuses if s["sha"] == merge}
+    assert on_merge["iac/plan (lan)"]["state"] == "pending"
+    assert on_merge["iac/plan (lan)"]["description"] == (
+        "waiting for approval in infra-manual: live/cluster/vms"
+    )
+    assert on_merge["iac/plan (hosted)"]["state"] == "success"
+
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    latest = {}
+    for s in github_api.state.statuses:
+        if s["sha"] == merge:
+            latest[s["context"]] = s["state"]
+    assert set(latest.values()) == {"failure"}

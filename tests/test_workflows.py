@@ -332,7 +332,7 @@ def test_plan_comment_job_holds_the_only_write_token() -> None:
     doc = load("plan.yml")
     comment = jobs(doc)["comment"]
     assert set(comment["needs"]) == {"matrix", "plan"}
-    assert comment["permissions"] == {"pull-requests": "write"}
+    assert comment["permissions"] == {"pull-requests": "write", "statuses": "write"}
     assert steps_using(comment, "actions/download-artifact")
     assert 'invoke plan-comment --plans "${RUNNER_TEMP}/plans" --matrix "${MATRIX}"' in runs(
         comment
@@ -398,7 +398,11 @@ def test_apply_base_is_the_last_applied_commit() -> None:
 
 def test_apply_report_comments_on_the_merged_pr_and_decides_the_manual_matrix() -> None:
     job = jobs(load("apply.yml"))["report"]
-    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert job["permissions"] == {
+        "contents": "read",
+        "pull-requests": "write",
+        "statuses": "write",
+    }
     assert "!cancelled()" in job["if"]
     assert steps_using(job, "actions/download-artifact")
     script = runs(job)

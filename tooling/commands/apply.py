@@ -48,7 +48,7 @@ from typing import Any
 
 from tooling.commands import preflight, secrets
 from tooling.commands.plans import Target, plan_unit, sha256_file
-from tooling.core import redact
+from tooling.core import redact, review
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -495,4 +495,5 @@ def finish(
     md = report_md(run, summary)
     folder.write_text("apply.md", md)
     folder.job_summary(md)
-    say(f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}")
+    waiting = review.waiting_lines(run.units, str(folder.path))
+    say("\n".join([*waiting, f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}"]))

@@ -93,6 +93,29 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
     return sections
 
 
+def _summaries(plans: Path, executors: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Each leg's summary.json (None when the leg left none, or it is not JSON)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for executor in executors:
+        path = plans / f"plan-{executor}" / "summary.json"
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        out[executor] = doc if isinstance(doc, dict) else None
+    return out
+
+
+def _set_statuses(forge: Any, sha: str, statuses: list[ci.Status], run_url: str) -> None:
+    """One commit status per executor on ``sha`` (skipped without a full SHA)."""
+    if len(sha) != 40:
+        say("no commit SHA: no commit status set")
+        return
+    for status in statuses:
+        forge.set_status(sha, status.state, status.context, status.description, run_url)
+        say(f"commit status {status.context}: {status.state} ({status.description})")
+
+
 def _run_url(environ: Mapping[str, str]) -> str:
     server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     return f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"
@@ -178,6 +201,7 @@ def plan_comment(
             "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
         )
     comment_id, action = _upsert_pages(forge, forge.pr_number, bodies, create=bool(executors))
+    _set_statuses(forge, head_sha, ci.plan_statuses(_summaries(plans, executors)), _run_url(env))
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
     else:
@@ -230,6 +254,9 @@ def apply_report(
         from tooling.io.forge import Forge
 
         forge = Forge.from_env(env)
+    _set_statuses(
+        forge, sha, ci.apply_statuses(executors, waiting, apply_result=apply_result), _run_url(env)
+    )
     merged = [p for p in forge.pulls_of_commit(sha) if p.get("merged_at")] if sha else []
     if not merged:
         say(

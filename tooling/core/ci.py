@@ -11,6 +11,8 @@ logic between the jobs lives here, where table tests reach it:
   GitHub's size limit;
 - :func:`manual_units` and :func:`apply_report`: what waits for a human after
   the auto applies, and the merged pull request's report;
+- :func:`plan_statuses` and :func:`apply_statuses`: one commit status per
+  executor (``iac/plan (hosted)``) that branch protection can require;
 - :func:`output_lines`: values for ``$GITHUB_OUTPUT``.
 """
 
@@ -284,3 +286,74 @@ def manual_legs(
         for leg in legs
         if leg["executor"] in executors
     ]
+
+
+#: the commit status of one executor's plan, e.g. ``iac/plan (hosted)``
+STATUS_CONTEXT = "iac/plan ({executor})"
+_FAILED = ("error", "blocked", "not-planned")
+
+
+@dataclass(frozen=True)
+class Status:
+    """One commit status: its context, state and (at most 140 characters) description."""
+
+    context: str
+    state: str  # success | failure | pending
+    description: str
+
+
+def _status(executor: str, state: str, description: str) -> Status:
+    text = description if len(description) <= 140 else description[:139] + "…"
+    return Status(STATUS_CONTEXT.format(executor=executor), state, text)
+
+
+def plan_statuses(legs: Mapping[str, Mapping[str, Any] | None]) -> list[Status]:
+    """Per executor (``legs``: its summary.json, None when its plan did not finish): failure
+    when a unit failed to plan or the leg did not finish, success otherwise."""
+    out = []
+    for executor, summary in legs.items():
+        if summary is None:
+            out.append(_status(executor, "failure", "the plan did not finish: see the run"))
+            continue
+        units = [u for u in summary.get("units") or [] if isinstance(u, Mapping)]
+        failed = [str(u.get("path")) for u in units if u.get("status") in _FAILED]
+        if failed or summary.get("interrupted"):
+            why = f"{len(failed)} unit(s) failed to plan: {', '.join(failed)}" if failed else ""
+            out.append(_status(executor, "failure", why or "the plan was interrupted"))
+            continue
+        changed = sum(1 for u in units if u.get("status") == "changes")
+        manual = len(manual_units(summary))
+        out.append(
+            _status(
+                executor,
+                "success",
+                f"{len(units)} unit(s) planned, {changed} with changes"
+                + (f", {manual} to approve after merge" if manual else ""),
+            )
+        )
+    return out
+
+
+def apply_statuses(
+    executors: Sequence[str], waiting: Sequence[Waiting], *, apply_result: str
+) -> list[Status]:
+    """Per executor after a merge: failure when the auto applies failed, pending
+    ("waiting for approval") while manual units wait, success when all is applied."""
+    out = []
+    for executor in executors:
+        held = [w.path for w in waiting if w.executor == executor]
+        if apply_result != "success":
+            out.append(
+                _status(executor, "failure", f"the auto applies did not succeed ({apply_result})")
+            )
+        elif held:
+            out.append(
+                _status(
+                    executor,
+                    "pending",
+                    f"waiting for approval in infra-manual: {', '.join(held)}",
+                )
+            )
+        else:
+            out.append(_status(executor, "success", "applied"))
+    return out

@@ -3,7 +3,8 @@
 - :func:`totals_line`: the run's totals in words (add / change / replace / destroy);
 - :func:`module_change`: a unit's module as ``terraform-proxmox v1.1.0 → v1.2.0``;
 - :func:`replace_why`: the attributes that force a replacement (``replace_paths``);
-- :func:`approval_lines`: who approves a manual unit, and how (CI and locally);
+- :func:`approval_lines`: who approves a manual unit, and how (CI and locally), and
+  :func:`waiting_lines`: the same, as ``invoke apply`` prints it for the units it leaves;
 - :func:`next_lines`: the dependents re-planned after a unit applies, with their trigger;
 - :class:`RunLinks`: the commit, the workflow run and its artifacts, from Actions' variables;
 - :func:`diff_text`: OpenTofu's plan text with its markers in the first column (```diff);
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tooling.core.planjson import ResourceChange, reason_text
+from tooling.core.record import UnitApply
 from tooling.core.results import Result
 from tooling.model.sources import parse_source
 
@@ -72,6 +74,18 @@ def approval_lines(plans_dir: str = ".iac/plans") -> list[str]:
         f"Approve in CI: the `{APPROVAL_ENVIRONMENT}` environment's review on the apply run "
         "after merge (these exact plans, nothing else).",
         f"Approve locally: `invoke apply --plans {plans_dir} --approve-manual`.",
+    ]
+
+
+def waiting_lines(units: Sequence[UnitApply], plans_dir: str) -> list[str]:
+    """What ``invoke apply`` prints for the units it leaves waiting: each with its
+    reason, then how to approve them (the same two ways the report names)."""
+    waiting = [u for u in units if u.result == "waiting-approval"]
+    if not waiting:
+        return []
+    return [
+        *(f"{u.path} waits for approval: {u.reason}" for u in waiting),
+        *approval_lines(plans_dir),
     ]
 
 

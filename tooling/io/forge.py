@@ -214,6 +214,20 @@ class Forge(ApiClient):
             self._paginate(f"{self._repo_path}/commits/{urllib.parse.quote(sha, safe='')}/pulls")
         )
 
+    # -- commit statuses ------------------------------------------------------
+
+    def set_status(
+        self, sha: str, state: str, context: str, description: str, target_url: str | None = None
+    ) -> JSONObject:
+        """Set the commit status ``context`` on ``sha`` (``success`` | ``failure`` |
+        ``pending`` | ``error``), which branch protection can require."""
+        _check_state(state, ("success", "failure", "pending", "error"))
+        payload: JSONObject = {"state": state, "context": context, "description": description}
+        if target_url:
+            payload["target_url"] = target_url
+        path = f"{self._repo_path}/statuses/{urllib.parse.quote(sha, safe='')}"
+        return self._object("POST", path, payload)
+
     # -- actions --------------------------------------------------------------
 
     def last_successful_run_sha(self, workflow: str, branch: str) -> str | None:
