@@ -110,7 +110,8 @@ def affected(
         "executor": "plan only this executor's units (hosted | lan)",
         "jobs": "N plans run in parallel, N >= 1 (default: CPU count)",
         "out": "output folder (default: .iac/plans)",
-        "comment": "post or update the sticky PR comment (GitHub Actions)",
+        "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
+        "GitHub's 65,536 characters continues in follow-up comments, edited in place",
     },
 )
 def plan(
