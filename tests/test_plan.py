@@ -115,7 +115,7 @@ def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(
     assert units["live/cloud/dns"]["status"] == "error"
     assert "v9.9.9" in units["live/cloud/dns"]["error"]
     assert units["live/cluster/network"]["status"] == "changes"
-    assert "1 error(s)" in comment.splitlines()[1] and "v9.9.9" in comment
+    assert "1 failed" in comment.splitlines()[1] and "v9.9.9" in comment
     assert "Traceback" not in ran.output
 
 
