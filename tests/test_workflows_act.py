@@ -661,6 +661,13 @@ def test_pull_request_plans_one_leg_per_executor_and_keeps_one_sticky_comment(wo
     for name in ("plan-hosted", "plan-lan"):
         assert_no_secret_in(texts_under(run.artifact(name)), world.stage)
     assert_no_secret_in(body, world.stage)
+    # one commit status per executor on the head, for branch protection
+    on_head = {st["context"]: st for st in api.state.statuses if st["sha"] == head}
+    assert {c: st["state"] for c, st in on_head.items()} == {
+        "iac/plan (hosted)": "success",
+        "iac/plan (lan)": "success",
+    }
+    assert on_head["iac/plan (lan)"]["description"].endswith("1 to approve after merge")
 
     # a second push: the same comment is updated in place
     edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.11"', 'value = "203.0.113.12"')
@@ -752,6 +759,15 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
     assert len(report) == 1 and VMS in report[0]["body"] and REGISTRY in report[0]["body"]
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/commits/{merged}/pulls") in api.calls("GET")
+    # the merge commit's status per executor: waiting for approval after the auto applies
+    on_merge = {st["context"]: st for st in api.state.statuses if st["sha"] == merged}
+    assert {c: st["state"] for c, st in on_merge.items()} == {
+        "iac/plan (hosted)": "pending",
+        "iac/plan (lan)": "pending",
+    }
+    assert on_merge["iac/plan (lan)"]["description"] == (
+        f"waiting for approval in infra-manual: {VMS}"
+    )
     assert_no_secret_in(report[0]["body"], world.stage)
 
     # afterwards a fresh plan of everything shows no changes
