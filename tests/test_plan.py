@@ -66,9 +66,7 @@ def test_a_forced_replacement_is_listed_in_the_warnings_block(
     dns = units_by_path(summary)["live/cloud/dns"]
     assert dns["counts"]["replace"] == 3
     assert dns["gate"]["decision"] == "manual"
-    warning_block = comment.split("> **Destroys and replacements:**", 1)[1].split("\n\n", 1)[
-        0
-    ]
+    warning_block = comment.split("> **Destroys and replacements:**", 1)[1].split("\n\n", 1)[0]
     line = next(
         w for w in warning_block.splitlines() if "♻️ **replace** in `live/cloud/dns` (3)" in w
     )
