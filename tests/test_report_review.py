@@ -97,6 +97,11 @@ def test_the_page_says_who_approves_a_manual_unit_and_how() -> None:
     assert "`live/cloud/registry`" not in waiting
     assert "the `infra-manual` environment's review on the apply run" in text
     assert "`invoke apply --plans plans --approve-manual`" in text
+    in_ci = _outside_folds(_mixed_report(plans_dir=None))
+    assert (
+        "- Approve locally: download the run's plan artifact to DIR, then "
+        "`invoke apply --plans DIR --approve-manual`."
+    ) in in_ci.splitlines()
 
 
 def test_the_terminal_table_has_a_gate_column() -> None:

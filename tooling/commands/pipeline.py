@@ -401,7 +401,8 @@ def _page_context(
         "links": RunLinks.from_env(os.environ, head),
         "dependents": [(d.path, d.via) for d in change.dependents] if change else [],
         "upstreams": {p: u.dependencies for p, u in model.units.items()},
-        "plans_dir": shown.as_posix(),
+        # in Actions the folder is the run's artifact, not a path a reviewer has
+        "plans_dir": None if os.environ.get("GITHUB_ACTIONS") == "true" else shown.as_posix(),
     }
 
 

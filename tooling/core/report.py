@@ -291,7 +291,7 @@ def render(
     links: review.RunLinks | None = None,
     dependents: Sequence[tuple[str, str]] = (),
     upstreams: Mapping[str, Sequence[str]] | None = None,
-    plans_dir: str = ".iac/plans",
+    plans_dir: str | None = ".iac/plans",
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
     merge base ``base``, with ``settings``: summary.json's, what the run planned
@@ -301,7 +301,8 @@ def render(
     ``dependents`` are the ``(dependent, via)`` pairs re-planned after their
     upstream applies (:class:`tooling.core.changes.Dependent`); ``upstreams``
     maps each unit to the units it reads, for the apply-order graph;
-    ``plans_dir`` is the folder named in the local approval command.
+    ``plans_dir`` is the folder named in the local approval command (None in CI:
+    the run's plan artifact).
     """
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
     lines = [MARKER, verdict(results), ""]

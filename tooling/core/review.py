@@ -68,12 +68,19 @@ def replace_why(change: ResourceChange) -> str | None:
     return reason
 
 
-def approval_lines(plans_dir: str = ".iac/plans") -> list[str]:
-    """How a manual unit is approved: the CI environment, and the local command."""
+def approval_lines(plans_dir: str | None = ".iac/plans") -> list[str]:
+    """How a manual unit is approved: the CI environment, and the local command
+    (``plans_dir`` None: in CI, where the folder is the run's plan artifact)."""
+    local = (
+        f"`invoke apply --plans {plans_dir} --approve-manual`."
+        if plans_dir is not None
+        else "download the run's plan artifact to DIR, then "
+        "`invoke apply --plans DIR --approve-manual`."
+    )
     return [
         f"Approve in CI: the `{APPROVAL_ENVIRONMENT}` environment's review on the apply run "
         "after merge (these exact plans, nothing else).",
-        f"Approve locally: `invoke apply --plans {plans_dir} --approve-manual`.",
+        f"Approve locally: {local}",
     ]
 
 
