@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -334,6 +335,36 @@ def test_the_reviewers_page_renders_in_headless_chromium(
     assert len(colours) > 8, "the screenshot is (nearly) uniform: nothing was rendered"
     with capsys.disabled():
         print(f"\nreviewer's page screenshot: {shot}")
+
+
+#: emoji as the report writes them: astral ones, a symbol with the emoji variation
+#: selector (U+FE0F), and the two that are emoji by default (✅, ❌)
+_EMOJI = re.compile(r"[\U0001F000-\U0001FFFF]\uFE0F?|[\u2300-\u27BF]\uFE0F|[\u2705\u274C]")
+
+
+def test_the_reports_emoji_render_in_colour_not_as_empty_boxes(tmp_path: Path) -> None:
+    emoji = sorted(set(_EMOJI.findall(_mixed_report())))
+    assert len(emoji) >= 3, emoji  # the mixed report's failure, destroy, replace signs...
+    band = 80
+    html = "".join(
+        f'<div style="position:absolute;top:{i * band}px;left:0;font-size:48px;'
+        f'line-height:{band}px">{e}</div>'
+        for i, e in enumerate(emoji)
+    )
+    width, _height, rows = _shoot(html, tmp_path / "emoji.png", band * len(emoji))
+    channels = len(rows[0]) // width
+    for i, e in enumerate(emoji):
+        coloured = sum(
+            1
+            for row in rows[i * band : (i + 1) * band]
+            for x in range(0, len(row), channels)
+            if max(row[x : x + 3]) - min(row[x : x + 3]) > 60
+        )
+        # an empty box (no colour emoji font) or a black glyph has no coloured pixel
+        assert coloured > 100, (
+            f"{e!r} (U+{ord(e[0]):04X}) renders without colour ({coloured} coloured pixels): "
+            "install a colour emoji font (./dev test installs fonts-noto-color-emoji as root)"
+        )
 
 
 # --------------------------------------------------------------------------- declared attributes
