@@ -494,6 +494,43 @@ def test_an_attribute_declared_in_policy_toml_never_reaches_the_plan_text_log_or
     assert secret not in ran.output
 
 
+@pytest.mark.e2e
+def test_the_replan_after_an_upstream_applies_redacts_the_attributes_policy_toml_declares(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    url = "000000000000.dkr.ecr.us-east-1.amazonaws.com/web"  # registry's repository input.url
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.url"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the repository URLs sensitive")
+    out = tmp_path / "plans"
+    planned = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/iam",
+        "--unit",
+        "live/cloud/registry",
+        "--out",
+        str(out),
+    )
+    assert planned.returncode == 0, planned.output
+
+    applied = invoke(example_repo, "apply", "--plans", str(out))
+    assert applied.returncode == 0, applied.output
+    record = json.loads((out / "apply.json").read_text(encoding="utf-8"))
+    registry = next(u for u in record["units"] if u["path"] == "live/cloud/registry")
+    assert registry["result"] == "applied" and registry["cascaded"] is True  # re-planned
+    replanned = sorted((out / "cascade").rglob("plan.txt"))
+    assert replanned, sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    assert all("(redacted)" in p.read_text(encoding="utf-8") for p in replanned)
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert url not in written.read_text(encoding="utf-8"), written
+    assert url not in applied.output
+
+
 # --------------------------------------------------------------------------- commit statuses
 
 
