@@ -610,3 +610,129 @@ def test_each_executor_gets_a_commit_status_on_the_head_and_after_the_merge(
         if s["sha"] == merge:
             latest[s["context"]] = s["state"]
     assert set(latest.values()) == {"failure"}
+
+
+def test_an_executor_the_pull_request_does_not_touch_gets_success_no_units_affected(
+    github_api: GitHubAPI, example_repo: Path, tmp_path: Path
+) -> None:
+    """Through the task, as the comment job runs it: the executors come from policy.toml."""
+    pr = github_api.state.add_pull("feature")["number"]
+    head = "c" * 40
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    env = {**github_api.env(pr=pr), "GITHUB_EVENT_PATH": str(event), "GITHUB_RUN_ID": "7"}
+    plans = tmp_path / "plans"
+    planned = invoke(
+        example_repo, "plan", "--unit", "live/cluster/network", "--out", str(plans / "plan-lan")
+    )
+    assert planned.returncode == 0, planned.output
+    only_lan = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+
+    ran = invoke(example_repo, "plan-comment", "--plans", str(plans), "--matrix", only_lan, env=env)
+    assert ran.returncode == 0, ran.output
+    on_head = {s["context"]: s for s in github_api.state.statuses if s["sha"] == head}
+    assert {c: (s["state"], s["description"]) for c, s in on_head.items()} == {
+        "iac/plan (hosted)": ("success", "no units affected"),
+        "iac/plan (lan)": ("success", "1 unit(s) planned, 1 with changes"),
+    }
+
+    # a pull request that affects no unit at all: no plan leg, every executor still answered
+    head = "a" * 40
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = json.dumps({"include": []})
+    ran = invoke(example_repo, "plan-comment", "--plans", str(empty), "--matrix", none, env=env)
+    assert ran.returncode == 0, ran.output
+    assert sorted(
+        (s["context"], s["state"], s["description"])
+        for s in github_api.state.statuses
+        if s["sha"] == head
+    ) == [
+        ("iac/plan (hosted)", "success", "no units affected"),
+        ("iac/plan (lan)", "success", "no units affected"),
+    ]
+
+
+def _record(folder: Path, executor: str, units: list[tuple[str, str]]) -> None:
+    leg = folder / f"apply-manual-{executor}"
+    leg.mkdir(parents=True)
+    doc = {"units": [{"path": p, "result": r} for p, r in units], "interrupted": False}
+    (leg / "apply.json").write_text(json.dumps(doc))
+
+
+def test_after_the_approval_job_the_merge_commit_leaves_waiting_for_approval(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    merge = "d" * 40
+    env = {
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "43",
+        "GITHUB_SHA": merge,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+    }
+    manual = {"decision": "manual", "reasons": ["touches 3 nodes/VMs: node-1, node-2, node-3"]}
+    plans = tmp_path / "plans"
+    _leg(plans, "hosted", [{"path": "live/cloud/legacy", "status": "changes", "gate": manual}])
+    _leg(plans, "lan", [{"path": "live/cluster/vms", "status": "changes", "gate": manual}])
+    legs = [{"executor": e, "runs_on": [e], "units": []} for e in ("hosted", "lan")]
+    matrix = json.dumps({"include": legs})
+    github_api.state.merge(pr, merge)
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="success",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    manual_matrix = (tmp_path / "out.txt").read_text().split("manual_matrix=")[1].splitlines()[0]
+    offered = json.loads(manual_matrix)["include"]
+    assert [leg["executor"] for leg in offered] == ["hosted", "lan"]  # both wait for approval
+
+    def latest() -> dict[str, tuple[str, str]]:
+        return {
+            s["context"]: (s["state"], s["description"])
+            for s in github_api.state.statuses
+            if s["sha"] == merge
+        }
+
+    assert {c: s[0] for c, s in latest().items()} == {
+        "iac/plan (hosted)": "pending",
+        "iac/plan (lan)": "pending",
+    }
+
+    # approved: lan applied; hosted's unit failed to apply
+    records = tmp_path / "records"
+    _record(
+        records, "lan", [("live/cluster/network", "no-changes"), ("live/cluster/vms", "applied")]
+    )
+    _record(records, "hosted", [("live/cloud/legacy", "failed")])
+    flow.manual_status(
+        records=records,
+        matrix=manual_matrix,
+        result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    assert latest() == {
+        "iac/plan (hosted)": ("failure", "not applied after approval: live/cloud/legacy failed"),
+        "iac/plan (lan)": ("success", "applied after approval: 1 unit(s)"),
+    }
+
+    # rejected (the legs never ran, so they left no record): failure, never pending
+    flow.manual_status(
+        records=tmp_path / "nothing",
+        matrix=manual_matrix,
+        result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    assert {c: s[0] for c, s in latest().items()} == {
+        "iac/plan (hosted)": "failure",
+        "iac/plan (lan)": "failure",
+    }
+    assert latest()["iac/plan (lan)"][1].startswith(
+        "the approval job left no apply record (failure)"
+    )

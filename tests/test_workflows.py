@@ -442,6 +442,23 @@ def test_apply_manual_applies_the_same_artifacts_behind_the_protected_environmen
     assert first_download < first_apply
 
 
+def test_after_the_approval_job_a_job_without_credentials_moves_the_merge_commits_status() -> None:
+    job = jobs(load("apply.yml"))["manual-status"]
+    assert set(job["needs"]) == {"report", "apply-manual"}
+    # also after a rejected, failed or cancelled approval: the status never stays pending
+    assert (
+        job["if"].startswith("always()")
+        and "needs.report.outputs.manual_any == 'true'" in (job["if"])
+    )
+    assert job["permissions"] == {"contents": "read", "statuses": "write"}
+    assert "environment" not in job and job["runs-on"] == "ubuntu-latest"
+    (download,) = steps_using(job, "actions/download-artifact")
+    assert download["with"]["pattern"] == "apply-manual-*"
+    step = next(s for s in steps(job) if "invoke manual-status" in s.get("run", ""))
+    assert step["env"]["MANUAL_RESULT"] == "${{ needs.apply-manual.result }}"
+    assert step["env"]["MATRIX"] == "${{ needs.report.outputs.manual_matrix }}"
+
+
 # --------------------------------------------------------------------------- bump, drift, check
 
 

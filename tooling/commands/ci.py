@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +93,14 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
     return sections
 
 
-def _summaries(plans: Path, executors: list[str]) -> dict[str, dict[str, Any] | None]:
-    """Each leg's summary.json (None when the leg left none, or it is not JSON)."""
+def _summaries(
+    plans: Path, executors: list[str], folder: str = "plan-{}", name: str = "summary.json"
+) -> dict[str, dict[str, Any] | None]:
+    """Each leg's summary.json, or the ``name`` file of its ``folder`` (None when the
+    leg left none, or it is not JSON)."""
     out: dict[str, dict[str, Any] | None] = {}
     for executor in executors:
-        path = plans / f"plan-{executor}" / "summary.json"
+        path = plans / folder.format(executor) / name
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -175,14 +178,21 @@ def _upsert_pages(
 
 
 def plan_comment(
-    *, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None
+    *,
+    plans: Path,
+    matrix: str,
+    configured: Sequence[str] = (),
+    forge: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Upsert the pull request's one sticky comment with every executor's plan report.
+    """Upsert the pull request's one sticky comment with every executor's plan report,
+    and set one commit status per executor on the pull request's head.
 
     ``plans`` holds one ``plan-<executor>`` folder per leg (the downloaded
-    artifacts); ``matrix`` is the matrix job's output. A leg without its
-    report gets a "No report" section. With no affected executor, an existing
-    comment is updated to say so and none is created.
+    artifacts); ``matrix`` is the matrix job's output; ``configured`` the
+    executors policy.toml declares (each without a leg gets success, "no units
+    affected"). A leg without its report gets a "No report" section. With no
+    affected executor, an existing comment is updated to say so and none is created.
     """
     env = os.environ if environ is None else environ
     executors = ci.legs_of(matrix)
@@ -201,7 +211,8 @@ def plan_comment(
             "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
         )
     comment_id, action = _upsert_pages(forge, forge.pr_number, bodies, create=bool(executors))
-    _set_statuses(forge, head_sha, ci.plan_statuses(_summaries(plans, executors)), _run_url(env))
+    statuses = ci.plan_statuses(_summaries(plans, executors), configured)
+    _set_statuses(forge, head_sha, statuses, _run_url(env))
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
     else:
@@ -266,6 +277,30 @@ def apply_report(
     number = int(merged[0]["number"])
     comment_id, action = _upsert_own_comment(forge, number, ci.APPLY_MARKER, body, create=True)
     say(f"{action} the apply report {comment_id} on #{number}")
+    return 0
+
+
+def manual_status(
+    *,
+    records: Path,
+    matrix: str,
+    result: str,
+    forge: Any = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """After the approval job: the merge commit's status per executor it applied
+    (``matrix``: the report job's ``manual_matrix``) moves from "waiting for
+    approval" to success or failure, from each leg's record in
+    ``records/apply-manual-<executor>/apply.json``."""
+    env = os.environ if environ is None else environ
+    executors = ci.legs_of(matrix)
+    docs = _summaries(records, executors, "apply-manual-{}", "apply.json")
+    if forge is None:
+        from tooling.io.forge import Forge
+
+        forge = Forge.from_env(env)
+    statuses = ci.manual_statuses(docs, result=result)
+    _set_statuses(forge, env.get("GITHUB_SHA", ""), statuses, _run_url(env))
     return 0
 
 

@@ -11,8 +11,10 @@ logic between the jobs lives here, where table tests reach it:
   GitHub's size limit;
 - :func:`manual_units` and :func:`apply_report`: what waits for a human after
   the auto applies, and the merged pull request's report;
-- :func:`plan_statuses` and :func:`apply_statuses`: one commit status per
-  executor (``iac/plan (hosted)``) that branch protection can require;
+- :func:`plan_statuses`, :func:`apply_statuses` and :func:`manual_statuses`: one
+  commit status per executor (``iac/plan (hosted)``) that branch protection can
+  require, on the pull request's head, then on the merge commit before and after
+  the approval;
 - :func:`output_lines`: values for ``$GITHUB_OUTPUT``.
 """
 
@@ -307,10 +309,18 @@ def _status(executor: str, state: str, description: str) -> Status:
     return Status(STATUS_CONTEXT.format(executor=executor), state, text)
 
 
-def plan_statuses(legs: Mapping[str, Mapping[str, Any] | None]) -> list[Status]:
+#: the description of an executor none of whose units a pull request affects
+NOT_AFFECTED = "no units affected"
+
+
+def plan_statuses(
+    legs: Mapping[str, Mapping[str, Any] | None], configured: Sequence[str] = ()
+) -> list[Status]:
     """Per executor (``legs``: its summary.json, None when its plan did not finish): failure
-    when a unit failed to plan or the leg did not finish, success otherwise."""
-    out = []
+    when a unit failed to plan or the leg did not finish, success otherwise. Every
+    ``configured`` executor without a leg gets success, "no units affected", so a branch
+    protection rule that requires its status never waits for a plan that never runs."""
+    out = [_status(e, "success", NOT_AFFECTED) for e in configured if e not in legs]
     for executor, summary in legs.items():
         if summary is None:
             out.append(_status(executor, "failure", "the plan did not finish: see the run"))
@@ -356,4 +366,38 @@ def apply_statuses(
             )
         else:
             out.append(_status(executor, "success", "applied"))
+    return out
+
+
+#: the apply results after which a unit needs nothing more
+_DONE = ("applied", "no-changes")
+
+
+def manual_statuses(
+    records: Mapping[str, Mapping[str, Any] | None], *, result: str
+) -> list[Status]:
+    """Per executor offered to the approval job, once it ended (``records``: its apply
+    record, None when the leg left none; ``result``: the job's result). Success when
+    every unit is applied or has nothing to do; failure otherwise, naming the units,
+    so the merge commit's status never stays "waiting for approval"."""
+    out = []
+    for executor, record in records.items():
+        if record is None:
+            out.append(
+                _status(
+                    executor,
+                    "failure",
+                    f"the approval job left no apply record ({result}): rejected, "
+                    "cancelled or failed before applying; see the run",
+                )
+            )
+            continue
+        units = [u for u in record.get("units") or [] if isinstance(u, Mapping)]
+        left = [f"{u.get('path')} {u.get('result')}" for u in units if u.get("result") not in _DONE]
+        if left or record.get("interrupted"):
+            why = f"not applied after approval: {', '.join(left)}" if left else ""
+            out.append(_status(executor, "failure", why or "the approved apply was interrupted"))
+            continue
+        applied = sum(1 for u in units if u.get("result") == "applied")
+        out.append(_status(executor, "success", f"applied after approval: {applied} unit(s)"))
     return out
