@@ -721,6 +721,7 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     assert sorted(run.result("plan and apply auto")) == ["success", "success"]
     assert run.result("report") == ["success"]
     assert sorted(run.result("apply manual (")) == ["success", "success"]
+    assert run.result("status after approval") == ["success"]
 
     # the matrix job planned from the last applied commit (the API's run)
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/actions/workflows/apply.yml/runs") in api.calls(
@@ -759,15 +760,26 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
     assert len(report) == 1 and VMS in report[0]["body"] and REGISTRY in report[0]["body"]
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/commits/{merged}/pulls") in api.calls("GET")
-    # the merge commit's status per executor: waiting for approval after the auto applies
-    on_merge = {st["context"]: st for st in api.state.statuses if st["sha"] == merged}
-    assert {c: st["state"] for c, st in on_merge.items()} == {
-        "iac/plan (hosted)": "pending",
-        "iac/plan (lan)": "pending",
+    # the merge commit's status per executor: waiting for approval after the auto
+    # applies, then applied once the approval jobs applied what waited
+    applied = {
+        executor: sum(1 for u in record["units"] if u["result"] == "applied")
+        for executor, record in (("hosted", manual_hosted), ("lan", manual_lan))
     }
-    assert on_merge["iac/plan (lan)"]["description"] == (
-        f"waiting for approval in infra-manual: {VMS}"
-    )
+    history: dict[str, list[tuple[str, str]]] = {}
+    for st in api.state.statuses:
+        if st["sha"] == merged:
+            history.setdefault(st["context"], []).append((st["state"], st["description"]))
+    assert history == {
+        "iac/plan (hosted)": [
+            ("pending", f"waiting for approval in infra-manual: {REGISTRY}"),
+            ("success", f"applied after approval: {applied['hosted']} unit(s)"),
+        ],
+        "iac/plan (lan)": [
+            ("pending", f"waiting for approval in infra-manual: {VMS}"),
+            ("success", f"applied after approval: {applied['lan']} unit(s)"),
+        ],
+    }
     assert_no_secret_in(report[0]["body"], world.stage)
 
     # afterwards a fresh plan of everything shows no changes
