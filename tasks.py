@@ -110,7 +110,8 @@ def affected(
         "executor": "plan only this executor's units (hosted | lan)",
         "jobs": "N plans run in parallel, N >= 1 (default: CPU count)",
         "out": "output folder (default: .iac/plans)",
-        "comment": "post or update the sticky PR comment (GitHub Actions)",
+        "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
+        "GitHub's 65,536 characters continues in follow-up comments, edited in place",
     },
 )
 def plan(
@@ -303,15 +304,24 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
 
     Needs GITHUB_TOKEN, GITHUB_REPOSITORY and the pull_request event
     (GITHUB_EVENT_PATH). A leg without a report shows "No report". Over
-    GitHub's size limit, each section keeps its verdict and table.
+    GitHub's size limit, each section keeps its verdict and table. Sets the
+    commit status `iac/plan (NAME)` on the pull request's head for every
+    executor policy.toml declares: failure or success from its leg, success
+    "no units affected" when it has none.
     """
     from tooling.commands import ci
+    from tooling.core import executors
 
     if not plans:
         raise Exit(
             "error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2
         )
-    run(lambda: ci.plan_comment(plans=Path(plans), matrix=matrix))
+
+    def go() -> int:
+        configured = list(executors.parse(workspace().policy))
+        return ci.plan_comment(plans=Path(plans), matrix=matrix, configured=configured)
+
+    run(go)
 
 
 @task(
@@ -331,6 +341,27 @@ def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: st
     if not plans or not apply_result:
         raise Exit("error: --plans DIR and --apply-result RESULT are required", code=2)
     run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
+
+
+@task(
+    help={
+        "records": "folder holding one apply-manual-EXECUTOR folder (its apply.json) per approval leg",
+        "matrix": "the report job's `manual_matrix` output: the executors the approval job applied",
+        "result": "the approval job's result (success, failure, cancelled, skipped)",
+    }
+)
+def manual_status(c: Context, records: str = "", matrix: str = "", result: str = "") -> None:
+    """After the approval job: the merge commit's status iac/plan (NAME) per executor, from waiting for approval to success or failure.
+
+    Success when the leg's apply record shows every unit applied or without
+    changes; failure when a unit was not applied, or the leg left no record
+    (the approval was rejected or the job failed before applying).
+    """
+    from tooling.commands import ci
+
+    if not records or not matrix or not result:
+        raise Exit("error: --records DIR, --matrix JSON and --result RESULT are required", code=2)
+    run(lambda: ci.manual_status(records=Path(records), matrix=matrix, result=result))
 
 
 @task(help={"plans": "the folder `invoke app-plan --out` wrote"})
@@ -581,6 +612,7 @@ ns = Collection(
     apply_base,
     plan_comment,
     apply_report,
+    manual_status,
     manual_gate,
     bump_module,
     outdated,

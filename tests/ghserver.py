@@ -113,6 +113,8 @@ class RepoState:
     labels: dict[str, JSON] = field(default_factory=dict)
     #: workflow runs, oldest first: ``{"id", "path", "head_branch", "head_sha", "status", "conclusion"}``
     runs: list[JSON] = field(default_factory=list)
+    #: commit statuses, oldest first: ``{"id", "sha", "state", "context", "description", "target_url"}``
+    statuses: list[JSON] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _failures: list[_Failure] = field(default_factory=list, repr=False)
     _next_number: int = 1
@@ -761,6 +763,35 @@ def commit_pulls(call: _Call) -> tuple[int, Any]:
         return call.page([call.state.pull_json(n, full=False) for n in numbers])
 
 
+def create_status(call: _Call) -> tuple[int, Any]:
+    """POST /statuses/{sha}: GitHub's rules: a known state, a description of at most 140."""
+    body = call.payload()
+    state = body.get("state")
+    if state not in ("error", "failure", "pending", "success"):
+        raise HTTPError(422, "Validation Failed", [{"resource": "Status", "field": "state"}])
+    if len(str(body.get("description") or "")) > 140:
+        raise HTTPError(422, "Validation Failed", [{"resource": "Status", "field": "description"}])
+    with call.state.lock:
+        status = {
+            "id": call.state._new_id(),
+            "sha": call.params["sha"],
+            "state": state,
+            "context": body.get("context") or "default",
+            "description": body.get("description"),
+            "target_url": body.get("target_url"),
+        }
+        call.state.statuses.append(status)
+    return 201, dict(status)
+
+
+def list_statuses(call: _Call) -> tuple[int, Any]:
+    """GET /commits/{ref}/statuses: newest first."""
+    with call.state.lock:
+        return call.page(
+            [dict(s) for s in reversed(call.state.statuses) if s["sha"] == call.params["sha"]]
+        )
+
+
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
     (method, re.compile(_REPO + pattern + r"/?"), handler)
@@ -780,6 +811,8 @@ ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
         ("POST", r"/pulls", create_pull),
         ("GET", r"/actions/workflows/(?P<workflow>[^/]+)/runs", list_runs),
         ("GET", r"/commits/(?P<sha>[0-9a-fA-F]{7,40})/pulls", commit_pulls),
+        ("POST", r"/statuses/(?P<sha>[0-9a-fA-F]{40})", create_status),
+        ("GET", r"/commits/(?P<sha>[0-9a-fA-F]{40})/statuses", list_statuses),
     ]
 ]
 

@@ -329,6 +329,29 @@ def test_plan_and_apply_with_local_state_under_apps_name(
     assert ran.returncode == 0 and summary["units"][0]["status"] == "no-changes"
 
 
+def test_app_plan_and_apply_redact_the_attributes_policy_toml_declares(
+    example_repo: Path, app_dir: Path, tmp_path: Path
+) -> None:
+    secret = "sample-assets"  # the sample app's terraform_data.bucket input.name
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.name"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the bucket names sensitive")
+    out = tmp_path / "plan"
+    planned, summary = _plan(example_repo, app_dir, out)
+    assert planned.returncode == 0, planned.output
+    assert summary["units"][0]["status"] == "changes"
+    assert "(redacted)" in next(out.rglob("plan.txt")).read_text(encoding="utf-8")
+    applied, doc = _apply(example_repo, app_dir, out)
+    assert applied.returncode == 0, applied.output
+    assert [(u["path"], u["result"]) for u in doc["units"]] == [("apps/sample", "applied")]
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert secret not in written.read_text(encoding="utf-8"), written
+    assert secret not in planned.output and secret not in applied.output
+
+
 def test_a_delete_waits_for_approval_then_applies_with_it(
     example_repo: Path, app_dir: Path, tmp_path: Path
 ) -> None:

@@ -467,22 +467,25 @@ VERDICT_CASES = [
     pytest.param(
         [result("live/a/x", "no-changes", summary())],
         "✅",
-        "1 unit(s) planned, 0 with changes, 0 error(s)",
+        "no resource changes** · 1 unit(s) planned, 0 with changes, 0 failed",
         id="quiet",
     ),
     pytest.param(
-        [result("live/a/x")], "⚠️", "1 unit(s) planned, 1 with changes, 0 error(s)", id="changes"
+        [result("live/a/x")],
+        "✅",
+        "1 to add, 0 to change, 0 to replace, 0 to destroy** · 1 unit(s) planned, 1 with changes, 0 failed",
+        id="changes-without-destroys",
     ),
     pytest.param(
         [result("live/a/x"), result("live/a/y", "error", error="boom")],
         "❌",
-        "2 unit(s) planned, 1 with changes, 1 error(s)",
+        "1 to add, 0 to change, 0 to replace, 0 to destroy** · 2 unit(s) planned, 1 with changes, 1 failed",
         id="an-error",
     ),
     pytest.param(
         [result("live/a/x", "withheld"), result("live/a/y", "not-planned")],
         "❌",
-        "0 unit(s) planned, 0 with changes, 0 error(s), 1 withheld, 1 not-planned",
+        "no resource changes** · 0 unit(s) planned, 0 with changes, 0 failed, 1 withheld, 1 not-planned",
         id="withheld-and-not-planned",
     ),
 ]
@@ -494,7 +497,7 @@ def test_render_starts_with_the_marker_and_a_verdict(
 ) -> None:
     lines = report.render(results).splitlines()
     assert lines[0] == report.MARKER
-    assert lines[1] == f"{mark} **Plan:** {counts}"
+    assert lines[1] == f"{mark} **Plan: {counts}"
 
 
 @pytest.mark.parametrize(
@@ -524,11 +527,11 @@ def test_render_shows_each_gate_from_the_result_and_puts_manual_units_first() ->
     doc = report.render(results)
     rows = {line.split("`")[1]: line for line in doc.splitlines() if line.startswith("| `")}
     assert rows["live/a/auto"].endswith("| auto |")
-    assert rows["live/a/vm"].endswith("| manual |")
+    assert rows["live/a/vm"].endswith('| manual: touches a node/VM: terraform_data.vm["n1"] |')
     assert rows["live/a/quiet"].endswith("| none |")
-    assert "**Waiting for a human after merge (manual gate):** `live/a/vm`" in doc
+    assert "the table's gate column):** `live/a/vm`" in doc
     assert 'Gate: **manual**: touches a node/VM: terraform_data.vm["n1"]' in doc
-    details = [line for line in doc.splitlines() if line.startswith("<summary>")]
+    details = [line for line in doc.splitlines() if line.startswith("<summary><code>")]
     assert details[0].startswith("<summary><code>live/a/vm</code>")
 
 
@@ -578,13 +581,13 @@ def test_render_lists_destroys_first_and_replacements_with_their_reason() -> Non
 )
 def test_render_fences_the_plan_text_the_result_carries(text: str, fence: str) -> None:
     doc = report.render([result("live/a/x", text=text)])
-    assert f"{fence}hcl\n{text}\n{fence}" in doc
+    assert f"{fence}diff\n{text}\n{fence}" in doc
 
 
 def test_render_reads_the_text_from_the_result_not_from_a_file() -> None:
     on_disk_only = replace(result("live/a/x"), text_file="units/live/a/x/plan.txt")
     doc = report.render([on_disk_only])
-    assert "```hcl" not in doc
+    assert "```diff" not in doc
 
 
 BUDGET = 6_000
@@ -626,9 +629,12 @@ def test_render_over_budget_drops_the_details_but_keeps_verdict_warnings_and_tab
     assert len(doc) <= BUDGET
     assert "<details>" not in doc
     lines = doc.splitlines()
-    assert lines[1] == "⚠️ **Plan:** 40 unit(s) planned, 40 with changes, 0 error(s)"
+    assert lines[1] == (
+        "⚠️ **Plan: 0 to add, 0 to change, 0 to replace, 40 to destroy** · "
+        "40 unit(s) planned, 40 with changes, 0 failed"
+    )
     assert sum(1 for line in lines if line.startswith("| `live/a/u")) == 40
-    assert "> **Destroys, replacements and drift:**" in doc
+    assert "> **Destroys and replacements:**" in doc
 
 
 def test_render_of_many_destroys_caps_addresses_per_line_and_counts_the_rest() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from ghserver import GitHubAPI
-from infra_fixtures import EXAMPLE_UNITS, Invoked, invoke
+from infra_fixtures import EXAMPLE_UNITS, Invoked, commit_all, invoke
 
 from tooling.core import drift as drift_report
 from tooling.core.planjson import summarize
@@ -277,6 +277,27 @@ def test_drift_plans_without_the_lock_against_s3_state(
     assert dns["status"] == "drifted" and dns["drift"] == ['terraform_data.record["www"]']
     assert "-lock=false" in (tmp_path / "d" / "units" / DNS / "plan.log").read_text()
     assert s3.get_object(Bucket=bucket, Key=f"{key}.tflock")["Body"].read().decode() == lock
+
+
+def test_drift_redacts_the_attributes_policy_toml_declares(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    url = "000000000000.dkr.ecr.us-east-1.amazonaws.com/web"  # registry's repository input.url
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.url"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the repository URLs sensitive")
+    out = tmp_path / "drift"
+    ran, doc = run_drift(example_repo, out, "--executor", "hosted")
+    # nothing is applied in the example: the registry's plan creates its repositories
+    assert units_of(doc)["live/cloud/registry"]["drifted"] is True, ran.output
+    plan_txt = next(out.rglob("live/cloud/registry/plan.txt")).read_text(encoding="utf-8")
+    assert "url" in plan_txt and "(redacted)" in plan_txt
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert url not in written.read_text(encoding="utf-8"), written
+    assert url not in ran.output
 
 
 def test_bad_usage_and_a_missing_token_fail_before_planning(

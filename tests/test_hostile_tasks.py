@@ -83,6 +83,7 @@ HOSTILE_USAGE: list[Case] = [
     (("apply",), 2, "--plans"),
     (("plan-comment",), 2, "--plans"),
     (("manual-gate",), 2, "--plans"),
+    (("manual-status",), 2, "--records"),
     (("app-plan", "--app", "Bad Name", "--dir", "live"), 2, "Bad Name"),
 ]
 

@@ -40,8 +40,12 @@ def test_a_one_line_module_bump_plans_exactly_that_unit_and_shows_its_changes(
     assert vms["gate"]["decision"] == "manual"
     assert comment.startswith("<!-- iac-tooling:plan-report -->\n")
     assert comment.splitlines()[1].startswith(
-        "⚠️ **Plan:** 1 unit(s) planned, 1 with changes, 0 error(s)"
+        "✅ **Plan: 0 to add, 3 to change, 0 to replace, 0 to destroy** · "
+        "1 unit(s) planned, 1 with changes, 0 failed"
     )
+    row = next(x for x in comment.splitlines() if x.startswith("| `live/cluster/vms`"))
+    assert "| terraform-proxmox v1.1.0 → v1.2.0 |" in row  # the bump, from the merge base
+    assert vms["source_before"].endswith("?ref=v1.1.0")
     assert '`terraform_data.vm["node-1"]`' in comment and "**update** (3)" in comment
     assert "?ref=v1.2.0" in comment  # the module pin is shown
     # dependents are re-planned after the upstream applies, not on the PR
@@ -62,9 +66,7 @@ def test_a_forced_replacement_is_listed_in_the_warnings_block(
     dns = units_by_path(summary)["live/cloud/dns"]
     assert dns["counts"]["replace"] == 3
     assert dns["gate"]["decision"] == "manual"
-    warning_block = comment.split("> **Destroys, replacements and drift:**", 1)[1].split("\n\n", 1)[
-        0
-    ]
+    warning_block = comment.split("> **Destroys and replacements:**", 1)[1].split("\n\n", 1)[0]
     line = next(
         w for w in warning_block.splitlines() if "♻️ **replace** in `live/cloud/dns` (3)" in w
     )
@@ -111,7 +113,7 @@ def test_a_missing_tag_fails_only_that_unit_and_names_the_tag(
     assert units["live/cloud/dns"]["status"] == "error"
     assert "v9.9.9" in units["live/cloud/dns"]["error"]
     assert units["live/cluster/network"]["status"] == "changes"
-    assert "1 error(s)" in comment.splitlines()[1] and "v9.9.9" in comment
+    assert "1 failed" in comment.splitlines()[1] and "v9.9.9" in comment
     assert "Traceback" not in ran.output
 
 
@@ -171,7 +173,7 @@ def test_a_plan_over_the_comment_budget_keeps_counts_and_warnings_in_valid_markd
     dns = units_by_path(summary)["live/cloud/dns"]
     assert dns["counts"]["replace"] == 400
     # counts kept in the table, every replacement kept in the warnings
-    assert re.search(r"\| `live/cloud/dns` \| cloud / hosted \| 0 \| \d+ \| 0 \| 400 \|", comment)
+    assert re.search(r"\| `live/cloud/dns` \| cloud / hosted \| 0 \| \d+ \| 400 \| 0 \|", comment)
     warning_line = next(
         w for w in comment.splitlines() if "♻️ **replace** in `live/cloud/dns` (400)" in w
     )

@@ -162,7 +162,7 @@ def test_the_example_report_renders_in_headless_chromium(
     assert summary["settings"]["embedded_default"] is True
     # GitHub-flavoured enough: tables, fenced code, raw <details> passed through
     html = markdown.markdown(comment, extensions=["tables", "fenced_code"])
-    assert html.count("<details>") == len(summary["units"])
+    assert html.count("<details>") == len(summary["units"]) + 1  # and the apply-order graph
     assert "<table>" in html and "<summary><code>live/cluster/vms</code>" in html
     assert "embedded default" in html
     page = tmp_path / "comment.html"

@@ -332,7 +332,7 @@ def test_plan_comment_job_holds_the_only_write_token() -> None:
     doc = load("plan.yml")
     comment = jobs(doc)["comment"]
     assert set(comment["needs"]) == {"matrix", "plan"}
-    assert comment["permissions"] == {"pull-requests": "write"}
+    assert comment["permissions"] == {"pull-requests": "write", "statuses": "write"}
     assert steps_using(comment, "actions/download-artifact")
     assert 'invoke plan-comment --plans "${RUNNER_TEMP}/plans" --matrix "${MATRIX}"' in runs(
         comment
@@ -398,7 +398,11 @@ def test_apply_base_is_the_last_applied_commit() -> None:
 
 def test_apply_report_comments_on_the_merged_pr_and_decides_the_manual_matrix() -> None:
     job = jobs(load("apply.yml"))["report"]
-    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert job["permissions"] == {
+        "contents": "read",
+        "pull-requests": "write",
+        "statuses": "write",
+    }
     assert "!cancelled()" in job["if"]
     assert steps_using(job, "actions/download-artifact")
     script = runs(job)
@@ -436,6 +440,23 @@ def test_apply_manual_applies_the_same_artifacts_behind_the_protected_environmen
     first_download = steps(job).index(downloads[0])
     first_apply = min(i for i, s in enumerate(steps(job)) if "invoke apply" in s.get("run", ""))
     assert first_download < first_apply
+
+
+def test_after_the_approval_job_a_job_without_credentials_moves_the_merge_commits_status() -> None:
+    job = jobs(load("apply.yml"))["manual-status"]
+    assert set(job["needs"]) == {"report", "apply-manual"}
+    # also after a rejected, failed or cancelled approval: the status never stays pending
+    assert (
+        job["if"].startswith("always()")
+        and "needs.report.outputs.manual_any == 'true'" in (job["if"])
+    )
+    assert job["permissions"] == {"contents": "read", "statuses": "write"}
+    assert "environment" not in job and job["runs-on"] == "ubuntu-latest"
+    (download,) = steps_using(job, "actions/download-artifact")
+    assert download["with"]["pattern"] == "apply-manual-*"
+    step = next(s for s in steps(job) if "invoke manual-status" in s.get("run", ""))
+    assert step["env"]["MANUAL_RESULT"] == "${{ needs.apply-manual.result }}"
+    assert step["env"]["MATRIX"] == "${{ needs.report.outputs.manual_matrix }}"
 
 
 # --------------------------------------------------------------------------- bump, drift, check

@@ -661,6 +661,13 @@ def test_pull_request_plans_one_leg_per_executor_and_keeps_one_sticky_comment(wo
     for name in ("plan-hosted", "plan-lan"):
         assert_no_secret_in(texts_under(run.artifact(name)), world.stage)
     assert_no_secret_in(body, world.stage)
+    # one commit status per executor on the head, for branch protection
+    on_head = {st["context"]: st for st in api.state.statuses if st["sha"] == head}
+    assert {c: st["state"] for c, st in on_head.items()} == {
+        "iac/plan (hosted)": "success",
+        "iac/plan (lan)": "success",
+    }
+    assert on_head["iac/plan (lan)"]["description"].endswith("1 to approve after merge")
 
     # a second push: the same comment is updated in place
     edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.11"', 'value = "203.0.113.12"')
@@ -714,6 +721,7 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     assert sorted(run.result("plan and apply auto")) == ["success", "success"]
     assert run.result("report") == ["success"]
     assert sorted(run.result("apply manual (")) == ["success", "success"]
+    assert run.result("status after approval") == ["success"]
 
     # the matrix job planned from the last applied commit (the API's run)
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/actions/workflows/apply.yml/runs") in api.calls(
@@ -752,6 +760,26 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
     assert len(report) == 1 and VMS in report[0]["body"] and REGISTRY in report[0]["body"]
     assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/commits/{merged}/pulls") in api.calls("GET")
+    # the merge commit's status per executor: waiting for approval after the auto
+    # applies, then applied once the approval jobs applied what waited
+    applied = {
+        executor: sum(1 for u in record["units"] if u["result"] == "applied")
+        for executor, record in (("hosted", manual_hosted), ("lan", manual_lan))
+    }
+    history: dict[str, list[tuple[str, str]]] = {}
+    for st in api.state.statuses:
+        if st["sha"] == merged:
+            history.setdefault(st["context"], []).append((st["state"], st["description"]))
+    assert history == {
+        "iac/plan (hosted)": [
+            ("pending", f"waiting for approval in infra-manual: {REGISTRY}"),
+            ("success", f"applied after approval: {applied['hosted']} unit(s)"),
+        ],
+        "iac/plan (lan)": [
+            ("pending", f"waiting for approval in infra-manual: {VMS}"),
+            ("success", f"applied after approval: {applied['lan']} unit(s)"),
+        ],
+    }
     assert_no_secret_in(report[0]["body"], world.stage)
 
     # afterwards a fresh plan of everything shows no changes

@@ -46,8 +46,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, verify
+from tooling.commands import preflight, secrets, verify
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
+from tooling.core import declared, review
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -69,6 +70,7 @@ from tooling.core.record import explain_failure as _explain
 from tooling.core.record import outcome as _outcome
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
+from tooling.io.outdir import read_record as read_record  # the folder's earlier record
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
@@ -117,6 +119,7 @@ class Applier:
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
         self.policy = parse_policy(ws.policy)
+        self.declared = declared.parse_policy(ws.policy)  # policy.toml [sensitive_attributes]
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
@@ -259,10 +262,10 @@ class Applier:
     def gate_of(self, unit: Mapping[str, Any], summary: PlanSummary) -> Gate:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
         model_unit = self.model.units.get(str(unit["path"]))
-        declared = "manual" if unit.get("destroy") or model_unit is None else model_unit.gate
+        gate_class = "manual" if unit.get("destroy") or model_unit is None else model_unit.gate
         return decide(
             status="changes",
-            declared=declared,
+            declared=gate_class,
             summary=summary,
             destroy=bool(unit.get("destroy")),
             policy=self.policy,
@@ -325,6 +328,7 @@ class Applier:
         if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
             self.record(path, "refused", unreadable, gate=claimed)
             return
+        secrets.register(declared.values_in_plan(shown, self.declared))  # policy.toml's list
         reviewed = summarize(shown)
         if not reviewed.has_changes:
             self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
@@ -384,7 +388,7 @@ class Applier:
             source=model_unit.source,
         )
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.env)
+        fresh = plan_unit(target, out, self.env, declared=self.declared)
         if fresh.status == "error":
             self.record(
                 path,
@@ -438,29 +442,6 @@ class Applier:
         self.record(path, result, reason, cascaded=True, gate=gate.decision)
 
 
-def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The folder's earlier apply record (``apply.json``; empty when there is none): merged
-    into, never overwritten. Refused when it is unreadable or belongs to other plans."""
-    path = plans_dir / "apply.json"
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ToolingError(
-            f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
-            "restore it (e.g. from the workflow's artifact) rather than delete it"
-        ) from None
-    if not isinstance(doc, dict):
-        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
-    if doc.get("plans_head") not in (None, summary.get("head")):
-        raise ToolingError(
-            f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
-            f"summary.json to {str(summary.get('head'))[:12]}: one folder, one set of plans"
-        )
-    return doc
-
-
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     say(ws.settings.describe())
     ws.check_tools()
@@ -495,4 +476,5 @@ def finish(
     md = report_md(run, summary)
     folder.write_text("apply.md", md)
     folder.job_summary(md)
-    say(f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}")
+    waiting = review.waiting_lines(run.units, str(folder.path))
+    say("\n".join([*waiting, f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}"]))

@@ -67,6 +67,8 @@ from tooling.core.apps import (
     state_for,
     state_problems,
 )
+from tooling.core.declared import parse_policy as parse_declared
+from tooling.core.declared import values_in_plan
 from tooling.core.record import (
     ApplyRun,
     UnitApply,
@@ -260,7 +262,8 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
             backend_override(prep.app_dir, prep.state.backend),
             proc.forwarding_interrupts("the app plan"),
         ):
-            result = plan_unit(target, out_dir, prep.env, command=command)
+            declared = parse_declared(ws.policy)  # policy.toml [sensitive_attributes]
+            result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
     except ToolingError as exc:
         result = settled(target, "error", str(exc))
     interrupted = proc.interrupted()
@@ -320,6 +323,7 @@ def _apply_one(
             _init(prep, log)
             shown = _show(prep, plan_file)
             secrets.register(redact.sensitive_in_plan(shown))
+            secrets.register(values_in_plan(shown, parse_declared(ws.policy)))
             refused = plan_problems(shown, prep.policy)
             if refused:
                 record("refused", "; ".join(refused), claimed)

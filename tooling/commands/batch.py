@@ -35,6 +35,7 @@ from tooling.commands.plans import (
     upstream_secrets,
 )
 from tooling.core import redact, runlog
+from tooling.core.declared import Declared, values_in_plan
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target, waves
@@ -50,6 +51,7 @@ def run_batch(
     jobs: int,
     progress: Progress | None = None,
     lock: bool = True,
+    declared: Declared | None = None,
 ) -> list[Result]:
     """Plan ``targets`` through one ``terragrunt run --all plan`` per folder tree.
 
@@ -77,7 +79,7 @@ def run_batch(
             env,
             jobs=jobs,
             progress=progress,
-            planner=partial(plan_unit, lock=lock),
+            planner=partial(plan_unit, lock=lock, declared=declared),
         )
     results: dict[str, Result] = {}
     for t in targets:
@@ -122,6 +124,7 @@ def run_batch(
             batch = _Batch(
                 root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
             )
+            batch.declared = declared or {}
             results.update(batch.run())
     if progress:
         progress.close()
@@ -217,6 +220,7 @@ class _Batch:
         self.jobs = max(1, jobs)
         self.destroy = destroy
         self.lock_state = lock
+        self.declared: Declared = {}
         self.progress = progress
         self.units = {t.path: _UnitRun(t) for t in group}
         self.paths = frozenset(self.units)
@@ -302,6 +306,7 @@ class _Batch:
                 terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
             )
             secrets.register(redact.sensitive_in_plan(shown))
+            secrets.register(values_in_plan(shown, self.declared))
             summary = summarize(shown)
         except ToolingError as exc:
             self._report(run, replace(self._base(t), error=str(exc)))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tooling.commands import matrix as matrices
-from tooling.core import ci
+from tooling.core import ci, pages
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -93,6 +93,32 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
     return sections
 
 
+def _summaries(
+    plans: Path, executors: list[str], folder: str = "plan-{}", name: str = "summary.json"
+) -> dict[str, dict[str, Any] | None]:
+    """Each leg's summary.json, or the ``name`` file of its ``folder`` (None when the
+    leg left none, or it is not JSON)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for executor in executors:
+        path = plans / folder.format(executor) / name
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        out[executor] = doc if isinstance(doc, dict) else None
+    return out
+
+
+def _set_statuses(forge: Any, sha: str, statuses: list[ci.Status], run_url: str) -> None:
+    """One commit status per executor on ``sha`` (skipped without a full SHA)."""
+    if len(sha) != 40:
+        say("no commit SHA: no commit status set")
+        return
+    for status in statuses:
+        forge.set_status(sha, status.state, status.context, status.description, run_url)
+        say(f"commit status {status.context}: {status.state} ({status.description})")
+
+
 def _run_url(environ: Mapping[str, str]) -> str:
     server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     return f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ.get('GITHUB_RUN_ID', '')}"
@@ -127,15 +153,46 @@ def _upsert_own_comment(
     return int(created["id"]), "posted"
 
 
+def _upsert_pages(
+    forge: Any, number: int, bodies: list[str], *, create: bool
+) -> tuple[int | None, str]:
+    """The sticky comment (``bodies[0]``) and its follow-ups, each edited in place by its
+    marker; a follow-up an earlier, longer report left is edited to say it is unused."""
+    comment_id, action = _upsert_own_comment(
+        forge, number, ci.PLAN_MARKER, bodies[0], create=create
+    )
+    parts: dict[int, int] = {}
+    for existing in forge.list_comments(number):
+        n = pages.part_number(existing.get("body") or "")
+        if n is not None and (existing.get("user") or {}).get("type") == "Bot":
+            parts.setdefault(n, int(existing["id"]))
+    for n, body in enumerate(bodies[1:], 2):
+        if n in parts:
+            forge.update_comment(parts[n], body)
+        else:
+            forge.comment(number, body)
+    for n, old in parts.items():
+        if n > len(bodies):
+            forge.update_comment(old, pages.retired(n))
+    return comment_id, action
+
+
 def plan_comment(
-    *, plans: Path, matrix: str, forge: Any = None, environ: Mapping[str, str] | None = None
+    *,
+    plans: Path,
+    matrix: str,
+    configured: Sequence[str] = (),
+    forge: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Upsert the pull request's one sticky comment with every executor's plan report.
+    """Upsert the pull request's one sticky comment with every executor's plan report,
+    and set one commit status per executor on the pull request's head.
 
     ``plans`` holds one ``plan-<executor>`` folder per leg (the downloaded
-    artifacts); ``matrix`` is the matrix job's output. A leg without its
-    report gets a "No report" section. With no affected executor, an existing
-    comment is updated to say so and none is created.
+    artifacts); ``matrix`` is the matrix job's output; ``configured`` the
+    executors policy.toml declares (each without a leg gets success, "no units
+    affected"). A leg without its report gets a "No report" section. With no
+    affected executor, an existing comment is updated to say so and none is created.
     """
     env = os.environ if environ is None else environ
     executors = ci.legs_of(matrix)
@@ -144,7 +201,7 @@ def plan_comment(
         ((event.get("pull_request") or {}).get("head") or {}).get("sha")
         or env.get("GITHUB_SHA", "")
     )
-    body = ci.plan_comment(head_sha, _sections(plans, executors), _run_url(env))
+    bodies = ci.plan_comment_pages(head_sha, _sections(plans, executors), _run_url(env))
     if forge is None:
         from tooling.io.forge import Forge
 
@@ -153,13 +210,16 @@ def plan_comment(
         raise UsageError(
             "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
         )
-    comment_id, action = _upsert_own_comment(
-        forge, forge.pr_number, ci.PLAN_MARKER, body, create=bool(executors)
-    )
+    comment_id, action = _upsert_pages(forge, forge.pr_number, bodies, create=bool(executors))
+    statuses = ci.plan_statuses(_summaries(plans, executors), configured)
+    _set_statuses(forge, head_sha, statuses, _run_url(env))
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
     else:
-        say(f"{action} the plan comment {comment_id} on #{forge.pr_number}")
+        say(
+            f"{action} the plan comment {comment_id} on #{forge.pr_number}"
+            + (f" and {len(bodies) - 1} follow-up(s)" if len(bodies) > 1 else "")
+        )
     return 0
 
 
@@ -205,6 +265,9 @@ def apply_report(
         from tooling.io.forge import Forge
 
         forge = Forge.from_env(env)
+    _set_statuses(
+        forge, sha, ci.apply_statuses(executors, waiting, apply_result=apply_result), _run_url(env)
+    )
     merged = [p for p in forge.pulls_of_commit(sha) if p.get("merged_at")] if sha else []
     if not merged:
         say(
@@ -214,6 +277,30 @@ def apply_report(
     number = int(merged[0]["number"])
     comment_id, action = _upsert_own_comment(forge, number, ci.APPLY_MARKER, body, create=True)
     say(f"{action} the apply report {comment_id} on #{number}")
+    return 0
+
+
+def manual_status(
+    *,
+    records: Path,
+    matrix: str,
+    result: str,
+    forge: Any = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """After the approval job: the merge commit's status per executor it applied
+    (``matrix``: the report job's ``manual_matrix``) moves from "waiting for
+    approval" to success or failure, from each leg's record in
+    ``records/apply-manual-<executor>/apply.json``."""
+    env = os.environ if environ is None else environ
+    executors = ci.legs_of(matrix)
+    docs = _summaries(records, executors, "apply-manual-{}", "apply.json")
+    if forge is None:
+        from tooling.io.forge import Forge
+
+        forge = Forge.from_env(env)
+    statuses = ci.manual_statuses(docs, result=result)
+    _set_statuses(forge, env.get("GITHUB_SHA", ""), statuses, _run_url(env))
     return 0
 
 

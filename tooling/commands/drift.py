@@ -45,6 +45,7 @@ from typing import Any
 
 from tooling.commands import pipeline, preflight, workcopies
 from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
+from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.drift import (
     DEFAULT_OUT,
     LABEL,
@@ -195,7 +196,9 @@ def run(
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings)
         folder.reset()  # only now: a run that fails before this keeps the last report
-        planner = partial(plan_unit, lock=False, detailed_exitcode=True)
+        # the attributes policy.toml declares are redacted like sensitive ones
+        declared = parse_declared(ws.policy)
+        planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
         # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
         with _without_github_tokens(), proc.forwarding_interrupts("the drift plans"):
             results = run_all(

@@ -259,7 +259,7 @@ def _plan_into(
     jobs: int | None,
     comment: bool,
 ) -> int:
-    from tooling.core import report
+    from tooling.core import declared, report
 
     root = ws.root
     out_dir = folder.path
@@ -323,12 +323,14 @@ def _plan_into(
                 jobs=jobs or os.cpu_count() or 2,
                 progress=Progress(len(targets)),
                 lock=not on_pr,
+                declared=declared.parse_policy(ws.policy),
             )
         interrupted = proc.interrupted()
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
     results = with_gates(_explain_lock_errors(ws, results), parse_policy(ws.policy))
+    results = _with_sources_before(ws, results, change)
     summary = summary_document(
         results,
         base=change.base if change else None,
@@ -340,26 +342,68 @@ def _plan_into(
         interrupted=interrupted,
     )
     write_summary(out_dir, summary)
-    rendered = report.render(
-        results,
-        head=head_sha,
-        base=change.base if change else None,
-        settings=summary.get("settings"),
-        interrupted=interrupted,
-    )
+    page = _page_context(ws, model, change, head_sha, out_dir)
+
+    def rendered_within(budget: int) -> str:
+        return report.render(
+            results,
+            head=head_sha,
+            base=change.base if change else None,
+            settings=summary.get("settings"),
+            interrupted=interrupted,
+            budget=budget,
+            **page,
+        )
+
+    rendered = rendered_within(report.BUDGET)
     folder.write_text("comment.md", rendered)
     show(report.table(results))
     folder.job_summary(rendered)
     if comment:
+        from tooling.core import pages
         from tooling.io import forge
 
-        forge.post_sticky_comment(outdir.redact(rendered))
+        bodies = pages.paginate("", [("", rendered_within(10**9))], budget=forge.MAX_BODY)
+        forge.post_sticky_pages([outdir.redact(b) for b in bodies])
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     if interrupted:
         say("interrupted: the report above is incomplete and cannot be applied; plan again")
         return 130
     failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
     return 1 if failed else 0
+
+
+def _with_sources_before(
+    ws: Workspace, results: Sequence[Result], change: Affected | None
+) -> list[Result]:
+    """Each modified unit's module source at the merge base, when it differs (a bump)."""
+    if change is None or not any(r.source and r.change == "modified" for r in results):
+        return list(results)
+    before = ws.model(ws.tree_at(change.base)).units
+    return [
+        replace(r, source_before=before[r.path].source)
+        if r.change == "modified" and r.path in before and before[r.path].source != r.source
+        else r
+        for r in results
+    ]
+
+
+def _page_context(
+    ws: Workspace, model: Model, change: Affected | None, head: str, out_dir: Path
+) -> dict[str, Any]:
+    """What the report links and names beyond the results: the run's links (in
+    Actions), the dependents re-planned after their upstream, the graph's edges,
+    and the plans folder for the local approval command."""
+    from tooling.core.review import RunLinks
+
+    shown = out_dir.relative_to(ws.root) if out_dir.is_relative_to(ws.root) else out_dir
+    return {
+        "links": RunLinks.from_env(os.environ, head),
+        "dependents": [(d.path, d.via) for d in change.dependents] if change else [],
+        "upstreams": {p: u.dependencies for p, u in model.units.items()},
+        # in Actions the folder is the run's artifact, not a path a reviewer has
+        "plans_dir": None if os.environ.get("GITHUB_ACTIONS") == "true" else shown.as_posix(),
+    }
 
 
 def _explain_lock_errors(ws: Workspace, results: Sequence[Result]) -> list[Result]:

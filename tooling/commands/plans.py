@@ -30,6 +30,7 @@ from typing import Any, Protocol, TextIO
 
 from tooling.commands import secrets, verify
 from tooling.core import redact
+from tooling.core.declared import Declared, values_in_plan
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
@@ -125,6 +126,7 @@ def plan_unit(
     lock: bool = True,
     detailed_exitcode: bool = False,
     command: PlanCommand | None = None,
+    declared: Declared | None = None,
 ) -> Result:
     """Plan one unit; every failure becomes an ``error`` result, never an exception.
 
@@ -161,6 +163,7 @@ def plan_unit(
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
         shown = cmd.show(plan_path)
         secrets.register(redact.sensitive_in_plan(shown))
+        secrets.register(values_in_plan(shown, declared or {}))  # policy.toml's own list
         summary = summarize(shown)
         text_path, text = save_plan_text(udir, ran.stdout)
         return replace(

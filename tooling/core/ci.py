@@ -11,6 +11,10 @@ logic between the jobs lives here, where table tests reach it:
   GitHub's size limit;
 - :func:`manual_units` and :func:`apply_report`: what waits for a human after
   the auto applies, and the merged pull request's report;
+- :func:`plan_statuses`, :func:`apply_statuses` and :func:`manual_statuses`: one
+  commit status per executor (``iac/plan (hosted)``) that branch protection can
+  require, on the pull request's head, then on the merge commit before and after
+  the approval;
 - :func:`output_lines`: values for ``$GITHUB_OUTPUT``.
 """
 
@@ -22,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.core import pages
 from tooling.errors import ToolingError
 
 #: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
@@ -200,6 +205,22 @@ def plan_comment(head_sha: str, sections: Sequence[Section], run_url: str) -> st
     )
 
 
+def plan_comment_pages(head_sha: str, sections: Sequence[Section], run_url: str) -> list[str]:
+    """:func:`plan_comment`, as the sticky comment and its follow-ups when it does not
+    fit one (:func:`tooling.core.pages.paginate`): the heads first, no fold cut."""
+    body = plan_comment(head_sha, sections, run_url)
+    full = [(e, _report_text(s, run_url, "plan")) for s in sections for e in (s.executor,)]
+    if len("\n".join([_section(e, t) for e, t in full])) + 200 <= BUDGET:
+        return [body]
+    top = "\n".join([PLAN_MARKER, f"## Infrastructure plan for `{head_sha[:12]}`", ""])
+    return pages.paginate(
+        top,
+        [(f"### Executor `{e}`", t) for e, t in full],
+        budget=BUDGET,
+        artifact_hint=f"the plan artifacts of [the run]({run_url})",
+    )
+
+
 @dataclass(frozen=True)
 class Waiting:
     """A unit whose plan waits for approval."""
@@ -267,3 +288,116 @@ def manual_legs(
         for leg in legs
         if leg["executor"] in executors
     ]
+
+
+#: the commit status of one executor's plan, e.g. ``iac/plan (hosted)``
+STATUS_CONTEXT = "iac/plan ({executor})"
+_FAILED = ("error", "blocked", "not-planned")
+
+
+@dataclass(frozen=True)
+class Status:
+    """One commit status: its context, state and (at most 140 characters) description."""
+
+    context: str
+    state: str  # success | failure | pending
+    description: str
+
+
+def _status(executor: str, state: str, description: str) -> Status:
+    text = description if len(description) <= 140 else description[:139] + "…"
+    return Status(STATUS_CONTEXT.format(executor=executor), state, text)
+
+
+#: the description of an executor none of whose units a pull request affects
+NOT_AFFECTED = "no units affected"
+
+
+def plan_statuses(
+    legs: Mapping[str, Mapping[str, Any] | None], configured: Sequence[str] = ()
+) -> list[Status]:
+    """Per executor (``legs``: its summary.json, None when its plan did not finish): failure
+    when a unit failed to plan or the leg did not finish, success otherwise. Every
+    ``configured`` executor without a leg gets success, "no units affected", so a branch
+    protection rule that requires its status never waits for a plan that never runs."""
+    out = [_status(e, "success", NOT_AFFECTED) for e in configured if e not in legs]
+    for executor, summary in legs.items():
+        if summary is None:
+            out.append(_status(executor, "failure", "the plan did not finish: see the run"))
+            continue
+        units = [u for u in summary.get("units") or [] if isinstance(u, Mapping)]
+        failed = [str(u.get("path")) for u in units if u.get("status") in _FAILED]
+        if failed or summary.get("interrupted"):
+            why = f"{len(failed)} unit(s) failed to plan: {', '.join(failed)}" if failed else ""
+            out.append(_status(executor, "failure", why or "the plan was interrupted"))
+            continue
+        changed = sum(1 for u in units if u.get("status") == "changes")
+        manual = len(manual_units(summary))
+        out.append(
+            _status(
+                executor,
+                "success",
+                f"{len(units)} unit(s) planned, {changed} with changes"
+                + (f", {manual} to approve after merge" if manual else ""),
+            )
+        )
+    return out
+
+
+def apply_statuses(
+    executors: Sequence[str], waiting: Sequence[Waiting], *, apply_result: str
+) -> list[Status]:
+    """Per executor after a merge: failure when the auto applies failed, pending
+    ("waiting for approval") while manual units wait, success when all is applied."""
+    out = []
+    for executor in executors:
+        held = [w.path for w in waiting if w.executor == executor]
+        if apply_result != "success":
+            out.append(
+                _status(executor, "failure", f"the auto applies did not succeed ({apply_result})")
+            )
+        elif held:
+            out.append(
+                _status(
+                    executor,
+                    "pending",
+                    f"waiting for approval in infra-manual: {', '.join(held)}",
+                )
+            )
+        else:
+            out.append(_status(executor, "success", "applied"))
+    return out
+
+
+#: the apply results after which a unit needs nothing more
+_DONE = ("applied", "no-changes")
+
+
+def manual_statuses(
+    records: Mapping[str, Mapping[str, Any] | None], *, result: str
+) -> list[Status]:
+    """Per executor offered to the approval job, once it ended (``records``: its apply
+    record, None when the leg left none; ``result``: the job's result). Success when
+    every unit is applied or has nothing to do; failure otherwise, naming the units,
+    so the merge commit's status never stays "waiting for approval"."""
+    out = []
+    for executor, record in records.items():
+        if record is None:
+            out.append(
+                _status(
+                    executor,
+                    "failure",
+                    f"the approval job left no apply record ({result}): rejected, "
+                    "cancelled or failed before applying; see the run",
+                )
+            )
+            continue
+        units = [u for u in record.get("units") or [] if isinstance(u, Mapping)]
+        left = [f"{u.get('path')} {u.get('result')}" for u in units if u.get("result") not in _DONE]
+        if left or record.get("interrupted"):
+            why = f"not applied after approval: {', '.join(left)}" if left else ""
+            out.append(_status(executor, "failure", why or "the approved apply was interrupted"))
+            continue
+        applied = sum(1 for u in units if u.get("result") == "applied")
+        out.append(_status(executor, "success", f"applied after approval: {applied} unit(s)"))
+    return out

@@ -2,14 +2,23 @@
 
 The report is the product's face on a pull request:
 
-- a one-line verdict first, then what the run planned against (a note when it
-  is the embedded default: the sandbox module catalog with local state);
+- a one-line verdict first: the run's totals in words (add / change / replace /
+  destroy), the warning sign only when something is destroyed or replaced;
+  then the commit, the workflow run and the plan artifact as links (in
+  Actions), and what the run planned against (a note when it is the embedded
+  default: the sandbox module catalog with local state);
 - a warnings block: every delete and replace by address (deleted units'
-  destroy plans first) and every resource changed outside OpenTofu;
+  destroy plans first), each replacement with the attributes that force it;
+- the changes outside OpenTofu (refresh-detected drift), in their own section;
 - a note naming every unit planned against a dependency's mock outputs, the
   mocked dependency, and that it is re-planned after the upstream applies;
-- one table row per unit in DAG order, with its gate;
-- per unit a collapsed ``<details>`` with resources by action and the plan text;
+- who approves the manual units and how, each with its gate's reasons;
+- what happens next: the dependents re-planned after a unit applies;
+- one table row per unit in DAG order: counts, module change, status, gate
+  with its reasons;
+- a collapsed Mermaid graph of the units to apply, in apply order, with gates;
+- per unit a collapsed ``<details>`` with resources by action and the plan text
+  in a ``diff`` fence (coloured by GitHub); units without changes on one line;
 - a hidden marker so the comment is updated in place;
 - a size budget (GitHub refuses comments over 65,536 characters): plan text is
   shed first, then per-resource lists of units without destroys; counts and
@@ -25,7 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooling.core.planjson import ResourceChange, reason_text
+from tooling.core import review
+from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
 
 MARKER = "<!-- iac-tooling:plan-report -->"
@@ -52,6 +62,8 @@ def _counts_cell(c: Mapping[str, int]) -> tuple[str, str, str, str]:
 
 
 def verdict(results: Sequence[Result]) -> str:
+    """The first line: the totals in words, the units, and a sign (❌ a failure,
+    ⚠️ only when something is destroyed or replaced, ✅ otherwise)."""
     planned = [r for r in results if r.status in ("changes", "no-changes", "error")]
     changed = sum(1 for r in results if r.status == "changes")
     errors = sum(1 for r in results if r.status == "error")
@@ -60,14 +72,20 @@ def verdict(results: Sequence[Result]) -> str:
         for s in ("blocked", "withheld", "excluded", "not-planned")
     }
     extra = "".join(f", {n} {s}" for s, n in others.items() if n)
+    t = review.totals(results)
     mark = (
-        "❌" if errors or others["blocked"] or others["not-planned"] else ("⚠️" if changed else "✅")
+        "❌"
+        if errors or others["blocked"] or others["not-planned"]
+        else ("⚠️" if t["delete"] or t["replace"] else "✅")
     )
-    return f"{mark} **Plan:** {len(planned)} unit(s) planned, {changed} with changes, {errors} error(s){extra}"
+    return (
+        f"{mark} **Plan: {review.totals_line(results)}** · {len(planned)} unit(s) planned, "
+        f"{changed} with changes, {errors} failed{extra}"
+    )
 
 
 def warnings(results: Sequence[Result], per_group: int | None = None) -> list[str]:
-    """Every delete, replace and drift by address, one line per unit, action and reason.
+    """Every delete and replace by address, one line per unit, action and reason.
 
     Deleted units' destroy plans come first. ``per_group`` caps the addresses
     listed per line (the rest is counted, never hidden silently); the report
@@ -85,11 +103,9 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
                 if r.destroy
                 else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
             )
-            groups.setdefault((label, reason_text(c.reason) if not r.destroy else None), []).append(
+            groups.setdefault((label, review.replace_why(c) if not r.destroy else None), []).append(
                 c.address
             )
-        for d in r.summary.drift:
-            groups.setdefault(("🔀 **changed outside OpenTofu**", d.action), []).append(d.address)
         for (label, why), addresses in groups.items():
             shown = addresses if per_group is None else addresses[:per_group]
             listed = ", ".join(f"`{a}`" for a in shown)
@@ -102,21 +118,64 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
     return lines
 
 
+def drift_lines(results: Sequence[Result]) -> list[str]:
+    """The changes outside OpenTofu (refresh-detected drift), one line per unit and action."""
+    lines: list[str] = []
+    for r in results:
+        groups: dict[str, list[str]] = {}
+        for d in r.summary.drift if r.summary is not None else ():
+            groups.setdefault(d.action, []).append(d.address)
+        lines.extend(
+            f"- `{r.path}`: {action} outside OpenTofu ({len(addresses)}): "
+            + ", ".join(f"`{a}`" for a in addresses)
+            for action, addresses in groups.items()
+        )
+    return lines
+
+
+def failure_lines(results: Sequence[Result]) -> list[str]:
+    """Each unit whose plan failed (or never ran), with the first line of why."""
+    failed = [r for r in results if r.status in ("error", "blocked", "not-planned")]
+    if not failed:
+        return []
+    return [
+        "**❌ Failed** (nothing of these units can be applied; the reasons are in their folds):",
+        "",
+        *(
+            f"- `{r.path}` ({_ICON.get(r.status, r.status)}): "
+            + ((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:200]
+            for r in failed
+        ),
+        "",
+    ]
+
+
 def _decision(r: Result) -> str:
     return r.gate.decision if r.gate is not None else "none"
 
 
-def table_md(results: Sequence[Result]) -> str:
+def _gate_cell(r: Result) -> str:
+    """``manual: touches 3 nodes/VMs: node-1, node-2, node-3``; ``auto`` and ``none`` alone."""
+    if r.gate is None or r.gate.decision != "manual":
+        return _decision(r)
+    return "manual: " + "; ".join(r.gate.reasons).replace("|", "\\|")
+
+
+def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
+    """One row per unit; ``reasons=False`` leaves the gate's reasons out (a report that
+    would not fit otherwise: each destroy's reason is in the warnings block)."""
     rows = [
-        "| unit | tier / executor | + | ~ | - | ± | status | gate |",
-        "|---|---|--:|--:|--:|--:|---|---|",
+        "| unit | tier / executor | add | change | replace | destroy | module | status | gate |",
+        "|---|---|--:|--:|--:|--:|---|---|---|",
     ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
         mocked = " (mock inputs)" if r.mocked_dependencies else ""
+        module = review.module_change(r.source_before, r.source) or ""
         rows.append(
-            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)}{mocked} | {_decision(r)} |"
+            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} | {module} "
+            f"| {_ICON.get(r.status, r.status)}{mocked} | {_gate_cell(r) if reasons else _decision(r)} |"
         )
     return "\n".join(rows)
 
@@ -148,10 +207,11 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
 
 
 def _fence(text: str) -> str:
+    """The plan text in a ``diff`` fence (markers in the first column: GitHub colours it)."""
     fence = "```"
     while fence in text:
         fence += "`"
-    return f"{fence}hcl\n{text.rstrip()}\n{fence}"
+    return f"{fence}diff\n{review.diff_text(text.rstrip())}\n{fence}"
 
 
 def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
@@ -162,7 +222,7 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     if r.mocked_dependencies:
         body.append(_mocked_sentence(r))
     if r.source:
-        body.append(f"Module: `{r.source}`")
+        body.append(f"Module: {review.module_change(r.source_before, r.source)} (`{r.source}`)")
     if r.error:
         body.append("```text\n" + r.error.replace("```", "'''") + "\n```")
     if r.summary is not None and with_resources and r.summary.changes:
@@ -228,10 +288,22 @@ def render(
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
     interrupted: bool = False,
+    links: review.RunLinks | None = None,
+    dependents: Sequence[tuple[str, str]] = (),
+    upstreams: Mapping[str, Sequence[str]] | None = None,
+    plans_dir: str | None = ".iac/plans",
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
     merge base ``base``, with ``settings``: summary.json's, what the run planned
-    against), within ``budget`` characters; an ``interrupted`` run says so first."""
+    against), within ``budget`` characters; an ``interrupted`` run says so first.
+
+    ``links`` (in Actions) link the commit, the run's logs and the plan artifact;
+    ``dependents`` are the ``(dependent, via)`` pairs re-planned after their
+    upstream applies (:class:`tooling.core.changes.Dependent`); ``upstreams``
+    maps each unit to the units it reads, for the apply-order graph;
+    ``plans_dir`` is the folder named in the local approval command (None in CI:
+    the run's plan artifact).
+    """
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
     lines = [MARKER, verdict(results), ""]
     if interrupted:
@@ -241,14 +313,22 @@ def render(
             "This plan cannot be applied; plan again.",
             "",
         ]
-    lines += settings_lines(settings)
-    if head:
+    if links is not None:
+        lines += [
+            f"Planned at {links.line()}"
+            + (f", against merge base `{base[:12]}`" if base else "")
+            + ".",
+            "",
+        ]
+    elif head:
         lines.append(
             f"Planned at `{head[:12]}`"
             + (f" against merge base `{base[:12]}`" if base else "")
             + "."
         )
         lines.append("")
+    lines += settings_lines(settings)
+    lines += failure_lines(results)
     warn = warnings(results)
     if (
         sum(len(w) + 3 for w in warn) > budget // 2
@@ -257,21 +337,62 @@ def render(
     if warn:
         lines += [
             "> [!WARNING]",
-            "> **Destroys, replacements and drift:**",
+            "> **Destroys and replacements:**",
             *(f"> {w}" for w in warn),
             "",
         ]
+    drift = drift_lines(results)
+    if drift:
+        lines += [
+            "**🔀 Changes outside OpenTofu** (found by the refresh before planning; the "
+            "plan below is computed against them):",
+            "",
+            *drift,
+            "",
+        ]
     lines += mocked_lines(results)
-    manual = [r for r in results if _decision(r) == "manual"]
+    manual = [r for r in results if _decision(r) == "manual" and r.status == "changes"]
     if manual:
-        lines.append(
-            "**Waiting for a human after merge (manual gate):** "
-            + ", ".join(f"`{r.path}`" for r in manual)
-        )
-        lines.append("")
+        lines += [
+            "**Waiting for a human after merge (manual gate; each unit's reasons are in the "
+            "table's gate column):** " + ", ".join(f"`{r.path}`" for r in manual),
+            "",
+            *(f"- {line}" for line in review.approval_lines(plans_dir)),
+            "",
+        ]
+    after = review.next_lines(results, dependents)
+    if after:
+        lines += [
+            "**What happens next** (dependents re-planned after their upstream applies):",
+            "",
+            *after,
+            "",
+        ]
+    table_at = len(lines)
     lines += [table_md(results), ""]
+    if len("\n".join(lines)) > budget - _SAFETY:  # the head must fit: gate reasons go first
+        lines[table_at] = table_md(results, reasons=False)
+    graph = review.apply_graph(results, upstreams or {})
+    if graph and len("\n".join(lines)) + len(graph) < budget // 2:  # shed before the table
+        lines += [
+            "<details>",
+            "<summary>Apply order (graph)</summary>",
+            "",
+            "```mermaid",
+            graph,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     # manual units first in the details, then DAG order
-    ordered = sorted(results, key=lambda r: _decision(r) != "manual")
+    quiet = [r for r in results if r.status == "no-changes" and not r.mocked_dependencies]
+    ordered = sorted((r for r in results if r not in quiet), key=lambda r: _decision(r) != "manual")
+    quiet_line = (
+        [f"**No changes** ({len(quiet)}): " + ", ".join(f"`{r.path}`" for r in quiet)]
+        if quiet
+        else []
+    )
 
     def assemble(text_for: set[str], resources_for: set[str]) -> str:
         parts = [*lines]
@@ -283,7 +404,7 @@ def render(
                     r.path in resources_for,
                 )
             )
-        return "\n".join(parts).rstrip() + "\n"
+        return "\n".join([*parts, "", *quiet_line]).rstrip() + "\n"
 
     all_paths = {r.path for r in results}
     with_text = set(texts)
@@ -328,15 +449,17 @@ def render(
 
 
 def table(results: Sequence[Result]) -> str:
-    """The per-unit table printed on the terminal."""
+    """The per-unit table printed on the terminal, with each unit's gate."""
     width = max([len(r.path) for r in results] + [4])
     lines = [
-        f"{'unit':<{width}}  {'tier/executor':<16} {'+':>3} {'~':>3} {'-':>3} {'±':>3}  status"
+        f"{'unit':<{width}}  {'tier/executor':<16} {'add':>4} {'change':>6} {'replace':>7} "
+        f"{'destroy':>7}  {'status':<11} gate"
     ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
         lines.append(
-            f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>3} {u:>3} {d:>3} {x:>3}  {r.status}"
+            f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>4} {u:>6} {x:>7} {d:>7}  "
+            f"{r.status:<11} {_decision(r)}"
         )
         if r.error and r.status in ("error", "blocked", "excluded", "not-planned"):
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")

@@ -32,6 +32,7 @@ class Result:
     seconds: float = 0.0
     destroy: bool = False
     source: str | None = None
+    source_before: str | None = None  # the module source at the merge base, when it changed
     gate_class: str = "auto"
     mocked_dependencies: tuple[str, ...] = ()
     exit_code: int | None = (
@@ -54,6 +55,7 @@ class Result:
             "log_file": self.log_file,
             "destroy": self.destroy,
             "source": self.source,
+            "source_before": self.source_before,
             "error": self.error,
             "mocked_dependencies": list(self.mocked_dependencies),
             "output_changes": list(self.summary.output_changes) if self.summary else [],

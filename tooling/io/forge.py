@@ -34,10 +34,12 @@ __all__ = [
     "MAX_BODY",
     "MAX_RETRY_WAIT",
     "PLAN_REPORT_MARKER",
+    "PLAN_REPORT_PART",
     "Forge",
     "JSONObject",
     "github_repository",
     "post_sticky_comment",
+    "post_sticky_pages",
     "pr_number_from_env",
     "token_from_env",
 ]
@@ -45,6 +47,10 @@ __all__ = [
 #: the plan report's hidden marker (the same string as ``tooling.core.report.MARKER``;
 #: this edge does not import the core)
 PLAN_REPORT_MARKER = "<!-- iac-tooling:plan-report -->"
+
+#: a follow-up comment's marker (the same as ``tooling.core.pages.PART``)
+PLAN_REPORT_PART = "<!-- iac-tooling:plan-report:part-{n} -->"
+_PART_RE = re.compile(r"<!-- iac-tooling:plan-report:part-(\d+) -->")
 
 _STATES = ("open", "closed")
 _LIST_STATES = ("open", "closed", "all")
@@ -208,6 +214,20 @@ class Forge(ApiClient):
             self._paginate(f"{self._repo_path}/commits/{urllib.parse.quote(sha, safe='')}/pulls")
         )
 
+    # -- commit statuses ------------------------------------------------------
+
+    def set_status(
+        self, sha: str, state: str, context: str, description: str, target_url: str | None = None
+    ) -> JSONObject:
+        """Set the commit status ``context`` on ``sha`` (``success`` | ``failure`` |
+        ``pending`` | ``error``), which branch protection can require."""
+        _check_state(state, ("success", "failure", "pending", "error"))
+        payload: JSONObject = {"state": state, "context": context, "description": description}
+        if target_url:
+            payload["target_url"] = target_url
+        path = f"{self._repo_path}/statuses/{urllib.parse.quote(sha, safe='')}"
+        return self._object("POST", path, payload)
+
     # -- actions --------------------------------------------------------------
 
     def last_successful_run_sha(self, workflow: str, branch: str) -> str | None:
@@ -291,6 +311,34 @@ def post_sticky_comment(
             "(GITHUB_EVENT_PATH names the event) or set IAC_PR_NUMBER to the pull request number"
         )
     return forge.upsert_comment(forge.pr_number, marker, body)
+
+
+def post_sticky_pages(
+    bodies: Sequence[str], *, environ: Mapping[str, str] | None = None
+) -> list[tuple[int, bool]]:
+    """:func:`post_sticky_comment` for a report split into comments (``bodies``; the
+    follow-ups start with :data:`PLAN_REPORT_PART`): each is edited in place by its
+    marker, and a follow-up an earlier, longer report left is edited to say it is unused."""
+    forge = Forge.from_env(environ)
+    if forge.pr_number is None:
+        raise ToolingError(
+            "--comment needs a pull request: run it from a pull_request workflow "
+            "(GITHUB_EVENT_PATH names the event) or set IAC_PR_NUMBER to the pull request number"
+        )
+    number = forge.pr_number
+    done = [forge.upsert_comment(number, PLAN_REPORT_MARKER, bodies[0])]
+    for n, body in enumerate(bodies[1:], 2):
+        done.append(forge.upsert_comment(number, PLAN_REPORT_PART.format(n=n), body))
+    for existing in forge.list_comments(number):
+        found = _PART_RE.search(existing.get("body") or "")
+        if found and int(found.group(1)) > len(bodies):
+            n = int(found.group(1))
+            forge.update_comment(
+                int(existing["id"]),
+                f"{PLAN_REPORT_PART.format(n=n)}\n_Part {n} of an earlier plan report: no longer "
+                "used, the current report fits in the comments above._\n",
+            )
+    return done
 
 
 def token_from_env(environ: Mapping[str, str] | None = None) -> str | None:

@@ -21,6 +21,7 @@ Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``
   ``$GITHUB_STEP_SUMMARY``, redacted too.
 
 The same step guards the tooling's own stdout and stderr (:func:`guard_streams`).
+:func:`read_record` reads a plan folder's earlier apply record (``apply.json``).
 """
 
 from __future__ import annotations
@@ -452,3 +453,26 @@ def reset(out_dir: Path, root: Path, expected: Iterable[str], what: str) -> None
     )
     with ReportDir.claim(out_dir, layout, root=root) as report:
         report.reset()
+
+
+def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The folder's earlier apply record (``apply.json``; empty when there is none): merged
+    into, never overwritten. Refused when it is unreadable or belongs to other plans."""
+    path = plans_dir / "apply.json"
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ToolingError(
+            f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
+            "restore it (e.g. from the workflow's artifact) rather than delete it"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
+    if doc.get("plans_head") not in (None, summary.get("head")):
+        raise ToolingError(
+            f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
+            f"summary.json to {str(summary.get('head'))[:12]}: one folder, one set of plans"
+        )
+    return doc

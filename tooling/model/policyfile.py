@@ -6,7 +6,8 @@ Each table is interpreted where it is used (``[gates]`` by
 :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
 :func:`tooling.core.apps.parse_policy`, ``[layout]`` by
 :func:`tooling.model.layout.layout_from`, ``[secrets]`` by
-:func:`tooling.core.redact.parse_policy`). Every one of them refuses a key it
+:func:`tooling.core.redact.parse_policy`, ``[sensitive_attributes]`` by
+:func:`tooling.core.declared.parse_policy`). Every one of them refuses a key it
 does not know, through :func:`refuse_unknown_keys`: a misspelt key must not
 silently drop a rule. ``[gate]`` for ``[gates]``, or ``node_type`` for
 ``node_types``, would otherwise let a VM change apply without approval.
@@ -22,7 +23,9 @@ from tooling.errors import ToolingError
 POLICY_FILE = "policy.toml"
 
 #: the top-level tables of policy.toml
-TABLES = frozenset({"gates", "check", "executors", "apps", "layout", "secrets"})
+TABLES = frozenset(
+    {"gates", "check", "executors", "apps", "layout", "secrets", "sensitive_attributes"}
+)
 
 
 def refuse_unknown_keys(table: Mapping[str, Any], known: Iterable[str], where: str) -> None:

@@ -1,0 +1,738 @@
+"""The reviewer's page on a mixed plan: what it says without opening a fold, what the
+folds hold, and how a report too large for one comment is split.
+
+The mixed plan (tests/review_mixed.py) has creates, updates, a replacement with
+its reason, a destroy, a manual gate, a failure, drift, a no-change unit and a
+module bump. Each report is rendered as GitHub renders it (markdown to HTML)
+and asserted on; the screenshots render it in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import markdown
+import pytest
+from ghserver import GitHubAPI
+from infra_fixtures import commit_all, invoke
+from review_mixed import DEPENDENTS, UPSTREAMS, many, mixed
+from test_report_render import PAGE, _png_pixels
+
+from tooling.commands import ci as flow
+from tooling.core import ci, pages, report, review
+from tooling.io.forge import Forge
+
+SHA = "0123456789abcdef" * 2 + "01234567"
+LINKS = review.RunLinks("https://github.com", "example-org/infrastructure", SHA, "4242")
+
+
+def _mixed_report(**extra: object) -> str:
+    return report.render(
+        mixed(),
+        head=SHA,
+        base="b" * 40,
+        links=LINKS,
+        dependents=DEPENDENTS,
+        upstreams=UPSTREAMS,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _html(text: str) -> str:
+    return markdown.markdown(text, extensions=["tables", "fenced_code"])
+
+
+def _outside_folds(text: str) -> str:
+    """The page a reviewer sees without opening a fold."""
+    out, depth = [], 0
+    for line in text.splitlines():
+        depth += line.count("<details>")
+        if depth == 0:
+            out.append(line)
+        depth -= line.count("</details>")
+    return "\n".join(out)
+
+
+def _row(text: str, path: str) -> list[str]:
+    line = next(x for x in text.splitlines() if x.startswith(f"| `{path}`"))
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+# --------------------------------------------------------------------------- outside the folds
+
+
+def test_the_first_line_gives_the_totals_in_words_and_the_sign_of_a_failure() -> None:
+    first = _mixed_report().splitlines()[1]
+    assert first.startswith(
+        "❌ **Plan: 3 to add, 3 to change, 1 to replace, 1 to destroy** · 6 unit(s) planned"
+    )
+    assert "±" not in _mixed_report()
+    safe = [r for r in mixed() if r.path == "live/cloud/registry"]
+    assert report.render(safe).splitlines()[1].startswith("✅ **Plan: 2 to add, 0 to change")
+    destroys = [r for r in mixed() if r.path == "live/cloud/legacy"]
+    assert report.render(destroys).splitlines()[1].startswith("⚠️ **Plan: 0 to add")
+
+
+def test_each_unit_row_shows_its_gate_with_the_reason_its_module_change_and_status() -> None:
+    text = _outside_folds(_mixed_report())
+    _unit, _where, add, change, repl, destroy, module, status, gate = _row(text, "live/cluster/vms")
+    assert (add, change, repl, destroy) == ("1", "3", "0", "0")
+    assert module == "terraform-proxmox v1.1.0 → v1.2.0"
+    assert status == "changes"
+    assert gate == "manual: touches 3 nodes/VMs: node-1, node-2, node-3 (terraform_data.vm)"
+    assert _row(text, "live/cloud/registry")[-1] == "auto"
+    html = _html(text)
+    assert "<td>terraform-proxmox v1.1.0 → v1.2.0</td>" in html
+
+
+def test_the_page_says_who_approves_a_manual_unit_and_how() -> None:
+    text = _outside_folds(_mixed_report(plans_dir="plans"))
+    waiting = next(x for x in text.splitlines() if x.startswith("**Waiting for a human"))
+    for path in ("live/cloud/dns", "live/cloud/legacy", "live/cluster/vms"):
+        assert f"`{path}`" in waiting
+    assert "`live/cloud/registry`" not in waiting
+    assert "the `infra-manual` environment's review on the apply run" in text
+    assert "`invoke apply --plans plans --approve-manual`" in text
+    in_ci = _outside_folds(_mixed_report(plans_dir=None))
+    assert (
+        "- Approve locally: download the run's plan artifact to DIR, then "
+        "`invoke apply --plans DIR --approve-manual`."
+    ) in in_ci.splitlines()
+
+
+def test_the_terminal_table_has_a_gate_column() -> None:
+    lines = report.table(mixed()).splitlines()
+    assert lines[0].split()[-1] == "gate"
+    vms = next(x for x in lines if x.startswith("live/cluster/vms"))
+    assert vms.split()[-2:] == ["changes", "manual"]
+
+
+def test_the_dependents_replanned_after_an_apply_are_named_with_their_trigger() -> None:
+    text = _outside_folds(_mixed_report())
+    assert "**What happens next** (dependents re-planned after their upstream applies):" in text
+    assert (
+        "- after `live/cluster/vms` applies: `live/cluster/os`, "
+        "`live/cluster/gitops` (reads `live/cluster/os`)"
+    ) in text.splitlines()
+
+
+def test_a_replacement_names_the_attributes_that_force_it() -> None:
+    warn = [x for x in _outside_folds(_mixed_report()).splitlines() if "♻️" in x]
+    assert warn == [
+        '> - ♻️ **replace** in `live/cloud/dns` (1): `terraform_data.record["www"]`. Why: '
+        "`input` forces replacement (an attribute that cannot be updated in place changed)"
+    ]
+
+
+def test_changes_outside_opentofu_have_their_own_section() -> None:
+    text = _outside_folds(_mixed_report())
+    block = text.split("**🔀 Changes outside OpenTofu**")[1].split("\n\n")[1]
+    assert block == "- `live/cluster/vms`: update outside OpenTofu (1): `terraform_data.bridge`"
+    warnings = text.split("> **Destroys and replacements:**")[1].split("\n\n")[0]
+    assert "bridge" not in warnings
+
+
+def test_in_actions_the_page_links_the_commit_the_run_logs_and_the_artifact() -> None:
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_SHA": "f" * 40,
+    }
+    links = review.RunLinks.from_env(env, SHA)
+    assert links == LINKS
+    html = _html(_outside_folds(_mixed_report()))
+    base = "https://github.com/example-org/infrastructure"
+    assert f'<a href="{base}/commit/{SHA}"><code>{SHA[:12]}</code></a>' in html
+    assert f'<a href="{base}/actions/runs/4242">workflow run logs</a>' in html
+    assert f'<a href="{base}/actions/runs/4242#artifacts">plan artifact</a>' in html
+    assert review.RunLinks.from_env({}) is None  # outside Actions: the bare SHA
+    assert f"Planned at `{SHA[:12]}`" in report.render(mixed(), head=SHA)
+
+
+def test_a_failure_is_named_with_its_first_line_outside_the_folds() -> None:
+    text = _outside_folds(_mixed_report())
+    assert (
+        "- `live/cluster/network` (**error**): Error: Invalid value for variable"
+        in text.splitlines()
+    )
+
+
+# --------------------------------------------------------------------------- inside the folds
+
+
+def test_plan_text_is_in_diff_fences_with_the_markers_in_the_first_column() -> None:
+    text = _mixed_report()
+    vms = text.split("<summary><code>live/cluster/vms</code>")[1].split("</details>")[0]
+    fenced = vms.split("```diff\n")[1].split("\n```")[0].splitlines()
+    assert '!   resource "terraform_data" "vm" {' in fenced
+    assert "!           memory = 4096 -> 8192" in fenced
+    assert '+   resource "terraform_data" "extra" {' in fenced
+    assert '        id     = "5f1c"' in fenced  # unchanged lines keep their place
+    dns = text.split("<summary><code>live/cloud/dns</code>")[1].split("</details>")[0]
+    assert '-/+ resource "terraform_data" "record" {' in dns
+    assert '<code class="language-diff">' in _html(vms.split("\n\n", 2)[2])
+
+
+def test_units_without_changes_are_one_line_not_a_fold() -> None:
+    text = _mixed_report()
+    assert "<code>live/cloud/iam</code>" not in text
+    assert text.rstrip().splitlines()[-1] == "**No changes** (1): `live/cloud/iam`"
+
+
+def test_the_apply_order_graph_is_a_collapsed_mermaid_block_with_gates() -> None:
+    text = _mixed_report()
+    graph = text.split("<summary>Apply order (graph)</summary>")[1].split("</details>")[0]
+    assert "```mermaid\nflowchart LR" in graph
+    order = [x.split('"')[1] for x in graph.splitlines() if '["' in x]
+    assert order == [
+        "1. live/cloud/dns<br/>gate: manual",
+        "2. live/cloud/registry<br/>gate: auto",
+        "3. live/cloud/legacy<br/>gate: manual",
+        "4. live/cluster/network<br/>failed",
+        "5. live/cluster/vms<br/>gate: manual",
+    ]
+    assert "u_live_cluster_network --> u_live_cluster_vms" in graph
+    assert "Apply order" not in _outside_folds(text).replace("<summary>Apply order", "")
+
+
+# --------------------------------------------------------------------------- size
+
+
+def test_two_hundred_units_split_into_follow_ups_keeping_every_gate_and_destroy() -> None:
+    results = many(200)
+    full = report.render(results, head=SHA, budget=10**9)
+    assert len(full) > 3 * 65_536
+    bodies = pages.paginate("", [("", full)], budget=65_536)
+    assert len(bodies) >= 4
+    assert all(len(b) <= 65_536 for b in bodies)
+    first = bodies[0]
+    assert first.startswith(report.MARKER)
+    for r in results:  # every row, every gate reason and every destroy on the first comment
+        assert r.gate is not None
+        if r.gate.decision == "manual":
+            assert f"| `{r.path}` |" in first and "; ".join(r.gate.reasons) in first
+    for i in range(0, 200, 10):
+        assert f"`terraform_data.gone{i}`" in first.split("<details>")[0]
+    assert "continues in" in first
+    for n, body in enumerate(bodies[1:], 2):
+        assert body.startswith(pages.PART.format(n=n))
+        assert body.count("```") % 2 == 0  # no fence cut
+        assert body.count("<details>") == body.count("</details>")  # no fold cut
+    folds = sum(b.count("<summary><code>") for b in bodies)
+    assert folds == 200  # every unit's fold, once
+
+
+def test_a_fold_larger_than_a_comment_loses_its_plan_text_not_half_a_fence() -> None:
+    (big,) = many(1)
+    text = report.render([big], budget=10**9).replace(
+        "```diff\n", "```diff\n" + "+ filler line\n" * 8_000
+    )
+    bodies = pages.paginate("", [("", text)], budget=65_536)
+    assert all(len(b) <= 65_536 for b in bodies)
+    assert "_Plan text too large for a comment: it is in the plan artifact._" in "".join(bodies)
+    assert "".join(bodies).count("```") % 2 == 0
+
+
+def _forge(api: GitHubAPI, pr: int) -> Forge:
+    return Forge(api.token, "example-org/infrastructure", api.url, pr_number=pr)
+
+
+def test_follow_up_comments_are_edited_in_place_and_retired_when_the_report_shrinks(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": SHA}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+    matrix = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+
+    def post(results: list[object]) -> None:
+        folder = tmp_path / "plans" / "plan-lan"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = report.render(results, head=SHA, budget=10**9)  # type: ignore[arg-type]
+        (folder / "comment.md").write_text(text)
+        flow.plan_comment(
+            plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
+        )
+
+    post(many(200))
+    first = github_api.state.comments_on(pr)
+    assert len(first) >= 4 and all(len(c["body"]) <= 65_536 for c in first)
+    assert first[0]["body"].startswith(ci.PLAN_MARKER)
+    post(many(200))  # the next push: the same comments, edited
+    again = github_api.state.comments_on(pr)
+    assert [c["id"] for c in again] == [c["id"] for c in first]
+    post(many(3))  # a smaller report: one comment, the follow-ups say they are unused
+    last = github_api.state.comments_on(pr)
+    assert [c["id"] for c in last] == [c["id"] for c in first]
+    assert "<summary><code>live/cluster/u002</code>" in last[0]["body"]
+    for c in last[1:]:
+        assert "no longer used" in c["body"] and "<details>" not in c["body"]
+
+
+# --------------------------------------------------------------------------- screenshots
+
+
+def _shoot(html: str, shot: Path, height: int) -> tuple[int, int, list[bytes]]:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (./dev test installs it with apt-get as root)")
+    page = shot.with_suffix(".html")
+    page.write_text(PAGE.format(body=html), encoding="utf-8")
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size=1000,{height}",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    return _png_pixels(shot.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param("mixed", lambda: _mixed_report(), id="mixed"),
+        pytest.param(
+            "200-units",
+            lambda: pages.paginate(
+                "", [("", report.render(many(200), head=SHA, budget=10**9))], budget=65_536
+            )[0],
+            id="200-units-first-screen",
+        ),
+    ],
+)
+def test_the_reviewers_page_renders_in_headless_chromium(
+    name: str, text: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = text()  # type: ignore[operator]
+    html = _html(body)
+    assert "<table>" in html
+    shot = tmp_path / f"review-{name}.png"
+    width, height, rows = _shoot(html, shot, 1400)
+    assert (width, height) == (1000, 1400)
+    colours = {row[i : i + 3] for row in rows[::8] for i in range(0, len(row), 48)}
+    assert len(colours) > 8, "the screenshot is (nearly) uniform: nothing was rendered"
+    with capsys.disabled():
+        print(f"\nreviewer's page screenshot: {shot}")
+
+
+#: emoji as the report writes them: astral ones, a symbol with the emoji variation
+#: selector (U+FE0F), and the two that are emoji by default (✅, ❌)
+_EMOJI = re.compile(r"[\U0001F000-\U0001FFFF]\uFE0F?|[\u2300-\u27BF]\uFE0F|[\u2705\u274C]")
+
+
+def test_the_reports_emoji_render_in_colour_not_as_empty_boxes(tmp_path: Path) -> None:
+    emoji = sorted(set(_EMOJI.findall(_mixed_report())))
+    assert len(emoji) >= 3, emoji  # the mixed report's failure, destroy, replace signs...
+    band = 80
+    html = "".join(
+        f'<div style="position:absolute;top:{i * band}px;left:0;font-size:48px;'
+        f'line-height:{band}px">{e}</div>'
+        for i, e in enumerate(emoji)
+    )
+    width, _height, rows = _shoot(html, tmp_path / "emoji.png", band * len(emoji))
+    channels = len(rows[0]) // width
+    for i, e in enumerate(emoji):
+        coloured = sum(
+            1
+            for row in rows[i * band : (i + 1) * band]
+            for x in range(0, len(row), channels)
+            if max(row[x : x + 3]) - min(row[x : x + 3]) > 60
+        )
+        # an empty box (no colour emoji font) or a black glyph has no coloured pixel
+        assert coloured > 100, (
+            f"{e!r} (U+{ord(e[0]):04X}) renders without colour ({coloured} coloured pixels): "
+            "install a colour emoji font (./dev test installs fonts-noto-color-emoji as root)"
+        )
+
+
+# --------------------------------------------------------------------------- declared attributes
+
+POLICY_TOML = """
+[sensitive_attributes]
+docker_container = ["env"]
+kubernetes_deployment = ["spec.container.env.value"]
+"""
+CONTAINER_PLAN = {
+    "resource_changes": [
+        {
+            "address": "docker_container.app",
+            "type": "docker_container",
+            "change": {
+                "actions": ["update"],
+                "before": {"env": ["DB_PASSWORD=hunter2-old"], "image": "app:1"},
+                "after": {"env": ["DB_PASSWORD=hunter2-new"], "image": "app:2"},
+            },
+        },
+        {
+            "address": "kubernetes_deployment.web",
+            "type": "kubernetes_deployment",
+            "change": {
+                "actions": ["update"],
+                "before": None,
+                "after": {
+                    "spec": [{"container": [{"env": [{"name": "K", "value": "s3cr3t-k8s"}]}]}]
+                },
+            },
+        },
+    ]
+}
+CONTAINER_TEXT = """  # docker_container.app will be updated in-place
+  ~ resource "docker_container" "app" {
+      ~ env   = [
+          - "DB_PASSWORD=hunter2-old",
+          + "DB_PASSWORD=hunter2-new",
+        ]
+      ~ image = "app:1" -> "app:2"
+    }
+  ~ resource "kubernetes_deployment" "web" {
+              + value = "s3cr3t-k8s"
+    }
+"""
+
+
+def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> None:
+    import tomllib
+
+    from tooling.core import declared
+    from tooling.core.redact import Redactor
+    from tooling.model.policyfile import check_tables
+
+    policy = check_tables(tomllib.loads(POLICY_TOML))
+    found = declared.values_in_plan(CONTAINER_PLAN, declared.parse_policy(policy))
+    (vms,) = [r for r in mixed() if r.path == "live/cluster/vms"]
+    shown = Redactor.of(found)(CONTAINER_TEXT)
+    text = report.render([dataclasses.replace(vms, plan_text=shown)])
+    fold = text.split("```diff\n")[1].split("\n```")[0]
+    for secret in ("hunter2-old", "hunter2-new", "s3cr3t-k8s"):
+        assert secret not in text
+    assert '-           "(redacted)",' in fold.splitlines()
+    assert '!       image = "app:1" -> "app:2"' in fold.splitlines()  # undeclared: shown
+    assert declared.values_in_plan(CONTAINER_PLAN, {}) == set()
+
+
+def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
+    from tooling.core import declared
+    from tooling.errors import ToolingError
+
+    with pytest.raises(
+        ToolingError, match=r"\[sensitive_attributes\] docker_container must be a list"
+    ):
+        declared.parse_policy({"sensitive_attributes": {"docker_container": "env"}})
+
+
+# --------------------------------------------------------------------------- with the real tools
+
+
+@pytest.mark.e2e
+def test_plan_shows_the_gate_column_and_apply_says_how_to_approve_each_waiting_unit(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    planned = invoke(example_repo, "plan", "--unit", "live/cluster/vms", "--out", str(out))
+    assert planned.returncode == 0, planned.output
+    header = next(x for x in planned.output.splitlines() if x.startswith("unit "))
+    assert header.split()[-1] == "gate"
+    row = next(x for x in planned.output.splitlines() if x.startswith("live/cluster/vms "))
+    assert row.split()[-2:] == ["changes", "manual"]
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    assert f"`invoke apply --plans {out} --approve-manual`" in comment  # outside the repo
+
+    applied = invoke(example_repo, "apply", "--plans", str(out))
+    assert applied.returncode == 0, applied.output
+    lines = applied.output.splitlines()
+    assert any(
+        x.startswith(
+            "live/cluster/vms waits for approval: manual gate: touches 3 nodes/VMs: "
+            "node-1, node-2, node-3 ("
+        )
+        for x in lines
+    ), applied.output
+    assert any("the `infra-manual` environment's review" in x for x in lines)
+    assert f"Approve locally: `invoke apply --plans {out.resolve()} --approve-manual`." in lines
+
+
+@pytest.mark.e2e
+def test_an_attribute_declared_in_policy_toml_never_reaches_the_plan_text_log_or_report(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    secret = "cluster bridge (managed by OpenTofu)"  # terraform_data.bridge's input.comment
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.comment"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the bridge comment sensitive")
+    out = tmp_path / "plans"
+    ran = invoke(example_repo, "plan", "--unit", "live/cluster/network", "--out", str(out))
+    assert ran.returncode == 0, ran.output
+    plan_txt = (out / "units/live/cluster/network/plan.txt").read_text(encoding="utf-8")
+    assert "comment" in plan_txt and "(redacted)" in plan_txt
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert secret not in written.read_text(encoding="utf-8"), written
+    assert secret not in ran.output
+
+
+@pytest.mark.e2e
+def test_the_replan_after_an_upstream_applies_redacts_the_attributes_policy_toml_declares(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    url = "000000000000.dkr.ecr.us-east-1.amazonaws.com/web"  # registry's repository input.url
+    policy = example_repo / "policy.toml"
+    text = policy.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('# docker_container = ["env"]')  # the table comes last
+    policy.write_text(text + 'terraform_data = ["input.url"]\n', encoding="utf-8")
+    commit_all(example_repo, "declare the repository URLs sensitive")
+    out = tmp_path / "plans"
+    planned = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/iam",
+        "--unit",
+        "live/cloud/registry",
+        "--out",
+        str(out),
+    )
+    assert planned.returncode == 0, planned.output
+
+    applied = invoke(example_repo, "apply", "--plans", str(out))
+    assert applied.returncode == 0, applied.output
+    record = json.loads((out / "apply.json").read_text(encoding="utf-8"))
+    registry = next(u for u in record["units"] if u["path"] == "live/cloud/registry")
+    assert registry["result"] == "applied" and registry["cascaded"] is True  # re-planned
+    replanned = sorted((out / "cascade").rglob("plan.txt"))
+    assert replanned, sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    assert all("(redacted)" in p.read_text(encoding="utf-8") for p in replanned)
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".txt", ".log", ".md", ".json"):
+            assert url not in written.read_text(encoding="utf-8"), written
+    assert url not in applied.output
+
+
+# --------------------------------------------------------------------------- commit statuses
+
+
+def _leg(folder: Path, executor: str, units: list[dict[str, object]] | None) -> None:
+    leg = folder / f"plan-{executor}"
+    leg.mkdir(parents=True)
+    if units is not None:
+        (leg / "summary.json").write_text(json.dumps({"units": units}))
+        (leg / "comment.md").write_text(f"{ci.PLAN_MARKER}\n{executor} report\n")
+
+
+def test_each_executor_gets_a_commit_status_on_the_head_and_after_the_merge(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    head, merge = "e" * 40, "d" * 40
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": merge,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+    }
+    manual = {"decision": "manual", "reasons": ["touches 3 nodes/VMs: node-1, node-2, node-3"]}
+    plans = tmp_path / "plans"
+    _leg(
+        plans,
+        "hosted",
+        [{"path": "live/cloud/dns", "status": "changes", "gate": {"decision": "auto"}}],
+    )
+    _leg(plans, "lan", [{"path": "live/cluster/vms", "status": "changes", "gate": manual}])
+    _leg(plans, "edge", [{"path": "live/edge/x", "status": "error", "gate": {"decision": "none"}}])
+    legs = [{"executor": e, "runs_on": [e], "units": []} for e in ("hosted", "lan", "edge")]
+    matrix = json.dumps({"include": legs})
+
+    flow.plan_comment(plans=plans, matrix=matrix, forge=_forge(github_api, pr), environ=env)
+    on_head = {s["context"]: s for s in github_api.state.statuses if s["sha"] == head}
+    assert {c: s["state"] for c, s in on_head.items()} == {
+        "iac/plan (hosted)": "success",
+        "iac/plan (lan)": "success",
+        "iac/plan (edge)": "failure",
+    }
+    assert on_head["iac/plan (lan)"]["description"] == (
+        "1 unit(s) planned, 1 with changes, 1 to approve after merge"
+    )
+    assert on_head["iac/plan (edge)"]["description"] == "1 unit(s) failed to plan: live/edge/x"
+    assert on_head["iac/plan (hosted)"]["target_url"].endswith("/actions/runs/42")
+
+    github_api.state.merge(pr, merge)
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="success",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    on_merge = {s["context"]: s for s in github_api.state.statuses if s["sha"] == merge}
+    assert on_merge["iac/plan (lan)"]["state"] == "pending"
+    assert on_merge["iac/plan (lan)"]["description"] == (
+        "waiting for approval in infra-manual: live/cluster/vms"
+    )
+    assert on_merge["iac/plan (hosted)"]["state"] == "success"
+
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    latest = {}
+    for s in github_api.state.statuses:
+        if s["sha"] == merge:
+            latest[s["context"]] = s["state"]
+    assert set(latest.values()) == {"failure"}
+
+
+def test_an_executor_the_pull_request_does_not_touch_gets_success_no_units_affected(
+    github_api: GitHubAPI, example_repo: Path, tmp_path: Path
+) -> None:
+    """Through the task, as the comment job runs it: the executors come from policy.toml."""
+    pr = github_api.state.add_pull("feature")["number"]
+    head = "c" * 40
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    env = {**github_api.env(pr=pr), "GITHUB_EVENT_PATH": str(event), "GITHUB_RUN_ID": "7"}
+    plans = tmp_path / "plans"
+    planned = invoke(
+        example_repo, "plan", "--unit", "live/cluster/network", "--out", str(plans / "plan-lan")
+    )
+    assert planned.returncode == 0, planned.output
+    only_lan = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+
+    ran = invoke(example_repo, "plan-comment", "--plans", str(plans), "--matrix", only_lan, env=env)
+    assert ran.returncode == 0, ran.output
+    on_head = {s["context"]: s for s in github_api.state.statuses if s["sha"] == head}
+    assert {c: (s["state"], s["description"]) for c, s in on_head.items()} == {
+        "iac/plan (hosted)": ("success", "no units affected"),
+        "iac/plan (lan)": ("success", "1 unit(s) planned, 1 with changes"),
+    }
+
+    # a pull request that affects no unit at all: no plan leg, every executor still answered
+    head = "a" * 40
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": head}}}))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = json.dumps({"include": []})
+    ran = invoke(example_repo, "plan-comment", "--plans", str(empty), "--matrix", none, env=env)
+    assert ran.returncode == 0, ran.output
+    assert sorted(
+        (s["context"], s["state"], s["description"])
+        for s in github_api.state.statuses
+        if s["sha"] == head
+    ) == [
+        ("iac/plan (hosted)", "success", "no units affected"),
+        ("iac/plan (lan)", "success", "no units affected"),
+    ]
+
+
+def _record(folder: Path, executor: str, units: list[tuple[str, str]]) -> None:
+    leg = folder / f"apply-manual-{executor}"
+    leg.mkdir(parents=True)
+    doc = {"units": [{"path": p, "result": r} for p, r in units], "interrupted": False}
+    (leg / "apply.json").write_text(json.dumps(doc))
+
+
+def test_after_the_approval_job_the_merge_commit_leaves_waiting_for_approval(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    merge = "d" * 40
+    env = {
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "43",
+        "GITHUB_SHA": merge,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+    }
+    manual = {"decision": "manual", "reasons": ["touches 3 nodes/VMs: node-1, node-2, node-3"]}
+    plans = tmp_path / "plans"
+    _leg(plans, "hosted", [{"path": "live/cloud/legacy", "status": "changes", "gate": manual}])
+    _leg(plans, "lan", [{"path": "live/cluster/vms", "status": "changes", "gate": manual}])
+    legs = [{"executor": e, "runs_on": [e], "units": []} for e in ("hosted", "lan")]
+    matrix = json.dumps({"include": legs})
+    github_api.state.merge(pr, merge)
+    flow.apply_report(
+        plans=plans,
+        matrix=matrix,
+        apply_result="success",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    manual_matrix = (tmp_path / "out.txt").read_text().split("manual_matrix=")[1].splitlines()[0]
+    offered = json.loads(manual_matrix)["include"]
+    assert [leg["executor"] for leg in offered] == ["hosted", "lan"]  # both wait for approval
+
+    def latest() -> dict[str, tuple[str, str]]:
+        return {
+            s["context"]: (s["state"], s["description"])
+            for s in github_api.state.statuses
+            if s["sha"] == merge
+        }
+
+    assert {c: s[0] for c, s in latest().items()} == {
+        "iac/plan (hosted)": "pending",
+        "iac/plan (lan)": "pending",
+    }
+
+    # approved: lan applied; hosted's unit failed to apply
+    records = tmp_path / "records"
+    _record(
+        records, "lan", [("live/cluster/network", "no-changes"), ("live/cluster/vms", "applied")]
+    )
+    _record(records, "hosted", [("live/cloud/legacy", "failed")])
+    flow.manual_status(
+        records=records,
+        matrix=manual_matrix,
+        result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    assert latest() == {
+        "iac/plan (hosted)": ("failure", "not applied after approval: live/cloud/legacy failed"),
+        "iac/plan (lan)": ("success", "applied after approval: 1 unit(s)"),
+    }
+
+    # rejected (the legs never ran, so they left no record): failure, never pending
+    flow.manual_status(
+        records=tmp_path / "nothing",
+        matrix=manual_matrix,
+        result="failure",
+        forge=_forge(github_api, pr),
+        environ=env,
+    )
+    assert {c: s[0] for c, s in latest().items()} == {
+        "iac/plan (hosted)": "failure",
+        "iac/plan (lan)": "failure",
+    }
+    assert latest()["iac/plan (lan)"][1].startswith(
+        "the approval job left no apply record (failure)"
+    )

@@ -1,0 +1,225 @@
+"""The reviewer's page, piece by piece: what :mod:`tooling.core.report` puts outside the folds. Pure.
+
+- :func:`totals_line`: the run's totals in words (add / change / replace / destroy);
+- :func:`module_change`: a unit's module as ``terraform-proxmox v1.1.0 → v1.2.0``;
+- :func:`replace_why`: the attributes that force a replacement (``replace_paths``);
+- :func:`approval_lines`: who approves a manual unit, and how (CI and locally), and
+  :func:`waiting_lines`: the same, as ``invoke apply`` prints it for the units it leaves;
+- :func:`next_lines`: the dependents re-planned after a unit applies, with their trigger;
+- :class:`RunLinks`: the commit, the workflow run and its artifacts, from Actions' variables;
+- :func:`diff_text`: OpenTofu's plan text with its markers in the first column (```diff);
+- :func:`apply_graph`: a Mermaid graph of the planned units in apply order, with gates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tooling.core.planjson import ResourceChange, reason_text
+from tooling.core.record import UnitApply
+from tooling.core.results import Result
+from tooling.model.sources import parse_source
+
+#: the GitHub environment the apply workflow's manual job waits in
+APPROVAL_ENVIRONMENT = "infra-manual"
+_TOTALS = (("create", "to add"), ("update", "to change"), ("replace", "to replace"))
+
+
+def totals(results: Sequence[Result]) -> dict[str, int]:
+    """The run's resource counts, summed over units (``delete`` counts every destroy)."""
+    out = dict.fromkeys(("create", "update", "replace", "delete"), 0)
+    for r in results:
+        for key in out:
+            out[key] += int(r.counts.get(key, 0))
+    return out
+
+
+def totals_line(results: Sequence[Result]) -> str:
+    """``3 to add, 2 to change, 1 to replace, 1 to destroy`` (``no resource changes`` when all zero)."""
+    t = totals(results)
+    words = [f"{t[key]} {word}" for key, word in _TOTALS] + [f"{t['delete']} to destroy"]
+    return ", ".join(words) if any(t.values()) else "no resource changes"
+
+
+def module_change(before: str | None, after: str | None) -> str | None:
+    """``terraform-proxmox v1.1.0 → v1.2.0`` (or ``terraform-proxmox v1.2.0`` when unchanged
+    or unknown before); None without a source."""
+    if not after:
+        return None
+    new = parse_source(after)
+    name = new.short_name or after
+    old = parse_source(before) if before else None
+    if old is not None and old.ref and new.ref and old.ref != new.ref:
+        if old.short_name and old.short_name != name:
+            return f"{old.short_name} {old.ref} → {name} {new.ref}"
+        return f"{name} {old.ref} → {new.ref}"
+    return f"{name} {new.ref}" if new.ref else name
+
+
+def replace_why(change: ResourceChange) -> str | None:
+    """Why OpenTofu replaces ``change``: the attributes that force it, and the plan's reason."""
+    reason = reason_text(change.reason)
+    if change.replace_paths:
+        forced = ", ".join(f"`{p}`" for p in change.replace_paths)
+        verb = "forces" if len(change.replace_paths) == 1 else "force"
+        return f"{forced} {verb} replacement" + (f" ({reason})" if reason else "")
+    return reason
+
+
+def approval_lines(plans_dir: str | None = ".iac/plans") -> list[str]:
+    """How a manual unit is approved: the CI environment, and the local command
+    (``plans_dir`` None: in CI, where the folder is the run's plan artifact)."""
+    local = (
+        f"`invoke apply --plans {plans_dir} --approve-manual`."
+        if plans_dir is not None
+        else "download the run's plan artifact to DIR, then "
+        "`invoke apply --plans DIR --approve-manual`."
+    )
+    return [
+        f"Approve in CI: the `{APPROVAL_ENVIRONMENT}` environment's review on the apply run "
+        "after merge (these exact plans, nothing else).",
+        f"Approve locally: {local}",
+    ]
+
+
+def waiting_lines(units: Sequence[UnitApply], plans_dir: str) -> list[str]:
+    """What ``invoke apply`` prints for the units it leaves waiting: each with its
+    reason, then how to approve them (the same two ways the report names)."""
+    waiting = [u for u in units if u.result == "waiting-approval"]
+    if not waiting:
+        return []
+    return [
+        *(f"{u.path} waits for approval: {u.reason}" for u in waiting),
+        *approval_lines(plans_dir),
+    ]
+
+
+def next_lines(results: Sequence[Result], dependents: Sequence[tuple[str, str]]) -> list[str]:
+    """One line per planned unit whose apply re-plans others: each dependent with its trigger.
+
+    ``dependents`` are ``(dependent, via)`` pairs (``via``: the upstream it reads),
+    transitive, as :class:`tooling.core.changes.Dependent`; a dependent of a
+    dependent is traced back to the planned unit that starts the chain. Units
+    of this run planned against mock outputs are re-planned too.
+    """
+    planned = {r.path for r in results if r.status == "changes"}
+    via = dict(dependents)
+
+    def trigger(path: str) -> str | None:
+        seen: set[str] = set()
+        while path in via and path not in seen:
+            seen.add(path)
+            path = via[path]
+            if path in planned:
+                return path
+        return None
+
+    chains: dict[str, list[str]] = {}
+    for path, upstream in dependents:
+        root = trigger(path)
+        if root is not None:
+            chains.setdefault(root, []).append(
+                f"`{path}`" + ("" if upstream == root else f" (reads `{upstream}`)")
+            )
+    for r in results:
+        for dep in r.mocked_dependencies:
+            if dep in planned:
+                chains.setdefault(dep, []).append(f"`{r.path}` (in this plan, on mock outputs)")
+    return [
+        f"- after `{root}` applies: {', '.join(items)}"
+        for root in [r.path for r in results]
+        if (items := chains.get(root))
+    ]
+
+
+@dataclass(frozen=True)
+class RunLinks:
+    """Where a reviewer clicks: the commit, the workflow run (its logs) and its artifacts."""
+
+    server: str
+    repository: str
+    sha: str
+    run_id: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], sha: str | None = None) -> RunLinks | None:
+        """From GitHub Actions' ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY``,
+        ``GITHUB_RUN_ID`` and ``GITHUB_SHA`` (``sha`` wins over it); None outside Actions."""
+        repository = environ.get("GITHUB_REPOSITORY", "").strip()
+        commit = (sha or environ.get("GITHUB_SHA", "")).strip()
+        if not repository or not commit:
+            return None
+        server = environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/") or "https://github.com"
+        run_id = environ.get("GITHUB_RUN_ID", "").strip() or None
+        return cls(server, repository, commit, run_id)
+
+    @property
+    def commit_url(self) -> str:
+        return f"{self.server}/{self.repository}/commit/{self.sha}"
+
+    @property
+    def run_url(self) -> str | None:
+        if not self.run_id:
+            return None
+        return f"{self.server}/{self.repository}/actions/runs/{self.run_id}"
+
+    def line(self) -> str:
+        """``[commit abc…](url) · [workflow run logs](url) · [plan artifact](url)``."""
+        parts = [f"commit [`{self.sha[:12]}`]({self.commit_url})"]
+        if self.run_url:
+            parts += [
+                f"[workflow run logs]({self.run_url})",
+                f"[plan artifact]({self.run_url}#artifacts)",
+            ]
+        return " · ".join(parts)
+
+
+_MARKER = re.compile(r"^(?P<indent>\s*)(?P<mark>-/\+|\+/-|[-+~]|<=)(?P<rest>\s.*|)$")
+
+
+def diff_text(text: str) -> str:
+    """OpenTofu's plan text for a ```diff fence: each line's marker moved to the first
+    column (``+`` added, ``-`` removed and ``-/+`` replaced in red, ``~`` as ``!``
+    changed), so GitHub colours it; every line keeps its length and alignment."""
+    out: list[str] = []
+    for line in text.splitlines():
+        m = _MARKER.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        mark = "!" if m["mark"] == "~" else m["mark"]
+        out.append(f"{mark}{m['indent']}{m['rest']}")
+    return "\n".join(out)
+
+
+def _node(path: str) -> str:
+    return "u_" + "".join(c if c.isalnum() else "_" for c in path)
+
+
+def apply_graph(results: Sequence[Result], upstreams: Mapping[str, Sequence[str]]) -> str | None:
+    """A Mermaid flowchart of the units with something to apply, in apply order (the
+    results' DAG order), each labelled with its gate; None when fewer than two."""
+    shown = [r for r in results if r.status in ("changes", "error")]
+    if len(shown) < 2:
+        return None
+    paths = {r.path for r in shown}
+    lines = ["flowchart LR"]
+    for i, r in enumerate(shown, 1):
+        gate = r.gate.decision if r.gate is not None else "none"
+        label = f"{i}. {r.path}<br/>{'failed' if r.status == 'error' else 'gate: ' + gate}"
+        lines.append(f'  {_node(r.path)}["{label}"]')
+    for r in shown:
+        lines.extend(
+            f"  {_node(up)} --> {_node(r.path)}" for up in upstreams.get(r.path, ()) if up in paths
+        )
+    lines.append("  classDef manual fill:#fff8c5,stroke:#9a6700")
+    lines.append("  classDef failed fill:#ffebe9,stroke:#cf222e")
+    manual = [_node(r.path) for r in shown if r.gate is not None and r.gate.decision == "manual"]
+    failed = [_node(r.path) for r in shown if r.status == "error"]
+    if manual:
+        lines.append(f"  class {','.join(manual)} manual")
+    if failed:
+        lines.append(f"  class {','.join(failed)} failed")
+    return "\n".join(lines)
