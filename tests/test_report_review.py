@@ -736,3 +736,10 @@ def test_after_the_approval_job_the_merge_commit_leaves_waiting_for_approval(
     assert latest()["iac/plan (lan)"][1].startswith(
         "the approval job left no apply record (failure)"
     )
+
+
+def test_a_fold_title_uses_html_emphasis_since_markdown_is_not_rendered_in_summary() -> None:
+    titles = [line for line in _mixed_report().splitlines() if line.startswith("<summary>")]
+    network = next(line for line in titles if "live/cluster/network" in line)
+    assert network == "<summary><code>live/cluster/network</code>: <b>error</b></summary>"
+    assert not any("**" in line for line in titles)

@@ -215,7 +215,11 @@ def _fence(text: str) -> str:
 
 
 def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
-    title = f"<summary><code>{r.path}</code>: {_ICON.get(r.status, r.status)}</summary>"
+    # markdown is not rendered inside <summary>: emphasis there is HTML
+    label = _ICON.get(r.status, r.status).replace("**", "")
+    if label != _ICON.get(r.status, r.status):
+        label = f"<b>{label}</b>"
+    title = f"<summary><code>{r.path}</code>: {label}</summary>"
     body: list[str] = []
     if r.gate is not None and r.gate.decision != "none":
         body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
