@@ -86,7 +86,13 @@ class UnitEvaluator:
         return norm(posixpath.relpath(norm(path), self.loader.root_posix))
 
     def read(self, rel: str) -> None:
+        """Record that the unit reads ``rel`` (a folder ends in ``/``), and where a symbolic
+        link on its way points: a change to the link's target is a change to what is read."""
         self.reads[rel] = None
+        bare = rel.rstrip("/")
+        real = self.loader.tree.realpath(bare) if bare else bare
+        if real != bare:
+            self.reads[real + rel[len(bare) :]] = None
 
     def unresolved(self, file: ConfigFile, what: str) -> None:
         self.problems.append(f"{file.path}: cannot work out {what}")
