@@ -200,6 +200,8 @@ def test(c: Context, args: str = "") -> None:
     """Run the whole test suite (pytest, in parallel on the CPUs this machine has)."""
     import shlex
 
+    run(lambda: None)  # policy.toml checked first, as every task does
+
     # split as a shell would and join again: every argument reaches pytest whole
     argv = [sys.executable, "-m", "pytest", "-n", "auto", "--dist", "loadgroup", *shlex.split(args)]
     c.run(shlex.join(argv), pty=False)
