@@ -228,10 +228,13 @@ def render(
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
     interrupted: bool = False,
+    uncommitted: int = 0,
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
     merge base ``base``, with ``settings``: summary.json's, what the run planned
-    against), within ``budget`` characters; an ``interrupted`` run says so first."""
+    against), within ``budget`` characters; an ``interrupted`` run says so first.
+    ``uncommitted``: how many uncommitted changes the planned working tree held
+    (plans read the working tree: the header says they are included)."""
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
     lines = [MARKER, verdict(results), ""]
     if interrupted:
@@ -246,6 +249,12 @@ def render(
         lines.append(
             f"Planned at `{head[:12]}`"
             + (f" against merge base `{base[:12]}`" if base else "")
+            + (
+                f", including {uncommitted} uncommitted change(s) of the working tree"
+                " (not in any commit)"
+                if uncommitted
+                else ""
+            )
             + "."
         )
         lines.append("")
