@@ -120,6 +120,20 @@ def run_batch(
                 root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
             )
             results.update(batch.run())
+            if batch.unrun:
+                # Terragrunt stopped before running them (a configuration it cannot parse
+                # anywhere in the run fails its discovery of every unit): one process each,
+                # so a broken unit fails alone, with its own error
+                again = [t for t in group if t.path in batch.unrun]
+                for result in run_all(
+                    again,
+                    out_dir,
+                    env,
+                    jobs=jobs,
+                    progress=progress,
+                    planner=partial(plan_unit, lock=lock),
+                ):
+                    results[result.path] = result
     if progress:
         progress.close()
     return [results[t.path] for t in targets]
@@ -180,6 +194,8 @@ class _Batch:
         self.units = {t.path: _UnitRun(t) for t in group}
         self.paths = frozenset(self.units)
         self.shared: list[str] = []  # warnings and errors that name none of the units
+        #: units Terragrunt never ran (nor skipped for a failed dependency): planned again apart
+        self.unrun: set[str] = set()
         self.warnings: list[str] = []  # every warning (mock outputs are read from them)
         self.mutex = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=self.jobs)
@@ -299,6 +315,9 @@ class _Batch:
             results[path] = result = self._result(run, report.get(path), results)
             if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
+                self.unrun.discard(path)
+            if path in self.unrun:
+                continue  # run_batch plans it again in a process of its own, and reports it then
             if result.status != "not-planned":  # like one process per unit: nothing ran, no log
                 self._write_log(run, result)
             self._report(run, result)
@@ -367,6 +386,8 @@ class _Batch:
             if self.shared
             else f"exit code {self.code}"
         )
+        if self.code != 0:
+            self.unrun.add(t.path)
         return replace(
             base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}"
         )

@@ -20,7 +20,7 @@ from tooling.commands.plans import Progress
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import check_options, select_targets
+from tooling.core.targets import check_options, never_run_loops, select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir, proc
 from tooling.io.config import Settings
@@ -317,6 +317,7 @@ def _plan_into(
         )
         # a stack's generated units run in the scratch copy they were generated in
         targets = [t if t.destroy else replace(t, run_dir=ws.run_dir(t.path)) for t in targets]
+        targets = never_run_loops(targets, model)
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
