@@ -166,6 +166,7 @@ class _UnitRun:
         None  # the plan's summary, or why it could not be read
     )
     reported: bool = False  # its progress line is out
+    protected: bool = False  # left out of a destroy by its prevent_destroy
 
 
 class _Batch:
@@ -225,6 +226,11 @@ class _Batch:
             unit = runlog.unit_of(line.working_dir, self.root_text, self.paths)
             if unit is not None:
                 self.units[unit].work_copy = copy
+            return
+        if (kept := runlog.protected(line.msg)) is not None:
+            unit = runlog.unit_of(kept, self.root_text, self.paths)
+            if unit is not None:
+                self.units[unit].protected = True
             return
         if (begun := runlog.started(line.msg)) is not None:
             unit = runlog.unit_of(begun, self.root_text, self.paths)
@@ -381,6 +387,8 @@ class _Batch:
             return replace(
                 base, error=self._failure(run, run.finished.error if run.finished else cause)
             )
+        if run.protected:
+            return replace(base, error=protected_reason(t.path))
         why = (
             terragrunt.error_summary("\n".join(self.shared))
             if self.shared
@@ -416,6 +424,15 @@ class _Batch:
         outdir.write_text(
             unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
         )
+
+
+def protected_reason(path: str) -> str:
+    """Why a deleted unit has no destroy plan: its own ``prevent_destroy``."""
+    return (
+        f"not destroyed: {path}/terragrunt.hcl sets prevent_destroy = true (at the base "
+        "revision), so Terragrunt refuses to destroy it. To destroy it, first merge a change "
+        "that removes prevent_destroy, apply that, then delete the unit; otherwise restore the unit"
+    )
 
 
 def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:
