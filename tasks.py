@@ -125,7 +125,7 @@ def affected(
         "unit": "=PATH: plan the unit at PATH, e.g. --unit=live/cluster/vms (repeatable)",
         "executor": "plan only this executor's units (hosted | lan)",
         "jobs": "N plans run in parallel, N >= 1 (default: CPU count)",
-        "out": "output folder (default: .iac/plans)",
+        "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions)",
     },
 )
@@ -230,7 +230,7 @@ def test(c: Context, args: str = "") -> None:
 @task(
     help={
         "executor": "check only this executor's units (hosted | lan)",
-        "out": "output folder (default: .iac/drift)",
+        "out": "output folder, new or holding an earlier drift report, not inside .git (default: .iac/drift)",
         "issue": "open, update or close the one drift issue on GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY)",
     }
 )
@@ -363,7 +363,12 @@ _APP_HELP = {
 }
 
 
-@task(help={**_APP_HELP, "out": "output folder (default: .iac/app-plans/APP)"})
+@task(
+    help={
+        **_APP_HELP,
+        "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/app-plans/APP)",
+    }
+)
 def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
     """Plan an application's folder (plain OpenTofu, state apps/APP/terraform.tfstate); same report and gates.
 

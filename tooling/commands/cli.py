@@ -16,6 +16,7 @@ module when invoke loads it, for ``invoke --list`` too.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -141,8 +142,26 @@ def errors() -> Iterator[None]:
             raise
         except BrokenPipeError:  # `invoke units --json | head`
             _reader_gone()
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRORS or not exc.filename:
+                _bug(exc)
+            # the machine's doing (a full disk, a read-only folder...), not the tooling's
+            print(
+                f"error: {exc.filename}: {exc.strerror or type(exc).__name__}. "
+                "Free space, make it writable, or use another folder.",
+                file=sys.stderr,
+            )
+            raise Exit(code=1) from None
         except Exception as exc:
             _bug(exc)
+
+
+#: OS errors that say something about the machine, not about the tooling
+_ENVIRONMENT_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EIO", "EMFILE")
+    if hasattr(errno, name)
+)
 
 
 def _bug(exc: Exception) -> NoReturn:
