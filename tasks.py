@@ -71,31 +71,47 @@ def units(c: Context, json_: bool = False) -> None:
 @task(
     help={
         "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)",
-        "head": "the revision to compare (default: HEAD)",
-        "uncommitted": "add staged, unstaged and untracked changes of the working tree",
+        "head": "the revision to compare (default: HEAD); compares commits only",
+        "committed": "compare commits only: leave out the working tree's uncommitted changes (a note says how many)",
+        "uncommitted": "include the working tree's staged, unstaged and untracked changes (the default)",
         "json": "print the JSON document on stdout (logs go to stderr)",
     }
 )
 def affected(
-    c: Context, base: str = "", head: str = "", uncommitted: bool = False, json_: bool = False
+    c: Context,
+    base: str = "",
+    head: str = "",
+    committed: bool = False,
+    uncommitted: bool = False,
+    json_: bool = False,
 ) -> None:
     """The units a change affects, with reasons, in DAG order (deletions last); their dependents apart.
 
+    The change is every commit since the merge base plus the working tree's
+    uncommitted changes, as `invoke plan` plans them (--committed or --head:
+    commits only, with a note naming what was left out).
     Exit code 1 (after the result) when a unit's HCL does not parse.
     """
     from tooling.commands import pipeline
+    from tooling.errors import UsageError
 
     def go() -> int:
+        if committed and uncommitted:
+            raise UsageError("--committed and --uncommitted exclude each other")
         ws = workspace()
         say_settings(ws)
         ws.check_tools()
+        whole_tree = not committed and not head
         result, model = pipeline.compute_affected(
-            ws, base or None, head or None, uncommitted=uncommitted
+            ws, base or None, head or None, uncommitted=whole_tree or uncommitted
         )
+        ignored = None if whole_tree or uncommitted else pipeline.left_out(ws)
         if json_:
             print(json.dumps(result.to_json(), indent=2))
+            if ignored:
+                print(f"note: {ignored}", file=sys.stderr)
         else:
-            pipeline.print_affected(result)
+            pipeline.print_affected(result, ignored=ignored)
         return pipeline.unreadable_exit(model)
 
     run(go)
@@ -104,12 +120,12 @@ def affected(
 @task(
     iterable=["unit"],
     help={
-        "base": "plan what changed since the merge base with this ref (default: the default branch)",
+        "base": "plan what changed since the merge base with this ref, plus the working tree's uncommitted changes (default: the default branch)",
         "all": "plan every unit",
         "unit": "=PATH: plan the unit at PATH, e.g. --unit=live/cluster/vms (repeatable)",
         "executor": "plan only this executor's units (hosted | lan)",
         "jobs": "N plans run in parallel, N >= 1 (default: CPU count)",
-        "out": "output folder (default: .iac/plans)",
+        "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
         "GitHub's 65,536 characters continues in follow-up comments, edited in place",
     },
@@ -125,6 +141,10 @@ def plan(
     comment: bool = False,
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
+
+    Plans read the working tree: its uncommitted changes are planned, and count
+    as changes when choosing the affected units (as `invoke affected` does by
+    default); the report's header says how many there were.
 
     Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
     completion writes it is the same); naming units excludes planning all.
@@ -209,6 +229,8 @@ def test(c: Context, args: str = "") -> None:
     """Run the whole test suite (pytest, in parallel on the CPUs this machine has)."""
     import shlex
 
+    run(lambda: None)  # policy.toml checked first, as every task does
+
     # split as a shell would and join again: every argument reaches pytest whole
     argv = [sys.executable, "-m", "pytest", "-n", "auto", "--dist", "loadgroup", *shlex.split(args)]
     c.run(shlex.join(argv), pty=False)
@@ -217,7 +239,7 @@ def test(c: Context, args: str = "") -> None:
 @task(
     help={
         "executor": "check only this executor's units (hosted | lan)",
-        "out": "output folder (default: .iac/drift)",
+        "out": "output folder, new or holding an earlier drift report, not inside .git (default: .iac/drift)",
         "issue": "open, update or close the one drift issue on GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY)",
     }
 )
@@ -380,7 +402,12 @@ _APP_HELP = {
 }
 
 
-@task(help={**_APP_HELP, "out": "output folder (default: .iac/app-plans/APP)"})
+@task(
+    help={
+        **_APP_HELP,
+        "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/app-plans/APP)",
+    }
+)
 def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
     """Plan an application's folder (plain OpenTofu, state apps/APP/terraform.tfstate); same report and gates.
 

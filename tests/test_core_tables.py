@@ -518,6 +518,14 @@ def test_render_names_the_commits_it_planned(
         assert line in doc.splitlines()
 
 
+def test_render_says_the_plan_includes_the_working_trees_uncommitted_changes() -> None:
+    doc = report.render([result("live/a/x")], head="a" * 40, base="b" * 40, uncommitted=2)
+    assert (
+        f"Planned at `{'a' * 12}` against merge base `{'b' * 12}`, including 2 uncommitted "
+        "change(s) of the working tree (not in any commit)."
+    ) in doc.splitlines()
+
+
 def test_render_shows_each_gate_from_the_result_and_puts_manual_units_first() -> None:
     results = [
         result("live/a/auto"),

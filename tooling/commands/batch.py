@@ -126,6 +126,20 @@ def run_batch(
             )
             batch.declared = declared or {}
             results.update(batch.run())
+            if batch.unrun:
+                # Terragrunt stopped before running them (a configuration it cannot parse
+                # anywhere in the run fails its discovery of every unit): one process each,
+                # so a broken unit fails alone, with its own error
+                again = [t for t in group if t.path in batch.unrun]
+                for result in run_all(
+                    again,
+                    out_dir,
+                    env,
+                    jobs=jobs,
+                    progress=progress,
+                    planner=partial(plan_unit, lock=lock),
+                ):
+                    results[result.path] = result
     if progress:
         progress.close()
     return [results[t.path] for t in targets]
@@ -196,6 +210,7 @@ class _UnitRun:
     reported: bool = False  # its progress line is out
     # "" once its upstreams' sensitive outputs are registered, or why they could not be read
     learned: str | None = None
+    protected: bool = False  # left out of a destroy by its prevent_destroy
 
 
 class _Batch:
@@ -225,6 +240,8 @@ class _Batch:
         self.units = {t.path: _UnitRun(t) for t in group}
         self.paths = frozenset(self.units)
         self.shared: list[str] = []  # warnings and errors that name none of the units
+        #: units Terragrunt never ran (nor skipped for a failed dependency): planned again apart
+        self.unrun: set[str] = set()
         self.warnings: list[str] = []  # every warning (mock outputs are read from them)
         self.mutex = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=self.jobs)
@@ -254,6 +271,11 @@ class _Batch:
             unit = runlog.unit_of(line.working_dir, self.root_text, self.paths)
             if unit is not None:
                 self.units[unit].work_copy = copy
+            return
+        if (kept := runlog.protected(line.msg)) is not None:
+            unit = runlog.unit_of(kept, self.root_text, self.paths)
+            if unit is not None:
+                self.units[unit].protected = True
             return
         if (begun := runlog.started(line.msg)) is not None:
             unit = runlog.unit_of(begun, self.root_text, self.paths)
@@ -367,6 +389,9 @@ class _Batch:
                 results[path] = result = replace(result, error=run.learned)
             if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
+                self.unrun.discard(path)
+            if path in self.unrun:
+                continue  # run_batch plans it again in a process of its own, and reports it then
             if result.status != "not-planned":  # like one process per unit: nothing ran, no log
                 self._write_log(run, result)
             self._report(run, result)
@@ -430,11 +455,15 @@ class _Batch:
             return replace(
                 base, error=self._failure(run, run.finished.error if run.finished else cause)
             )
+        if run.protected:
+            return replace(base, error=protected_reason(t.path))
         why = (
             terragrunt.error_summary("\n".join(self.shared))
             if self.shared
             else f"exit code {self.code}"
         )
+        if self.code != 0:
+            self.unrun.add(t.path)
         return replace(
             base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}"
         )
@@ -475,6 +504,15 @@ class _Batch:
 def _ran(run: _UnitRun) -> bool:
     """Terragrunt started the unit (a unit that exited early printed nothing of its own)."""
     return run.started is not None or run.finished is not None or bool(run.log)
+
+
+def protected_reason(path: str) -> str:
+    """Why a deleted unit has no destroy plan: its own ``prevent_destroy``."""
+    return (
+        f"not destroyed: {path}/terragrunt.hcl sets prevent_destroy = true (at the base "
+        "revision), so Terragrunt refuses to destroy it. To destroy it, first merge a change "
+        "that removes prevent_destroy, apply that, then delete the unit; otherwise restore the unit"
+    )
 
 
 def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:

@@ -6,6 +6,7 @@
 - :func:`errors` and :func:`run`: a task's body runs with its output redacted,
   a :class:`~tooling.errors.ToolingError` becomes ``error: ...`` and its exit
   code, Ctrl-C exits 130, and anything unforeseen is one line, not a traceback;
+  the whole policy.toml is checked before the task starts (:func:`check_policy`);
 - :func:`workspace` and :func:`say_settings`: the repository a task runs in,
   and the first line of every task that reads the units.
 
@@ -15,6 +16,7 @@ module when invoke loads it, for ``invoke --list`` too.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -26,7 +28,15 @@ from typing import Any, NoReturn
 from invoke.exceptions import Exit, ParseError
 from invoke.program import Program
 
-__all__ = ["UsageProgram", "errors", "run", "say_settings", "use_usage_exit_codes", "workspace"]
+__all__ = [
+    "UsageProgram",
+    "check_policy",
+    "errors",
+    "run",
+    "say_settings",
+    "use_usage_exit_codes",
+    "workspace",
+]
 
 
 class UsageProgram(Program):
@@ -132,17 +142,39 @@ def errors() -> Iterator[None]:
             raise
         except BrokenPipeError:  # `invoke units --json | head`
             _reader_gone()
-        except Exception as exc:
-            # A failure the tooling did not foresee: one line, not a traceback
-            # (IAC_DEBUG=1 shows it). It is a bug: the message says so.
-            if os.environ.get("IAC_DEBUG"):
-                raise
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRORS or not exc.filename:
+                _bug(exc)
+            # the machine's doing (a full disk, a read-only folder...), not the tooling's
             print(
-                f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in the tooling: "
-                "run again with IAC_DEBUG=1 for the traceback and report it.",
+                f"error: {exc.filename}: {exc.strerror or type(exc).__name__}. "
+                "Free space, make it writable, or use another folder.",
                 file=sys.stderr,
             )
             raise Exit(code=1) from None
+        except Exception as exc:
+            _bug(exc)
+
+
+#: OS errors that say something about the machine, not about the tooling
+_ENVIRONMENT_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EIO", "EMFILE")
+    if hasattr(errno, name)
+)
+
+
+def _bug(exc: Exception) -> NoReturn:
+    """A failure the tooling did not foresee: one line, not a traceback (IAC_DEBUG=1
+    shows it). It is a bug: the message says so."""
+    if os.environ.get("IAC_DEBUG"):
+        raise exc
+    print(
+        f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in the tooling: "
+        "run again with IAC_DEBUG=1 for the traceback and report it.",
+        file=sys.stderr,
+    )
+    raise Exit(code=1) from None
 
 
 def workspace() -> Any:
@@ -163,8 +195,24 @@ def say_settings(ws: Any) -> None:
     say(ws.settings.describe())
 
 
+def check_policy(start: Path | None = None) -> None:
+    """The whole policy.toml of the repository around ``start`` (default: the current
+    folder), checked before a task does anything: an unknown table or key, or a value
+    of the wrong kind, is refused by name whatever the task reads. Outside a
+    repository there is nothing to check (the task says where it expected one)."""
+    from tooling.core.policydoc import validate
+    from tooling.io import config
+    from tooling.io.workspace import nearest_root
+
+    root = nearest_root(start)
+    if root is not None:
+        validate(config.read_policy(root))
+
+
 def run(fn: Callable[[], int | None]) -> None:
+    """Run a task's body: policy.toml checked first, then ``fn`` under :func:`errors`."""
     with errors():
+        check_policy()
         code = fn()
     if code:
         raise Exit(code=code)

@@ -63,6 +63,7 @@ from tooling.core.drift import (
     render_markdown,
     verdict,
 )
+from tooling.core.targets import never_run_loops
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc
 from tooling.io.ui import say, show
@@ -188,6 +189,7 @@ def run(
             for u in (model.units[path],)
             if not executor or u.executor == executor
         ]
+        targets = never_run_loops(targets, model)
         say(
             f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
         )

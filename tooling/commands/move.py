@@ -99,6 +99,9 @@ class RenamedTree:
     def realpath(self, path: str) -> str:
         return path
 
+    def links_under(self, folder: str) -> list[str]:
+        return []
+
     def unit_files(self) -> list[str]:
         out = []
         for path in self.inner.unit_files():

@@ -20,7 +20,7 @@ from tooling.commands.plans import Progress
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import check_options, select_targets
+from tooling.core.targets import check_options, never_run_loops, select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir, proc
 from tooling.io.config import Settings
@@ -84,11 +84,28 @@ def compute_affected(
     return result, head_model
 
 
-def print_affected(result: Affected, emit: Callable[[str], None] = show) -> None:
+def left_out(ws: Workspace) -> str | None:
+    """For ``invoke affected --committed`` (or ``--head``): the working tree's uncommitted
+    changes that were not included, if there are any (plans would include them)."""
+    pending = git.uncommitted(ws.root)
+    if not pending:
+        return None
+    return (
+        f"{len(pending)} uncommitted change(s) of the working tree not included "
+        "(commits only); `invoke plan` plans the working tree: commit them, or drop --committed"
+    )
+
+
+def print_affected(
+    result: Affected, emit: Callable[[str], None] = show, *, ignored: str | None = None
+) -> None:
     """The human listing: the result of `invoke affected` on stdout; progress (``say``)
-    where another command lists what it is about to do."""
+    where another command lists what it is about to do. ``ignored``: what the working
+    tree holds that was left out (:func:`left_out`)."""
     emit(
-        f"base {result.base[:12]} (merge base) -> head {result.head[:12]}{' + uncommitted changes' if result.uncommitted else ''}"
+        f"base {result.base[:12]} (merge base) -> head {result.head[:12]}"
+        + (" + uncommitted changes" if result.uncommitted else "")
+        + (f" ({ignored})" if ignored else "")
     )
     if not result.units:
         emit("no unit is affected")
@@ -264,6 +281,8 @@ def _plan_into(
     root = ws.root
     out_dir = folder.path
     head_sha = git.rev_parse(root, "HEAD")
+    # plans read the working tree: its uncommitted changes are planned, and the report says so
+    pending = git.uncommitted(root)
     model = (
         ws.current_model
     )  # the one load of the head model: affected and the tool environment share it
@@ -298,6 +317,7 @@ def _plan_into(
         )
         # a stack's generated units run in the scratch copy they were generated in
         targets = [t if t.destroy else replace(t, run_dir=ws.run_dir(t.path)) for t in targets]
+        targets = never_run_loops(targets, model)
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
@@ -351,6 +371,7 @@ def _plan_into(
             base=change.base if change else None,
             settings=summary.get("settings"),
             interrupted=interrupted,
+            uncommitted=len(pending),
             budget=budget,
             **page,
         )

@@ -9,6 +9,10 @@ The rules (each has its own test):
   ``.tfvars`` beside it, a sub-folder) selects the unit (``modified``), as
   Terragrunt copies the folder into every run; only the files that cannot
   change a plan are exempt (:data:`NO_PLAN_FILES`: documentation);
+- symbolic links are followed to their targets inside the repository: a file or
+  folder linked into a unit's folder, or a link on the way of a file the
+  configuration reads, makes the unit a reader of the target (the model records
+  it, :mod:`tooling.model.loader`), so the read rule selects it;
 - a unit the model cannot fully evaluate (``Unit.error``) is selected by any
   change at all, with the error as its reason: its plan then fails or shows
   the truth, and nothing is skipped silently;

@@ -296,6 +296,7 @@ def render(
     dependents: Sequence[tuple[str, str]] = (),
     upstreams: Mapping[str, Sequence[str]] | None = None,
     plans_dir: str | None = ".iac/plans",
+    uncommitted: int = 0,
 ) -> str:
     """The whole comment for ``results`` (planned at commit ``head`` against the
     merge base ``base``, with ``settings``: summary.json's, what the run planned
@@ -307,6 +308,8 @@ def render(
     maps each unit to the units it reads, for the apply-order graph;
     ``plans_dir`` is the folder named in the local approval command (None in CI:
     the run's plan artifact).
+    ``uncommitted``: how many uncommitted changes the planned working tree held
+    (plans read the working tree: the header says they are included).
     """
     texts = {r.path: r.plan_text for r in results if r.plan_text is not None}
     lines = [MARKER, verdict(results), ""]
@@ -328,6 +331,12 @@ def render(
         lines.append(
             f"Planned at `{head[:12]}`"
             + (f" against merge base `{base[:12]}`" if base else "")
+            + (
+                f", including {uncommitted} uncommitted change(s) of the working tree"
+                " (not in any commit)"
+                if uncommitted
+                else ""
+            )
             + "."
         )
         lines.append("")

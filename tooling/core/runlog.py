@@ -75,6 +75,16 @@ _FINISHED = re.compile(
 _WORKDIR = re.compile(r"^Setting working directory to (.+)$")
 
 
+_PROTECTED = re.compile(r"^Unit (.+) is protected by prevent_destroy flag$")
+
+
+def protected(msg: str) -> str | None:
+    """The absolute unit folder Terragrunt leaves out of a destroy for its
+    ``prevent_destroy`` (a debug line; the unit then has no run at all)."""
+    m = _PROTECTED.match(msg)
+    return m.group(1) if m else None
+
+
 def started(msg: str) -> str | None:
     """The absolute unit folder a ``starting`` marker names."""
     m = _STARTED.match(msg)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tooling.core.changes import Affected
 from tooling.errors import UsageError
+from tooling.model.evaluator import READ_CYCLE
 from tooling.model.excludes import excludes
 from tooling.model.repo import Model
 
@@ -32,7 +33,7 @@ class Target:
     # every unit it reads outputs from, directly or through others (DAG order)
     upstream: tuple[str, ...] = ()
     destroy: bool = False
-    preset: str | None = None  # withheld | blocked | excluded: reported, not planned
+    preset: str | None = None  # withheld | blocked | excluded | error: reported, not planned
     preset_reason: str | None = None
     source: str | None = None
     gate_class: str = "auto"
@@ -224,4 +225,19 @@ def waves(targets: Sequence[Target]) -> list[list[Target]]:
     out: list[list[Target]] = [[] for _ in range(max(wave.values(), default=-1) + 1)]
     for t in targets:
         out[wave[t.path]].append(t)
+    return out
+
+
+def never_run_loops(targets: Sequence[Target], model: Model) -> list[Target]:
+    """``targets``, with each unit whose files read each other in a loop (the model's
+    :data:`~tooling.model.evaluator.READ_CYCLE` error) settled as an ``error`` that names
+    the loop: Terragrunt would evaluate it without end, and hold up every other unit of
+    the run. Its dependents are then not planned; independent units are."""
+    out = []
+    for t in targets:
+        unit = model.units.get(t.path)
+        error = unit.error if unit is not None and not t.destroy and not t.preset else None
+        if error and READ_CYCLE in error:
+            t = replace(t, preset="error", preset_reason=f"not run: {error}")
+        out.append(t)
     return out

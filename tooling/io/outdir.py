@@ -5,8 +5,11 @@ Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``
 
 - **guarded**: before anything is deleted, the folder is checked at every depth
   against what this kind of report writes (a :class:`Layout`); a folder holding
-  anything else, the repository, one of its parents, the home folder or ``/``
-  is refused;
+  anything else, the repository, one of its parents, a folder inside ``.git``,
+  the home folder or ``/`` is refused;
+- **one line for the machine's errors**: a folder that cannot be created or
+  written (full disk, read-only file system, a file in the way) is a
+  :class:`ToolingError` naming the folder and the cause, never a "bug";
 - **emptied late**: :meth:`ReportDir.reset` is called by the command only after
   parsing and preflight succeeded, so a run that fails early keeps the previous
   report;
@@ -26,6 +29,7 @@ The same step guards the tooling's own stdout and stderr (:func:`guard_streams`)
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import json
@@ -124,6 +128,9 @@ def write_text(path: Path, text: str, *, raw: bool = False) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _named(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -205,6 +212,13 @@ def redact_json(data: Any, where: str, pointer: str = "") -> Any:
     return data
 
 
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with the file it happened on (a failed write of an open file names none)."""
+    if exc.filename is not None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
 def write_json(path: Path, data: Any) -> Path:
     """``data`` as indented JSON, its string values redacted (never its keys or the
     fields that name things: :func:`redact_json`), written atomically."""
@@ -215,8 +229,11 @@ def write_json(path: Path, data: Any) -> Path:
 def append_text(path: Path, text: str) -> None:
     """Append redacted ``text`` to a log file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(redact(text))
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(redact(text))
+    except OSError as exc:
+        raise _named(exc, path) from None
 
 
 def job_summary(markdown: str, environ: Mapping[str, str] | None = None) -> None:
@@ -301,7 +318,26 @@ def protected_reason(folder: Path, root: Path) -> str | None:
         return "it is the home folder" if folder == home else "it holds the home folder"
     if (folder / ".git").exists():
         return "it is a git working copy"
+    if ".git" in folder.parts:
+        return "it is inside a .git folder (git would read what is written there as its own data)"
     return None
+
+
+def os_error_line(folder: Path, exc: OSError, doing: str) -> str:
+    """One line for an OS error on a report folder: the folder, what failed, why, what to do."""
+    where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != folder else ""
+    cause = exc.strerror or type(exc).__name__
+    return (
+        f"{folder}: cannot {doing}{where}: {cause}. "
+        "Free space, make the folder writable, or name another folder"
+    )
+
+
+def inside(path: object, folder: Path) -> bool:
+    """Whether the file name an OS error carries is ``folder`` or below it."""
+    if not isinstance(path, str | bytes | os.PathLike):
+        return False
+    return Path(os.fsdecode(path)).resolve().is_relative_to(folder)
 
 
 class ReportDir:
@@ -327,7 +363,12 @@ class ReportDir:
         """Check ``path`` (nothing deleted yet), create it if missing, and take its lock."""
         report = cls(path, layout, root)
         report.check()
-        report.path.mkdir(parents=True, exist_ok=True)
+        try:
+            report.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ToolingError(
+                os_error_line(report.path, exc, f"create the {layout.what} folder")
+            ) from None
         report._lock()
         report.check()  # again under the lock: another run may have written meanwhile
         return report
@@ -338,6 +379,10 @@ class ReportDir:
         report = cls(path, layout, root)
         if not report.path.is_dir():
             raise ToolingError(f"{path}: no such folder")
+        if ".git" in report.path.parts:
+            raise UsageError(
+                f"{path}: it is inside a .git folder; name the folder `invoke plan --out` wrote"
+            )
         report._lock()
         return report
 
@@ -363,7 +408,10 @@ class ReportDir:
 
     def _lock(self) -> None:
         lock_path = self.path / LOCK_NAME
-        fh = lock_path.open("a+", encoding="utf-8")
+        try:
+            fh = lock_path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise ToolingError(os_error_line(self.path, exc, "write to it")) from None
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -374,10 +422,18 @@ class ReportDir:
                 f"{self.path}: another run is writing to this folder ({holder}). "
                 "Wait for it to finish, or name another folder."
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}\n")
-        fh.flush()
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"pid {os.getpid()}\n")
+            fh.flush()
+        except OSError as exc:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):  # closing flushes the same text again
+                fh.close()
+            raise ToolingError(
+                os_error_line(self.path, _named(exc, lock_path), "write to it")
+            ) from None
         self._lock_fh = fh
 
     def close(self) -> None:
@@ -389,8 +445,16 @@ class ReportDir:
     def __enter__(self) -> ReportDir:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        # a full disk, a read-only file system, a file where a folder should be:
+        # one line naming this folder and the cause, not a bug report
+        if isinstance(exc, OSError) and (
+            inside(exc.filename, self.path) or inside(exc.filename2, self.path)
+        ):
+            raise ToolingError(
+                os_error_line(self.path, exc, f"write the {self.layout.what}")
+            ) from None
 
     # -- emptying
     def reset(self) -> None:
@@ -398,13 +462,16 @@ class ReportDir:
         if self._lock_fh is None:
             raise ToolingError(f"{self.path}: reset without the folder's lock")
         self.check()
-        for entry in self.path.iterdir():
-            if entry.name == LOCK_NAME:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        try:
+            for entry in self.path.iterdir():
+                if entry.name == LOCK_NAME:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+        except OSError as exc:
+            raise ToolingError(os_error_line(self.path, exc, "empty it")) from None
 
     # -- writing
     def file(self, rel: str | Path) -> Path:

@@ -77,7 +77,18 @@ def _argv(args: Sequence[str]) -> tuple[str, ...]:
     return argv
 
 
-def _not_found(argv: Sequence[str]) -> ToolingError:
+def _not_found(
+    argv: Sequence[str], exc: OSError, cwd: str | os.PathLike[str] | None = None
+) -> ToolingError:
+    """Why ``argv`` could not start: its folder ``cwd`` is gone (or is not a folder), or
+    the program is missing. Python raises the same error for both."""
+    folder = Path(cwd) if cwd is not None else None
+    if folder is not None and not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return ToolingError(
+            f"{folder}: the folder {argv[0]} was to run in {what} ({exc.strerror}); "
+            "restore it, or plan again from the current tree"
+        )
     return ToolingError(
         f"{argv[0]}: program not found. Run `invoke setup` (or install it) and try again."
     )
@@ -118,8 +129,8 @@ def run(
             timeout=timeout,
             check=False,
         )
-    except FileNotFoundError as exc:
-        raise _not_found(argv) from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _not_found(argv, exc, cwd) from exc
     except subprocess.TimeoutExpired as exc:
         raise ToolingError(f"{shlex.join(argv)} timed out after {timeout} s") from exc
     result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
@@ -295,8 +306,8 @@ def _start(argv: Sequence[str], **popen: Any) -> subprocess.Popen[str]:
         child: subprocess.Popen[str] = subprocess.Popen(
             argv, env=child_env(env), start_new_session=True, **popen
         )
-    except FileNotFoundError as exc:
-        raise _not_found(argv) from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _not_found(argv, exc, popen.get("cwd")) from exc
     _CHILDREN.add(child)
     return child
 

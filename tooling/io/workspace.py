@@ -32,15 +32,21 @@ def is_root(candidate: Path) -> bool:
     )
 
 
+def nearest_root(start: Path | None = None) -> Path | None:
+    """The nearest folder above ``start`` holding the root file and live folder(s), or None."""
+    here = (start or Path.cwd()).resolve()
+    return next((c for c in (here, *here.parents) if is_root(c)), None)
+
+
 def find_root(start: Path | None = None) -> Path:
     """The repository root: the nearest folder above ``start`` holding the root file and live folder(s).
 
     By default ``root.hcl`` and ``live/``; policy.toml ``[layout]`` names others.
     """
+    found = nearest_root(start)
+    if found is not None:
+        return found
     here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if is_root(candidate):
-            return candidate
     raise ToolingError(
         f"{here}: not inside an infrastructure repository (no root.hcl with a live/ folder above it, "
         "nor the root_file and live folders a policy.toml [layout] names). Run `invoke doctor` there."

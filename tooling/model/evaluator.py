@@ -59,6 +59,11 @@ class ConfigFile:
     locals_cache: dict[str, Any] = field(default_factory=dict)
 
 
+#: the start of the error of a unit whose files read each other with read_terragrunt_config():
+#: Terragrunt loops on such a unit without end, so it must never run there
+READ_CYCLE = "read_terragrunt_config() cycle"
+
+
 class UnitEvaluator:
     """Evaluates one unit's configuration, recording every file it reads."""
 
@@ -69,6 +74,8 @@ class UnitEvaluator:
         #: what the model could not work out: the unit is then affected by any change
         self.problems: list[str] = []
         self._evaluating: set[tuple[str, str]] = set()
+        #: the files read_terragrunt_config() is reading, outermost first (a cycle is an error)
+        self._reading: list[str] = []
         self._loop: list[dict[str, Any]] = []
         self._values: Any = None
 
@@ -86,7 +93,13 @@ class UnitEvaluator:
         return norm(posixpath.relpath(norm(path), self.loader.root_posix))
 
     def read(self, rel: str) -> None:
+        """Record that the unit reads ``rel`` (a folder ends in ``/``), and where a symbolic
+        link on its way points: a change to the link's target is a change to what is read."""
         self.reads[rel] = None
+        bare = rel.rstrip("/")
+        real = self.loader.tree.realpath(bare) if bare else bare
+        if real != bare:
+            self.reads[real + rel[len(bare) :]] = None
 
     def unresolved(self, file: ConfigFile, what: str) -> None:
         self.problems.append(f"{file.path}: cannot work out {what}")
@@ -198,16 +211,30 @@ class UnitEvaluator:
                 return args[1]
             raise ToolingError(f"{file.path}: read_terragrunt_config: {rel} does not exist")
         self.read(rel)
-        # the read file is parsed as a configuration of its own: its paths, its includes
-        target = self.loader.file(rel, Scope(rel))
-        self.include_all(target)
-        for each in (target, *target.scope.includes.values()):
-            self.scan_reads(each)
-        return {
-            "locals": self.all_locals(target),
-            "inputs": UNKNOWN,
-            "dependency": self.dependency_paths(target),
-        }
+        if rel in self._reading or rel == file.path:
+            chain = (
+                " -> ".join([*self._reading[self._reading.index(rel) :], rel])
+                if rel in self._reading
+                else f"{rel} -> {rel}"
+            )
+            raise ToolingError(
+                f"{file.path}: {READ_CYCLE}: {chain}. "
+                "Remove one of the reads (Terragrunt cannot evaluate it either)"
+            )
+        self._reading.append(rel)
+        try:
+            # the read file is parsed as a configuration of its own: its paths, its includes
+            target = self.loader.file(rel, Scope(rel))
+            self.include_all(target)
+            for each in (target, *target.scope.includes.values()):
+                self.scan_reads(each)
+            return {
+                "locals": self.all_locals(target),
+                "inputs": UNKNOWN,
+                "dependency": self.dependency_paths(target),
+            }
+        finally:
+            self._reading.pop()
 
     def include_all(self, config: ConfigFile) -> None:
         """Resolve the include blocks of ``config`` into its scope (their reads recorded)."""

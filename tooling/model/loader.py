@@ -23,7 +23,7 @@ from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import META_KEYS, UNRESOLVED_GATE, Model, Unit, dag_order
 
-MODEL_CACHE_VERSION = 8
+MODEL_CACHE_VERSION = 9
 
 
 class Loader:
@@ -125,6 +125,12 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
     ev = UnitEvaluator(loader, unit_dir)
     unit = loader.file(unit_file, Scope(unit_file))
     ev.read(unit_file)
+    # OpenTofu reads a file or folder linked into the unit's folder at the link's
+    # target (Terragrunt copies what the link points at): a change there affects the unit
+    for link in loader.tree.links_under(unit_dir):
+        target = loader.tree.realpath(link)
+        if target != link:
+            ev.read(target.rstrip("/") + "/" if loader.tree.is_dir(target) else target)
     lines: dict[str, int] = {}
 
     # includes first: their locals are visible through include.NAME

@@ -11,6 +11,9 @@ Each table is interpreted where it is used (``[gates]`` by
 does not know, through :func:`refuse_unknown_keys`: a misspelt key must not
 silently drop a rule. ``[gate]`` for ``[gates]``, or ``node_type`` for
 ``node_types``, would otherwise let a VM change apply without approval.
+Every task reads all of them first (:func:`tooling.core.policydoc.validate`,
+called by :func:`tooling.commands.cli.run`), so a typo in a table the task
+does not use stops it too, before it writes anything.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ class Tree(Protocol):
 
     def realpath(self, path: str) -> str: ...
 
+    def links_under(self, folder: str) -> list[str]: ...
+
     def fingerprint(self) -> str: ...
 
 
@@ -77,6 +79,8 @@ class WorkTree:
         self._files: dict[str, Path] = {}
         self._dirs: set[str] = set()
         self._shas: dict[str, str] = {}
+        #: symbolic links under the live folders (to files or folders) -> their target
+        self._links: dict[str, str] = {}
         for folder in self.live:
             base = self.root / folder
             for dirpath, dirnames, filenames in os.walk(base):
@@ -85,6 +89,10 @@ class WorkTree:
                 self._dirs.add(rel)
                 for name in filenames:
                     self._files[name if rel == "." else f"{rel}/{name}"] = Path(dirpath, name)
+                for name in (*dirnames, *filenames):
+                    if os.path.islink(os.path.join(dirpath, name)):
+                        link = name if rel == "." else f"{rel}/{name}"
+                        self._links[link] = os.readlink(os.path.join(dirpath, name))
         for entry in os.scandir(self.root):
             if entry.is_file():
                 self._files[entry.name] = Path(entry.path)
@@ -138,12 +146,19 @@ class WorkTree:
         rel = os.path.relpath(real, self.root).replace(os.sep, "/")
         return path if rel.startswith("../") or rel == ".." else rel
 
+    def links_under(self, folder: str) -> list[str]:
+        prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
+        return sorted(p for p in self._links if p.startswith(prefix))
+
     def fingerprint(self) -> str:
         digest = hashlib.sha1(repr(self.live).encode())
         for path in sorted(self._files):
             digest.update(path.encode())
             if path.endswith(".hcl"):
                 digest.update(self.sha(path).encode())
+        # a link pointed elsewhere reads other files
+        for link, target in sorted(self._links.items()):
+            digest.update(f"{link}->{target}".encode())
         return digest.hexdigest()
 
 
@@ -209,10 +224,17 @@ class GitTree:
         prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
         return sorted(p for p in self._entries if p.startswith(prefix) and not skipped(p))
 
-    def realpath(self, path: str) -> str:
+    def _link_paths(self) -> set[str]:
         if self._link_set is None:
             self._link_set = self._links() if self._links is not None else set()
-        links = self._link_set
+        return self._link_set
+
+    def links_under(self, folder: str) -> list[str]:
+        prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
+        return sorted(p for p in self._link_paths() if p.startswith(prefix) and not skipped(p))
+
+    def realpath(self, path: str) -> str:
+        links = self._link_paths()
         if not links:
             return path
         parts = path.split("/")
