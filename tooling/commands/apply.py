@@ -60,6 +60,7 @@ from tooling.core.record import (
     change_set,
     earlier_applied,
     exit_code,
+    model_block,
     record_document,
     report_md,
     unplanned_error,
@@ -296,7 +297,7 @@ class Applier:
                 gate=claimed,
             )
             return
-        blocked = self.upstream_block(unit)
+        blocked = self.upstream_block(unit) or model_block(self.model.units.get(path), unit)
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tooling.core.targets import model_refusal
+from tooling.model.units import Unit
+
 #: plan statuses that leave nothing to apply, a failure to act on
 UNPLANNED = ("error", "not-planned", "blocked")
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
@@ -215,6 +218,22 @@ def upstream_block(
         if r.result in ("refused", "failed", "not-run"):
             return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
     return None
+
+
+def model_block(model_unit: Unit | None, planned: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(``refused``, reason) for a unit the model cannot evaluate, now (the current model) or
+    when it was planned (summary.json's ``model_error``): it fails closed, approved or not.
+    None: the model knows the unit's gate, executor and module."""
+    why = (model_refusal(model_unit) if model_unit is not None else None) or planned.get(
+        "model_error"
+    )
+    if not why:
+        return None
+    return (
+        "refused",
+        f"the model cannot evaluate this unit ({why}); nothing applied. Fix it "
+        "(`invoke check` names the file and line), then plan and apply again",
+    )
 
 
 def unplanned_units(summary: Mapping[str, Any]) -> list[str]:

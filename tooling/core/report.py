@@ -115,6 +115,7 @@ def table_md(results: Sequence[Result]) -> str:
         a, u, d, x = _counts_cell(r.counts)
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
         mocked = " (mock inputs)" if r.mocked_dependencies else ""
+        mocked += " (model error)" if r.model_error else ""
         rows.append(
             f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {d} | {x} | {_ICON.get(r.status, r.status)}{mocked} | {_decision(r)} |"
         )
@@ -157,6 +158,12 @@ def _fence(text: str) -> str:
 def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     title = f"<summary><code>{r.path}</code>: {_ICON.get(r.status, r.status)}</summary>"
     body: list[str] = []
+    if r.model_error:
+        body.append(
+            "**The model cannot evaluate this unit**, so apply refuses it: "
+            + r.model_error.replace("`", "'")
+            + ". Fix it (`invoke check` names the file and line) and plan again."
+        )
     if r.gate is not None and r.gate.decision != "none":
         body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
     if r.mocked_dependencies:
@@ -182,7 +189,8 @@ def _mocked_sentence(r: Result) -> str:
         f"Planned against the **mock outputs** of {deps} (no real outputs yet): values "
         f"that come from {'it' if len(r.mocked_dependencies) == 1 else 'them'} are "
         f"placeholders. The unit is re-planned against the real outputs after the "
-        f"upstream applies."
+        f"upstream applies; a manual unit then applies only if the re-plan makes the same "
+        f"changes with the same values as this plan, else it waits for a new approval."
     )
 
 

@@ -33,6 +33,9 @@ class Result:
     destroy: bool = False
     source: str | None = None
     gate_class: str = "auto"
+    #: why the model cannot evaluate the unit (:func:`tooling.core.targets.model_refusal`):
+    #: planned, shown, never applied
+    model_error: str | None = None
     mocked_dependencies: tuple[str, ...] = ()
     exit_code: int | None = (
         None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
@@ -55,6 +58,7 @@ class Result:
             "destroy": self.destroy,
             "source": self.source,
             "error": self.error,
+            "model_error": self.model_error,
             "mocked_dependencies": list(self.mocked_dependencies),
             "output_changes": list(self.summary.output_changes) if self.summary else [],
             "changes": (
@@ -79,6 +83,7 @@ def with_gates(results: Sequence[Result], policy: GatePolicy) -> list[Result]:
                 summary=r.summary,
                 destroy=r.destroy,
                 policy=policy,
+                model_error=r.model_error,
             ),
         )
         for r in results
