@@ -56,6 +56,7 @@ from tooling.core.record import (
     RUNNING,
     ApplyRun,
     UnitApply,
+    applied_cleanly,
     binding_problems,
     change_set,
     earlier_applied,
@@ -237,7 +238,7 @@ class Applier:
             f"(output of an apply whose tool was stopped before it finished)\n{output}\n",
         )
         raw.unlink(missing_ok=True)
-        return "Apply complete!" in output
+        return applied_cleanly(output)
 
     # -- the walk
     def execute(self) -> ApplyRun:

@@ -162,11 +162,40 @@ def explain_failure(
     return "failed", summary
 
 
+#: an OpenTofu error diagnostic: ``Error: …`` at the start of a line, plain (``-no-color``)
+#: or in its box (``│ Error: …``); a resource's own output is prefixed by its address
+_TOFU_ERROR = re.compile(r"^(?:[│╷] ?)?Error: (?P<what>.+)$", re.M)
+
+
+def tofu_errors(output: str) -> list[str]:
+    """The summaries of the error diagnostics OpenTofu printed in ``output``, once each."""
+    return list(dict.fromkeys(m["what"].strip() for m in _TOFU_ERROR.finditer(output)))
+
+
+def applied_cleanly(output: str) -> bool:
+    """Did OpenTofu finish the apply without reporting any error? Terragrunt's exit code
+    alone does not say: an ``errors { ignore { … } }`` block turns a failed apply into 0."""
+    return "Apply complete!" in output and not tofu_errors(output)
+
+
 def outcome(
     code: int, output: str, interrupted: bool, unit_path: str = "", *, summary: str
 ) -> tuple[str, str]:
     """What an apply really did, from OpenTofu's exit status and its own output
-    (``summary``: the useful part of a failure's output)."""
+    (``summary``: the useful part of a failure's output). An apply is ``applied`` only
+    when the exit status is 0 *and* OpenTofu reported no error and completed."""
+    if code == 0 and not applied_cleanly(output):
+        errors = tofu_errors(output)
+        said = (
+            f"OpenTofu reported {len(errors)} error(s): {'; '.join(errors)}"
+            if errors
+            else 'OpenTofu did not report "Apply complete!"'
+        )
+        return "failed", (
+            f"{said}, although Terragrunt exited 0 (an errors block may have ignored it): "
+            "not recorded as applied. Resources may be half-made or tainted: fix the cause, "
+            "re-plan and review what is left"
+        )
     if code == 0:
         if interrupted:
             return "applied", "an interrupt arrived after OpenTofu had finished: applied"

@@ -129,9 +129,7 @@ def syntax_violation(error: ToolingError, where: str = "live") -> Violation:
     """A configuration that cannot be read (HCL that does not parse, an include that
     points nowhere...) as a violation at its file:line (``where`` when it names none)."""
     text = str(error)
-    syntax = isinstance(error, hcl.HclSyntaxError) and not isinstance(
-        error, hcl.HclTooDeepError
-    )
+    syntax = isinstance(error, hcl.HclSyntaxError) and not isinstance(error, hcl.HclTooDeepError)
     rule = "hcl-syntax" if syntax else "config-invalid"
     fix = (
         "fix the syntax (`terragrunt hcl fmt --check` shows the same error)"
