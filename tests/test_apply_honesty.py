@@ -15,6 +15,9 @@ import pytest
 from infra_fixtures import commit_all, edit, local_unit, units_by_path
 from test_apply import FLAKY_MODULE, _apply, _plan
 
+from tooling.core.approval import cascade_wait, differences
+from tooling.core.gates import Gate
+from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import outcome, tofu_errors
 
 # ----------------------------------------------------------------- errors OpenTofu reported
@@ -149,3 +152,103 @@ def test_an_ambiguous_module_source_is_planned_marked_and_never_applied(
     _code, results, output = _apply(example_repo, out, "--approve-manual")
     assert results["live/cloud/dns"]["result"] == "refused", output
     assert not (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
+
+
+# ----------------------------------------------------------------- approvals and mock values
+
+NETWORK, VMS = "live/cluster/network", "live/cluster/vms"
+
+
+def _vm_plan(bridge: str, *, action: str = "create", secret: str = "s") -> PlanSummary:
+    return summarize(
+        {
+            "resource_changes": [
+                {
+                    "address": 'terraform_data.vm["node-1"]',
+                    "type": "terraform_data",
+                    "change": {
+                        "actions": [action],
+                        "before": None,
+                        "after": {"input": {"bridge": bridge}, "token": secret},
+                        "after_unknown": {"id": True, "output": True},
+                        "after_sensitive": {"token": True},
+                    },
+                }
+            ]
+        }
+    )
+
+
+def test_a_replan_differs_from_the_approved_plan_by_values_not_only_actions() -> None:
+    approved = _vm_plan("vmbr-mock")
+    assert differences(approved, _vm_plan("vmbr-mock")) == []
+    assert differences(approved, _vm_plan("vmbr1")) == [
+        'terraform_data.vm["node-1"]: other values of input'
+    ]
+    # a sensitive value that differs is told apart too, and never shown
+    assert differences(approved, _vm_plan("vmbr-mock", secret="t")) == [
+        'terraform_data.vm["node-1"]: other values of token'
+    ]
+    assert differences(approved, _vm_plan("vmbr-mock", action="update")) == [
+        'terraform_data.vm["node-1"]: update instead of the approved create'
+    ]
+    manual = Gate("manual", ("touches a node/VM",))
+    assert (
+        cascade_wait(manual, approved=True, reviewed=approved, fresh=_vm_plan("vmbr-mock")) is None
+    )
+    waits = cascade_wait(manual, approved=True, reviewed=approved, fresh=_vm_plan("vmbr1"))
+    assert waits is not None and "approval does not carry over" in waits and "vmbr1" not in waits
+    assert cascade_wait(manual, approved=False, reviewed=approved, fresh=approved) == (
+        "manual gate: touches a node/VM"
+    )
+    auto = Gate("auto", ("no delete",))
+    assert cascade_wait(auto, approved=False, reviewed=approved, fresh=_vm_plan("vmbr1")) is None
+
+
+def test_an_approval_given_on_a_mock_plan_does_not_apply_other_real_values(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "reviewed"
+    summary = _plan(example_repo, out, "--unit", NETWORK, "--unit", VMS)
+    vms = units_by_path(summary)[VMS]
+    assert vms["mocked_dependencies"] == [NETWORK]  # the reviewer saw bridge = "vmbr-mock"
+    assert "vmbr-mock" in (out / str(vms["text_file"])).read_text()
+    code, results, output = _apply(example_repo, out, "--approve-manual")
+    assert code == 0, output
+    assert results[NETWORK]["result"] == "applied"
+    # before: "applied" (cascaded), the real bridge vmbr1 nobody had approved
+    assert results[VMS]["result"] == "waiting-approval", output
+    assert results[VMS]["cascaded"] is True
+    reason = results[VMS]["reason"]
+    assert "differs from the approved plan" in reason
+    assert 'terraform_data.vm["node-1"]: other values of input' in reason
+    assert "vmbr1" not in reason  # names attributes, never values
+    assert not (example_repo / ".iac/state" / VMS / "terraform.tfstate").exists()
+    # the new plan is shown where the approver looks
+    apply_md = (out / "apply.md").read_text()
+    assert "New plan of <code>live/cluster/vms</code>" in apply_md
+    assert '"vmbr1"' in apply_md and "vmbr-mock" not in apply_md
+    # a new plan, on the real outputs, is what gets approved and applied
+    again = tmp_path / "again"
+    summary = _plan(example_repo, again, "--unit", VMS)
+    assert units_by_path(summary)[VMS]["mocked_dependencies"] == []
+    code, results, output = _apply(example_repo, again, "--approve-manual")
+    assert code == 0 and results[VMS]["result"] == "applied", output
+    assert results[VMS]["cascaded"] is False
+
+
+def test_an_approval_carries_over_when_the_replan_has_the_approved_values(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    # mocks equal to what network really outputs: the re-plan is the approved plan
+    edit(example_repo, f"{VMS}/terragrunt.hcl", '"vmbr-mock"', '"vmbr1"')
+    edit(example_repo, f"{VMS}/terragrunt.hcl", "vlan_id = 0", "vlan_id = 40")
+    edit(example_repo, f"{VMS}/terragrunt.hcl", '"10.0.0.1"', '"10.40.0.1"')
+    commit_all(example_repo, "vms: mocks shaped like the real network")
+    out = tmp_path / "reviewed"
+    summary = _plan(example_repo, out, "--unit", NETWORK, "--unit", VMS)
+    assert units_by_path(summary)[VMS]["mocked_dependencies"] == [NETWORK]
+    code, results, output = _apply(example_repo, out, "--approve-manual")
+    assert code == 0, output
+    assert results[VMS]["result"] == "applied" and results[VMS]["cascaded"] is True, output
+    assert (example_repo / ".iac/state" / VMS / "terraform.tfstate").exists()

@@ -43,6 +43,8 @@ class UnitApply:
     cascaded: bool = False
     gate: str = "none"
     earlier: bool = False  # applied by an earlier run on this folder, left alone
+    #: a re-plan waiting for a new approval: its text (redacted), shown in apply.md
+    plan_text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -374,4 +376,18 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
             "Cascaded (re-planned after their upstream applied): "
             + ", ".join(f"`{p}`" for p in cascaded),
         ]
+    for u in run.units:
+        if u.plan_text is not None:
+            fence = "```"
+            while fence in u.plan_text:
+                fence += "`"
+            lines += [
+                "",
+                f"<details><summary>New plan of <code>{u.path}</code>, waiting for a new "
+                "approval</summary>",
+                "",
+                f"{fence}hcl\n{u.plan_text.rstrip()}\n{fence}",
+                "",
+                "</details>",
+            ]
     return "\n".join(lines) + "\n"
