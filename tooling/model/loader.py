@@ -99,7 +99,13 @@ def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
     except (ToolingError, RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
         # one unit the model cannot read must not blind the rest: it is kept, with the error
         unit_dir = posixpath.dirname(unit_file) or "."
-        if not isinstance(exc, ToolingError):
+        if isinstance(exc, RecursionError):
+            exc = ToolingError(
+                f"{unit_file}:1: cannot evaluate: its references or expressions go deeper than "
+                "the model follows (RecursionError); the unit gets no gate or executor and is "
+                "never applied. Shorten the chain of locals or flatten the expression"
+            )
+        elif not isinstance(exc, ToolingError):
             exc = ToolingError(f"{unit_file}: cannot evaluate ({type(exc).__name__}: {exc})")
         return unreadable_unit(unit_dir, (unit_file,), str(exc))
 
