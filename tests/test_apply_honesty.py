@@ -107,6 +107,30 @@ def test_an_errors_ignore_block_does_not_make_a_failed_apply_applied(
 
 # ----------------------------------------------------------------- a unit the model cannot read
 
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        pytest.param("[", "]", id="lists"),
+        pytest.param("{a = ", "}", id="objects"),
+        pytest.param("max(", ")", id="calls"),
+        pytest.param("(", ")", id="parentheses"),
+    ],
+)
+def test_nesting_deeper_than_the_model_follows_is_an_error_at_its_line_not_a_crash(
+    opening: str, closing: str
+) -> None:
+    from tooling.model import hcl
+
+    text = "locals {\n  ok = 1\n  deep = " + opening * 300 + "1" + closing * 300 + "\n}\n"
+    with pytest.raises(hcl.HclTooDeepError, match=r"^x\.hcl:3:\d+: nested more than 200"):
+        hcl.parse(text.encode(), "x.hcl")
+    # real configuration nests far less, and is read as before
+    shallow = "locals {\n  deep = " + opening * 20 + "1" + closing * 20 + "\n}\n"
+    (name, _labels, body, _line), *_ = hcl.parse(shallow.encode(), "x.hcl")["b"]
+    assert name == "locals" and "deep" in body["a"]
+
+
 DEEP = '\nlocals {\n  gate = "manual"\n  deep = ' + "[" * 300 + "1" + "]" * 300 + "\n}\n"
 
 
