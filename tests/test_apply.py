@@ -93,20 +93,19 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
     assert "differs from the approved plan" in results["live/cluster/os"]["reason"]
     assert results["live/cluster/gitops"]["result"] == "waiting-approval"
 
-    # the new plan of os (on real outputs) is approved and applied; gitops, planned on
-    # os' mock endpoint, waits once more, then its own new plan applies
+    # the new plan of os (on real outputs) is approved and applied; gitops (auto), planned
+    # on os' mock endpoint, is re-planned on the real one and applies as an auto unit does
     _plan(example_repo, tmp_path / "p3", "--all")
     code, results, output = _apply(example_repo, tmp_path / "p3", "--approve-manual")
     assert code == 0, output
     assert results["live/cluster/os"]["result"] == "applied"
     assert not results["live/cluster/os"]["cascaded"]
-    assert results["live/cluster/gitops"]["result"] == "waiting-approval"
-    _plan(example_repo, tmp_path / "p4", "--all")
-    code, results, output = _apply(example_repo, tmp_path / "p4", "--approve-manual")
-    assert code == 0, output
-    assert results["live/cluster/gitops"]["result"] == "applied"
+    assert (
+        results["live/cluster/gitops"]["result"] == "applied"
+        and results["live/cluster/gitops"]["cascaded"] is True
+    )
 
-    final = _plan(example_repo, tmp_path / "p5", "--all")
+    final = _plan(example_repo, tmp_path / "p4", "--all")
     assert {u["path"]: u["status"] for u in final["units"]} == dict.fromkeys(
         [u["path"] for u in final["units"]], "no-changes"
     )
