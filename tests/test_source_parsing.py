@@ -87,6 +87,11 @@ def test_a_source_go_getter_could_read_otherwise_is_refused_not_guessed(
             id="dot-and-above-root",
         ),
         pytest.param(
+            f"git::https://{GX}/platform-modules%2F..%2Fevil-org/backdoor.git?ref=v1.1.0",
+            f"{GX}/evil-org/backdoor",
+            id="encoded-slashes",
+        ),
+        pytest.param(
             f"git@{GX}:platform-modules/../evil-org/backdoor.git?ref=v1.1.0",
             f"{GX}/evil-org/backdoor",
             id="scp-dotdot",
