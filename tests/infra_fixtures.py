@@ -154,6 +154,25 @@ def invoke(
     return _schema_checked(args, Invoked(proc.returncode, proc.stdout, proc.stderr))
 
 
+def apply_everything(
+    repo: Path, out: Path, *, env: Mapping[str, str] | None = None, rounds: int = 4
+) -> None:
+    """Apply every unit from scratch as an operator would: ``plan --all``, then ``apply
+    --approve-manual``, again while a unit waits. A manual unit planned against mock outputs
+    waits for a new approval once its upstream's real outputs differ from the mocks, so
+    building the example from nothing takes one round per such layer (vms, os, gitops)."""
+    for round_ in range(rounds):
+        plans = out / f"round-{round_}"
+        planned = invoke(repo, "plan", "--all", "--out", str(plans), env=env)
+        assert planned.returncode == 0, planned.output
+        applied = invoke(repo, "apply", "--plans", str(plans), "--approve-manual", env=env)
+        assert applied.returncode == 0, applied.output
+        record = json.loads((plans / "apply.json").read_text())
+        if all(u["result"] != "waiting-approval" for u in record["units"]):
+            return
+    raise AssertionError(f"units still wait for approval after {rounds} rounds")
+
+
 @functools.cache
 def repo_tasks() -> Any:
     """This repository's ``tasks.py``, loaded once as a module of its own (``repo_tasks``)."""

@@ -84,16 +84,28 @@ def test_auto_units_apply_manual_ones_wait_then_approval_and_cascade_finish_the_
     code, results, output = _apply(example_repo, tmp_path / "p2", "--approve-manual")
     assert code == 0, output
     assert results["live/cluster/vms"]["result"] == "applied"
+    # os was planned against vms' mock node IPs (10.0.0.x): its re-plan on the real ones
+    # (10.40.0.x) is not the plan that was approved, so it waits for a new approval
     assert (
-        results["live/cluster/os"]["result"] == "applied"
+        results["live/cluster/os"]["result"] == "waiting-approval"
         and results["live/cluster/os"]["cascaded"] is True
     )
+    assert "differs from the approved plan" in results["live/cluster/os"]["reason"]
+    assert results["live/cluster/gitops"]["result"] == "waiting-approval"
+
+    # the new plan of os (on real outputs) is approved and applied; gitops (auto), planned
+    # on os' mock endpoint, is re-planned on the real one and applies as an auto unit does
+    _plan(example_repo, tmp_path / "p3", "--all")
+    code, results, output = _apply(example_repo, tmp_path / "p3", "--approve-manual")
+    assert code == 0, output
+    assert results["live/cluster/os"]["result"] == "applied"
+    assert not results["live/cluster/os"]["cascaded"]
     assert (
         results["live/cluster/gitops"]["result"] == "applied"
-        and results["live/cluster/gitops"]["cascaded"]
+        and results["live/cluster/gitops"]["cascaded"] is True
     )
 
-    final = _plan(example_repo, tmp_path / "p3", "--all")
+    final = _plan(example_repo, tmp_path / "p4", "--all")
     assert {u["path"]: u["status"] for u in final["units"]} == dict.fromkeys(
         [u["path"] for u in final["units"]], "no-changes"
     )

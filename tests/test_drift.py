@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from ghserver import GitHubAPI
-from infra_fixtures import EXAMPLE_UNITS, Invoked, commit_all, invoke
+from infra_fixtures import EXAMPLE_UNITS, Invoked, apply_everything, commit_all, invoke
 
 from tooling.core import drift as drift_report
 from tooling.core.planjson import summarize
@@ -36,12 +36,9 @@ ALL_UNITS = EXAMPLE_UNITS
 
 
 def apply_sandbox(repo: Path, tmp_path: Path) -> None:
-    """Apply every unit the way the pipeline does: plan, then apply the saved plans."""
-    plans = tmp_path / "applied"
-    planned = invoke(repo, "plan", "--all", "--out", str(plans))
-    assert planned.returncode == 0, planned.output
-    applied = invoke(repo, "apply", "--plans", str(plans), "--approve-manual")
-    assert applied.returncode == 0, applied.output
+    """Apply every unit the way the pipeline does: plan, then apply the saved plans (again
+    while a re-plan on real outputs waits for a new approval)."""
+    apply_everything(repo, tmp_path / "applied")
 
 
 def edit_state_json(state: dict[str, Any], name: str, key: str, field: str, value: object) -> None:

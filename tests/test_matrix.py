@@ -104,6 +104,12 @@ def test_a_unit_of_an_undeclared_executor_is_an_error_naming_it() -> None:
         executors.matrix([("live/x", "gpu")], declared)
 
 
+def test_a_unit_the_model_cannot_evaluate_gets_no_matrix_leg_and_the_error_says_why() -> None:
+    declared = executors.parse({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}})
+    with pytest.raises(ToolingError, match=r"unit live/x: the model cannot evaluate it"):
+        executors.matrix([("live/x", "<unresolved>")], declared)
+
+
 def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
     """policy.toml is the one declaration; the workflows' routing guards and drift's legs must match it."""
     declared = executors.parse(config.read_policy(REPO))

@@ -38,7 +38,16 @@ import boto3
 import pytest
 from conftest import MotoServer
 from ghserver import DEFAULT_REPOSITORY, GitHubAPI
-from infra_fixtures import EXAMPLE_FILES, GIT_ENV, REPO, commit_all, edit, git, invoke
+from infra_fixtures import (
+    EXAMPLE_FILES,
+    GIT_ENV,
+    REPO,
+    apply_everything,
+    commit_all,
+    edit,
+    git,
+    invoke,
+)
 from test_bump_e2e import _newest_major, _next_minor, _precedence
 from test_drift import edit_state_json
 
@@ -212,18 +221,15 @@ def stage(
     baseline = "rehearsal-baseline"
     s3.create_bucket(Bucket=baseline)
     # The foundation as it stands before the first scenario: every unit applied
-    # (plan, then the saved plans), the way the pipeline applies.
+    # (plan, then the saved plans, again while a re-plan on real outputs waits for
+    # a new approval), the way the pipeline applies.
     env = {
         **moto_env,
         "IAC_CACHE_DIR": str(iac_cache),
         "IAC_STATE_BUCKET": baseline,
         "IAC_STATE_ENDPOINT": moto_server.endpoint,
     }
-    plans = root / "baseline-plans"
-    planned = invoke(template, "plan", "--all", "--out", str(plans), env=env)
-    assert planned.returncode == 0, planned.output
-    applied = invoke(template, "apply", "--plans", str(plans), "--approve-manual", env=env)
-    assert applied.returncode == 0, applied.output
+    apply_everything(template, root / "baseline-plans", env=env)
     sts = boto3.client(
         "sts",
         endpoint_url=moto_server.endpoint,

@@ -22,7 +22,11 @@ For each unit of ``DIR/summary.json``, in order:
    against outputs this apply changed, is re-planned (the "cascade"): applied
    if its gate is still ``auto``; with ``--approve-manual`` a ``manual`` one is
    applied only if it changes exactly the same resources, with the same
-   actions, as the plan the reviewer approved; otherwise it waits.
+   actions and the same values, as the plan the reviewer approved
+   (:mod:`tooling.core.approval`); otherwise it waits, its new plan in apply.md.
+8. an apply is ``applied`` only when OpenTofu completed without reporting an
+   error, whatever Terragrunt's exit code; a unit the model cannot evaluate is
+   ``refused``.
 
 The record is merged, never overwritten: each run adds itself to ``runs`` and
 updates ``units`` (the latest result per unit), and is saved after every unit,
@@ -49,6 +53,7 @@ from typing import Any
 from tooling.commands import preflight, secrets, verify
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core import declared, review
+from tooling.core.approval import cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -56,10 +61,11 @@ from tooling.core.record import (
     RUNNING,
     ApplyRun,
     UnitApply,
+    applied_cleanly,
     binding_problems,
-    change_set,
     earlier_applied,
     exit_code,
+    model_block,
     record_document,
     report_md,
     unplanned_error,
@@ -172,8 +178,9 @@ class Applier:
         cascaded: bool = False,
         gate: str = "none",
         earlier: bool = False,
+        plan_text: str | None = None,
     ) -> None:
-        self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier))
+        self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier, plan_text))
         if self.running == path:
             self.running = None
         show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
@@ -238,7 +245,7 @@ class Applier:
             f"(output of an apply whose tool was stopped before it finished)\n{output}\n",
         )
         raw.unlink(missing_ok=True)
-        return "Apply complete!" in output
+        return applied_cleanly(output)
 
     # -- the walk
     def execute(self) -> ApplyRun:
@@ -298,7 +305,7 @@ class Applier:
                 gate=claimed,
             )
             return
-        blocked = self.upstream_block(unit)
+        blocked = self.upstream_block(unit) or model_block(self.model.units.get(path), unit)
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
@@ -415,22 +422,16 @@ class Applier:
             )
             return
         assert fresh.summary is not None and fresh.plan_file is not None
-        # compared with the saved plan the reviewer saw, not with summary.json
-        same = change_set(
-            [{"address": c.address, "action": c.action} for c in fresh.summary.changes]
-        ) == change_set([{"address": c.address, "action": c.action} for c in reviewed.changes])
-        if gate.decision == "manual" and not (self.approve and same):
-            why = (
-                "the re-plan changes other resources than the approved plan"
-                if self.approve
-                else "manual gate: " + reasons_text(gate)
-            )
+        # compared with the saved plan the reviewer saw (changes and values), not summary.json
+        why = cascade_wait(gate, approved=self.approve, reviewed=reviewed, fresh=fresh.summary)
+        if why is not None:
             self.record(
                 path,
                 "waiting-approval",
-                f"re-planned after upstream apply ({out / fresh.plan_file}); {why}",
+                f"re-planned after upstream apply ({out / (fresh.text_file or fresh.plan_file)}); {why}",
                 cascaded=True,
                 gate=gate.decision,
+                plan_text=fresh.plan_text,
             )
             return
         code, output, interrupted = self.apply_plan(

@@ -216,6 +216,7 @@ def settled(
         destroy=destroy,
         source=t.source,
         gate_class=t.gate_class,
+        model_error=t.model_error,
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
+from tooling.model.units import UNRESOLVED_EXECUTOR
 
 _KEYS = frozenset(
     {
@@ -146,6 +147,11 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
 def get(executors: Mapping[str, Executor], name: str, *, what: str) -> Executor:
     """The executor called ``name``; an error naming ``what`` refers to it otherwise."""
     found = executors.get(name)
+    if found is None and name == UNRESOLVED_EXECUTOR:
+        raise ToolingError(
+            f"{what}: the model cannot evaluate it, so no executor runs it (fail closed). "
+            "Fix the unit: `invoke check` names the file and line"
+        )
     if found is None:
         declared = ", ".join(executors) or "none"
         raise ToolingError(

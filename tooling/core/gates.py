@@ -6,7 +6,9 @@ Rules, in order (every rule that fires adds a reason):
 2. a deleted unit (destroy plan) -> ``manual``;
 3. any delete or replace -> ``manual``;
 4. any change to a resource matching the node/VM rules of policy.toml -> ``manual``;
-5. otherwise the unit's declared class (tier default, unit override): ``auto``
+5. a unit the model cannot evaluate (``model_error``) -> ``manual``, and apply
+   refuses it even when approved (its gate and executor are unknown);
+6. otherwise the unit's declared class (tier default, unit override): ``auto``
    only when it says exactly ``auto``; any other word (a typo such as
    ``manaul``, or a class the model could not work out) waits for a human.
 
@@ -72,6 +74,7 @@ def decide(
     summary: PlanSummary | None,
     destroy: bool,
     policy: GatePolicy,
+    model_error: str | None = None,
 ) -> Gate:
     if status != "changes" or summary is None:
         return Gate("none", (f"nothing to apply ({status})",))
@@ -87,6 +90,8 @@ def decide(
     touched = _node_changes(summary, policy)
     if touched:
         reasons.append(node_reason(touched))
+    if model_error:
+        reasons.append(f"the model cannot evaluate the unit, so apply refuses it: {model_error}")
     if reasons:
         return Gate("manual", tuple(reasons))
     if declared == "manual":

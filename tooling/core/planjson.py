@@ -3,13 +3,17 @@
 Only what the pipeline needs is kept, and never a value: addresses, actions,
 reasons and counts. Attribute values (which may be sensitive) are read only to
 list *which* attributes change, and only when neither side marks them
-sensitive.
+sensitive, and to fingerprint each attribute's change (:func:`value_digests`: a
+SHA-256, kept in memory, never written) so that two plans of one unit can be
+told apart by their values, not only by their actions.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 COUNT_KEYS = ("create", "update", "delete", "replace", "import", "move")
@@ -25,6 +29,9 @@ class ResourceChange:
     moved_from: str | None = None
     changed_attributes: tuple[str, ...] = ()
     replace_paths: tuple[str, ...] = ()
+    #: ``(attribute, digest)`` of every top-level attribute's before/after/unknown/sensitive
+    #: values (:func:`value_digests`); not part of equality, never serialised
+    values: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,34 @@ def changed_attributes(
     return tuple(n for n in names if before.get(n) != after.get(n) or is_unknown(n))
 
 
+_VALUE_KEYS = ("before", "after", "after_unknown", "before_sensitive", "after_sensitive")
+
+
+def value_digests(change: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(attribute, sha256)`` per top-level attribute of a resource change, over what the
+    plan says of it (before, after, unknown after apply, sensitive marks), sorted. Equal
+    digests: the two plans make the same change to that attribute, value for value. A
+    change whose values are not objects is one entry, ``""``."""
+    parts = {key: change.get(key) for key in _VALUE_KEYS}
+    names = sorted({n for v in parts.values() if isinstance(v, dict) for n in v})
+    if not names or not all(v is None or isinstance(v, dict | bool) for v in parts.values()):
+        names, pick = [""], {"": parts}
+    else:
+        pick = {
+            n: {k: (v.get(n) if isinstance(v, dict) else v) for k, v in parts.items()}
+            for n in names
+        }
+    return tuple(
+        (
+            n,
+            hashlib.sha256(
+                json.dumps(pick[n], sort_keys=True, separators=(",", ":")).encode()
+            ).hexdigest(),
+        )
+        for n in names
+    )
+
+
 def _resource(raw: Mapping[str, Any]) -> ResourceChange:
     change = raw.get("change") or {}
     return ResourceChange(
@@ -129,6 +164,7 @@ def _resource(raw: Mapping[str, Any]) -> ResourceChange:
         moved_from=raw.get("previous_address"),
         changed_attributes=changed_attributes(change),
         replace_paths=tuple(_path_str(p) for p in change.get("replace_paths") or ()),
+        values=value_digests(change),
     )
 
 

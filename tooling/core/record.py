@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tooling.core.targets import model_refusal
+from tooling.model.units import Unit
+
 #: plan statuses that leave nothing to apply, a failure to act on
 UNPLANNED = ("error", "not-planned", "blocked")
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
@@ -40,6 +43,8 @@ class UnitApply:
     cascaded: bool = False
     gate: str = "none"
     earlier: bool = False  # applied by an earlier run on this folder, left alone
+    #: a re-plan waiting for a new approval: its text (redacted), shown in apply.md
+    plan_text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,11 +164,40 @@ def explain_failure(
     return "failed", summary
 
 
+#: an OpenTofu error diagnostic: ``Error: …`` at the start of a line, plain (``-no-color``)
+#: or in its box (``│ Error: …``); a resource's own output is prefixed by its address
+_TOFU_ERROR = re.compile(r"^(?:[│╷] ?)?Error: (?P<what>.+)$", re.M)
+
+
+def tofu_errors(output: str) -> list[str]:
+    """The summaries of the error diagnostics OpenTofu printed in ``output``, once each."""
+    return list(dict.fromkeys(m["what"].strip() for m in _TOFU_ERROR.finditer(output)))
+
+
+def applied_cleanly(output: str) -> bool:
+    """Did OpenTofu finish the apply without reporting any error? Terragrunt's exit code
+    alone does not say: an ``errors { ignore { … } }`` block turns a failed apply into 0."""
+    return "Apply complete!" in output and not tofu_errors(output)
+
+
 def outcome(
     code: int, output: str, interrupted: bool, unit_path: str = "", *, summary: str
 ) -> tuple[str, str]:
     """What an apply really did, from OpenTofu's exit status and its own output
-    (``summary``: the useful part of a failure's output)."""
+    (``summary``: the useful part of a failure's output). An apply is ``applied`` only
+    when the exit status is 0 *and* OpenTofu reported no error and completed."""
+    if code == 0 and not applied_cleanly(output):
+        errors = tofu_errors(output)
+        said = (
+            f"OpenTofu reported {len(errors)} error(s): {'; '.join(errors)}"
+            if errors
+            else 'OpenTofu did not report "Apply complete!"'
+        )
+        return "failed", (
+            f"{said}, although Terragrunt exited 0 (an errors block may have ignored it): "
+            "not recorded as applied. Resources may be half-made or tainted: fix the cause, "
+            "re-plan and review what is left"
+        )
     if code == 0:
         if interrupted:
             return "applied", "an interrupt arrived after OpenTofu had finished: applied"
@@ -215,6 +249,22 @@ def upstream_block(
         if r.result in ("refused", "failed", "not-run"):
             return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
     return None
+
+
+def model_block(model_unit: Unit | None, planned: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(``refused``, reason) for a unit the model cannot evaluate, now (the current model) or
+    when it was planned (summary.json's ``model_error``): it fails closed, approved or not.
+    None: the model knows the unit's gate, executor and module."""
+    why = (model_refusal(model_unit) if model_unit is not None else None) or planned.get(
+        "model_error"
+    )
+    if not why:
+        return None
+    return (
+        "refused",
+        f"the model cannot evaluate this unit ({why}); nothing applied. Fix it "
+        "(`invoke check` names the file and line), then plan and apply again",
+    )
 
 
 def unplanned_units(summary: Mapping[str, Any]) -> list[str]:
@@ -326,4 +376,18 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
             "Cascaded (re-planned after their upstream applied): "
             + ", ".join(f"`{p}`" for p in cascaded),
         ]
+    for u in run.units:
+        if u.plan_text is not None:
+            fence = "```"
+            while fence in u.plan_text:
+                fence += "`"
+            lines += [
+                "",
+                f"<details><summary>New plan of <code>{u.path}</code>, waiting for a new "
+                "approval</summary>",
+                "",
+                f"{fence}hcl\n{u.plan_text.rstrip()}\n{fence}",
+                "",
+                "</details>",
+            ]
     return "\n".join(lines) + "\n"

@@ -173,6 +173,7 @@ def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
         change = f" ({r.change})" if r.change not in ("all", "named", "modified") else ""
         mocked = " (mock inputs)" if r.mocked_dependencies else ""
         module = review.module_change(r.source_before, r.source) or ""
+        mocked += " (model error)" if r.model_error else ""
         rows.append(
             f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} | {module} "
             f"| {_ICON.get(r.status, r.status)}{mocked} | {_gate_cell(r) if reasons else _decision(r)} |"
@@ -221,6 +222,12 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
         label = f"<b>{label}</b>"
     title = f"<summary><code>{r.path}</code>: {label}</summary>"
     body: list[str] = []
+    if r.model_error:
+        body.append(
+            "**The model cannot evaluate this unit**, so apply refuses it: "
+            + r.model_error.replace("`", "'")
+            + ". Fix it (`invoke check` names the file and line) and plan again."
+        )
     if r.gate is not None and r.gate.decision != "none":
         body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
     if r.mocked_dependencies:
@@ -246,7 +253,8 @@ def _mocked_sentence(r: Result) -> str:
         f"Planned against the **mock outputs** of {deps} (no real outputs yet): values "
         f"that come from {'it' if len(r.mocked_dependencies) == 1 else 'them'} are "
         f"placeholders. The unit is re-planned against the real outputs after the "
-        f"upstream applies."
+        f"upstream applies; a manual unit then applies only if the re-plan makes the same "
+        f"changes with the same values as this plan, else it waits for a new approval."
     )
 
 

@@ -34,6 +34,9 @@ class Result:
     source: str | None = None
     source_before: str | None = None  # the module source at the merge base, when it changed
     gate_class: str = "auto"
+    #: why the model cannot evaluate the unit (:func:`tooling.core.targets.model_refusal`):
+    #: planned, shown, never applied
+    model_error: str | None = None
     mocked_dependencies: tuple[str, ...] = ()
     exit_code: int | None = (
         None  # terragrunt plan's exit code (2 = changes, with -detailed-exitcode)
@@ -57,6 +60,7 @@ class Result:
             "source": self.source,
             "source_before": self.source_before,
             "error": self.error,
+            "model_error": self.model_error,
             "mocked_dependencies": list(self.mocked_dependencies),
             "output_changes": list(self.summary.output_changes) if self.summary else [],
             "changes": (
@@ -81,6 +85,7 @@ def with_gates(results: Sequence[Result], policy: GatePolicy) -> list[Result]:
                 summary=r.summary,
                 destroy=r.destroy,
                 policy=policy,
+                model_error=r.model_error,
             ),
         )
         for r in results

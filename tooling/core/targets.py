@@ -17,7 +17,9 @@ from tooling.core.changes import Affected
 from tooling.errors import UsageError
 from tooling.model.evaluator import READ_CYCLE
 from tooling.model.excludes import excludes
-from tooling.model.repo import Model
+from tooling.model.repo import Model, Unit
+from tooling.model.sources import parse_source
+from tooling.model.units import UNRESOLVED_EXECUTOR
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,21 @@ class Target:
     preset_reason: str | None = None
     source: str | None = None
     gate_class: str = "auto"
+    model_error: str | None = None  # see :func:`model_refusal`
+
+
+def model_refusal(unit: Unit) -> str | None:
+    """Why the model cannot say what ``unit`` runs, or None. Such a unit fails closed: it is
+    planned (and the report says why) but never applied. Two cases: the model could not
+    evaluate the unit at all (no gate, no executor), or its module source is ambiguous
+    (go-getter could fetch another ref or repository than the one shown)."""
+    if unit.executor == UNRESOLVED_EXECUTOR:
+        return unit.error or "the model cannot evaluate the unit"
+    if unit.source:
+        source = parse_source(unit.source)
+        if source.ambiguous:
+            return f"{unit.path}: ambiguous module source: {source.note}"
+    return None
 
 
 def unit_arg(raw: str, *, option: str = "--unit") -> str:
@@ -145,6 +162,7 @@ def select_targets(
                 preset_reason=reason,
                 source=unit.source,
                 gate_class=unit.gate,
+                model_error=model_refusal(unit),
             )
         )
     _exclude_dependencies(model, targets)

@@ -55,6 +55,27 @@ class HclSyntaxError(ToolingError):
     """An HCL file that does not parse; the message names file:line."""
 
 
+class HclTooDeepError(HclSyntaxError):
+    """HCL nested deeper than :data:`MAX_DEPTH` syntax-tree levels: it parses, but the model
+    does not follow it (a unit holding it is one the model cannot evaluate: it fails closed)."""
+
+
+#: how deep a file's syntax tree may go (about 50 levels of nested lists or objects; real
+#: configuration stays far below): the reader and the evaluator recurse on it
+MAX_DEPTH = 200
+
+
+def _too_deep(root: Any) -> Any | None:
+    """The first node of the tree below :data:`MAX_DEPTH` levels, or None (iterative)."""
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return node
+        stack.extend((child, depth + 1) for child in node.children)
+    return None
+
+
 def blob_sha(data: bytes) -> str:
     """The git blob SHA-1 of ``data`` (what ``git ls-tree`` prints for the same bytes)."""
     digest = hashlib.sha1(b"blob %d\0" % len(data))
@@ -97,6 +118,14 @@ def parse(data: bytes, filename: str) -> Body:
         raise HclSyntaxError(
             f"{filename}:{line}:{col}: HCL syntax error ({what}): {snippet!r}. "
             "Fix the file (`terragrunt hcl fmt` shows the same error) and run again."
+        )
+    deep = _too_deep(root)
+    if deep is not None:
+        line, col = deep.start_point[0] + 1, deep.start_point[1] + 1
+        raise HclTooDeepError(
+            f"{filename}:{line}:{col}: nested more than {MAX_DEPTH} syntax levels deep: the "
+            "model cannot evaluate it, so the unit gets no gate or executor and is never "
+            "applied. Flatten the expression (fewer nested lists/objects/calls)."
         )
     body = next((c for c in root.children if c.type == "body"), None)
     return _Converter(data).body(body) if body is not None else {"a": {}, "b": []}

@@ -19,9 +19,17 @@ from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
 from tooling.model.hcl import Body, Expr, ParseCache
+from tooling.model.sources import parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
-from tooling.model.units import META_KEYS, UNRESOLVED_GATE, Model, Unit, dag_order
+from tooling.model.units import (
+    META_KEYS,
+    UNRESOLVED_EXECUTOR,
+    UNRESOLVED_GATE,
+    Model,
+    Unit,
+    dag_order,
+)
 
 MODEL_CACHE_VERSION = 9
 
@@ -91,19 +99,26 @@ def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
     except (ToolingError, RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
         # one unit the model cannot read must not blind the rest: it is kept, with the error
         unit_dir = posixpath.dirname(unit_file) or "."
-        if not isinstance(exc, ToolingError):
+        if isinstance(exc, RecursionError):
+            exc = ToolingError(
+                f"{unit_file}:1: cannot evaluate: its references or expressions go deeper than "
+                "the model follows (RecursionError); the unit gets no gate or executor and is "
+                "never applied. Shorten the chain of locals or flatten the expression"
+            )
+        elif not isinstance(exc, ToolingError):
             exc = ToolingError(f"{unit_file}: cannot evaluate ({type(exc).__name__}: {exc})")
         return unreadable_unit(unit_dir, (unit_file,), str(exc))
 
 
 def unreadable_unit(path: str, reads: tuple[str, ...], error: str) -> Unit:
-    """A unit the model cannot evaluate: kept (so a change to it plans it), with the error
-    and the defaults of a unit that declares nothing."""
+    """A unit the model cannot evaluate: kept (so a change to it plans it), with the error.
+    It fails closed: no gate and no executor are assumed for it (whatever it declares is
+    unknown), so it waits for a human and no executor's preflight or matrix takes it."""
     return Unit(
         path=path,
         tier=_default_tier(path),
-        executor="hosted",
-        gate="auto",
+        executor=UNRESOLVED_EXECUTOR,
+        gate=UNRESOLVED_GATE,
         plan_on_pr=True,
         source=None,
         ref=None,
@@ -251,14 +266,9 @@ def _str(value: Any, default: str) -> str:
 
 
 def _ref_of(source: str | None) -> str | None:
-    """The ``ref`` (git) or ``version`` (registry) query value of a source, as written."""
-    if not source or "?" not in source:
-        return None
-    for chunk in source.split("?", 1)[1].split("&"):
-        key, _, value = chunk.partition("=")
-        if key in ("ref", "version"):
-            return value
-    return None
+    """The ``ref`` (git) or ``version`` (registry) a source fetches, read as go-getter reads
+    it (:func:`tooling.model.sources.parse_source`); None when absent or ambiguous."""
+    return parse_source(source).ref if source else None
 
 
 def _state(ev: UnitEvaluator, files: list[ConfigFile]) -> tuple[str | None, str | None]:

@@ -7,7 +7,12 @@ address) into a :class:`ModuleSource`: ``git::https://...``, ``git::ssh://...``,
 SCP-style ``git@host:org/repo.git``, the ``github.com``/``gitlab.com``/
 ``bitbucket.org`` shorthands, plain ``https://.../repo.git``, ``tfr://``
 registry sources, local paths. It keeps the query string exactly as written and
-the offsets of the ref so that an edit can replace only that substring.
+the offsets of the ref so that an edit can replace only that substring, and
+reads it as go-getter does (:mod:`tooling.model.getter`): the ref is the
+percent-decoded value, the path is decoded with its ``..`` segments resolved
+before it becomes the identity the allowlist checks, and a query go-getter
+could read otherwise than it is written (a key given twice, ``?re%66=main&ref=v1``)
+makes the source ``unknown``, never a guess.
 :func:`remote_url` is the URL git clones for a source; :class:`Tag` and
 :class:`RepoTags` are what listing a repository's tags returns.
 """
@@ -19,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tooling.model.getter import clean_path, clean_subdir, decode, query_problem
 from tooling.model.versions import parse_version
 
 __all__ = [
@@ -71,7 +77,8 @@ class ModuleSource:
     path: str | None = None
     #: the part after ``//`` (``modules/vm``), without leading/trailing slashes
     subdir: str | None = None
-    #: value of the ``ref`` (git) or ``version`` (registry) query parameter, as written
+    #: value of the ``ref`` (git) or ``version`` (registry) query parameter, percent-decoded
+    #: (what go-getter fetches); ``ref_span`` is where it is written
     ref: str | None = None
     ref_param: Literal["ref", "version"] | None = None
     #: every query parameter in order, values exactly as written (not URL-decoded)
@@ -81,6 +88,9 @@ class ModuleSource:
     ref_span: tuple[int, int] | None = None
     #: why a source is ``unknown`` (or a remark on an odd one)
     note: str | None = None
+    #: go-getter could fetch something else than the source seems to say (a key given
+    #: twice, a malformed escape, a subdirectory leaving the repository): refused
+    ambiguous: bool = False
 
     @property
     def identity(self) -> str | None:
@@ -154,8 +164,11 @@ def _split_subdir(address: str, search_from: int) -> tuple[str, str | None]:
     return address[:idx], subdir or None
 
 
-def _clean_repo_path(raw: str) -> str:
-    path = raw.strip("/")
+def _clean_repo_path(raw: str) -> str | None:
+    """``org/repo`` as the server resolves it (decoded, dot segments removed, no ``.git``)."""
+    path = clean_path(raw)
+    if path is None:
+        return None
     if path.endswith(".git"):
         path = path[: -len(".git")]
     return path.rstrip("/")
@@ -190,6 +203,11 @@ def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> Modu
     spans: tuple[tuple[int, int], ...] = ()
     if qmark >= 0:
         query, spans = parse_query(text, qmark + 1)
+        ambiguous = query_problem(query)
+        if ambiguous is not None:
+            return ModuleSource(
+                text, "unknown", query=query, query_spans=spans, note=ambiguous, ambiguous=True
+            )
     address = text[body_start:address_end]
 
     url = _URL_RE.fullmatch(address)
@@ -246,10 +264,15 @@ def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> Modu
 def ref_from_query(
     query: tuple[tuple[str, str], ...], spans: tuple[tuple[int, int], ...], param: str
 ) -> tuple[str | None, tuple[int, int] | None]:
+    """The decoded value of ``param`` and where it is written, as go-getter reads the query;
+    (None, None) when it is absent, or ambiguous (given twice, a malformed escape)."""
+    found: list[tuple[str | None, tuple[int, int]]] = []
     for (key, value), span in zip(query, spans, strict=True):
-        if key == param:
-            return value, span
-    return None, None
+        if decode(key) == param:
+            found.append((decode(value), span))
+    if len(found) != 1 or found[0][0] is None:
+        return None, None
+    return found[0]
 
 
 def _git_source(
@@ -263,6 +286,20 @@ def _git_source(
 ) -> ModuleSource:
     host = raw_host.lower()
     path = _clean_repo_path(raw_path)
+    if path is None:
+        return ModuleSource(
+            text,
+            "unknown",
+            query=query,
+            query_spans=spans,
+            note=f"the repository path {raw_path!r} has a malformed percent-escape",
+            ambiguous=True,
+        )
+    subdir, subdir_problem = clean_subdir(subdir) if subdir else (None, None)
+    if subdir_problem:
+        return ModuleSource(
+            text, "unknown", query=query, query_spans=spans, note=subdir_problem, ambiguous=True
+        )
     port: int | None = None
     if raw_port:
         if not raw_port.isdigit():
@@ -303,11 +340,16 @@ def _registry_source(
     default_registry: str,
 ) -> ModuleSource:
     main, subdir = _split_subdir(address, scheme_end)
+    subdir, subdir_problem = clean_subdir(subdir) if subdir else (None, None)
+    if subdir_problem:
+        return ModuleSource(
+            text, "unknown", query=query, query_spans=spans, note=subdir_problem, ambiguous=True
+        )
     rest = main[scheme_end:]
     host_part, _, path = rest.partition("/")
     host, _, raw_port = host_part.partition(":")
     segments = path.strip("/").split("/")
-    if len(segments) != 3 or not all(segments):
+    if len(segments) != 3 or not all(s and s not in (".", "..") and "%" not in s for s in segments):
         return ModuleSource(
             text,
             "unknown",

@@ -17,6 +17,8 @@ LIVE_DIR = "live"
 META_KEYS = ("tier", "executor", "gate", "plan_on_pr")
 #: the gate class of a unit whose ``gate`` local is not a string the model can read
 UNRESOLVED_GATE = "<unresolved>"
+#: the executor of a unit the model cannot evaluate: no executor runs it (fail closed)
+UNRESOLVED_EXECUTOR = "<unresolved>"
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,18 @@ def check_pins(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violat
             continue
         file, line, comment_version = _source_site(unit, snap)
         source = parse_source(unit.source)
+        if source.ambiguous:
+            out.append(
+                Violation(
+                    file,
+                    line,
+                    "pin-ambiguous-source",
+                    f"the module source of {unit.path} can fetch something else than it shows: {source.note}",
+                    "write each query key once, without percent-escapes, and the path without '..' "
+                    '(source = "git::https://…/MODULE.git//PATH?ref=vX.Y.Z")',
+                )
+            )
+            continue
         if unit.source == "<unresolved>" or source.kind == "unknown":
             out.append(
                 Violation(

@@ -129,11 +129,13 @@ def syntax_violation(error: ToolingError, where: str = "live") -> Violation:
     """A configuration that cannot be read (HCL that does not parse, an include that
     points nowhere...) as a violation at its file:line (``where`` when it names none)."""
     text = str(error)
-    syntax = isinstance(error, hcl.HclSyntaxError)
+    syntax = isinstance(error, hcl.HclSyntaxError) and not isinstance(error, hcl.HclTooDeepError)
     rule = "hcl-syntax" if syntax else "config-invalid"
     fix = (
         "fix the syntax (`terragrunt hcl fmt --check` shows the same error)"
         if syntax
+        else "flatten the expression: fewer nested lists, objects or calls"
+        if isinstance(error, hcl.HclTooDeepError)
         else "fix the configuration the message names"
     )
     match = _SYNTAX_RE.match(text)

@@ -1,0 +1,60 @@
+"""Does an approval still hold after a re-plan? Pure.
+
+A unit planned against its upstream's mock outputs is re-planned once the
+upstream has applied (apply's cascade). A reviewer approved the plan they saw,
+values included (``vmbr-mock``, not the real bridge): the approval carries over
+to the re-plan only when it makes the same changes (address and action) with
+the same values (:func:`tooling.core.planjson.value_digests`). Otherwise a
+manual unit waits for a new approval, with the new plan shown.
+"""
+
+from __future__ import annotations
+
+from tooling.core.gates import Gate, reasons_text
+from tooling.core.planjson import PlanSummary, ResourceChange
+
+
+def _other_values(old: ResourceChange, new: ResourceChange) -> list[str]:
+    before, after = dict(old.values), dict(new.values)
+    return sorted(n or "the resource" for n in {*before, *after} if before.get(n) != after.get(n))
+
+
+def differences(approved: PlanSummary, fresh: PlanSummary) -> list[str]:
+    """What ``fresh`` does otherwise than ``approved``, one entry per resource (names of the
+    attributes whose values differ, never the values); empty when they are the same."""
+    old_by = {c.address: c for c in approved.changes}
+    new_by = {c.address: c for c in fresh.changes}
+    out: list[str] = []
+    for address in sorted({*old_by, *new_by}):
+        old, new = old_by.get(address), new_by.get(address)
+        if old is None and new is not None:
+            out.append(f"{address}: {new.action}, not in the approved plan")
+        elif new is None and old is not None:
+            out.append(f"{address}: {old.action} approved, not in the re-plan")
+        elif old is not None and new is not None:
+            if old.action != new.action:
+                out.append(f"{address}: {new.action} instead of the approved {old.action}")
+            elif old.values != new.values:
+                out.append(f"{address}: other values of {', '.join(_other_values(old, new))}")
+    return out
+
+
+def cascade_wait(
+    gate: Gate, *, approved: bool, reviewed: PlanSummary, fresh: PlanSummary
+) -> str | None:
+    """Why a re-planned unit waits, or None when it may apply: an ``auto`` re-plan applies;
+    a ``manual`` one only when a human approved (``approved``) and the re-plan makes the
+    same changes with the same values as the plan they saw (``reviewed``)."""
+    if gate.decision != "manual":
+        return None
+    if not approved:
+        return "manual gate: " + reasons_text(gate)
+    diff = differences(reviewed, fresh)
+    if not diff:
+        return None
+    return (
+        "the re-plan against the upstream's real outputs differs from the approved plan ("
+        + "; ".join(diff)
+        + "), so the approval does not carry over: review the new plan and approve it "
+        "(plan again with `invoke plan`, then apply with --approve-manual)"
+    )
