@@ -193,7 +193,10 @@ def run(
         pipeline.refuse_unparsable(model, [t.path for t in targets])
         pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
-        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings)
+        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
+        targets, env = workcopies.guarded(
+            targets, ws.tool_env, root=ws.root, cache_dir=ws.settings.cache_dir
+        )
         folder.reset()  # only now: a run that fails before this keeps the last report
         planner = partial(plan_unit, lock=False, detailed_exitcode=True)
         # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
@@ -201,7 +204,7 @@ def run(
             results = run_all(
                 targets,
                 out_dir,
-                ws.tool_env if targets else {},
+                env if targets else {},
                 jobs=jobs or os.cpu_count() or 2,
                 progress=Progress(len(targets)),
                 planner=planner,

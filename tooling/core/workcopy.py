@@ -1,0 +1,176 @@
+"""The working-copy rule: what OpenTofu reads after Terragrunt's init is the pinned module. Pure.
+
+After Terragrunt has fetched a unit's module into ``UNIT/.terragrunt-cache/<h>/<h>/``,
+copied the unit folder into the module's folder and written its generated
+files, OpenTofu reads every configuration file of that folder (and of the
+folders its ``module`` blocks name). Before OpenTofu plans or applies, that
+checkout must hold:
+
+- every file of the module repository's tree at the commit the pinned tag names,
+  byte for byte (compared by git blob SHA, so also against a ``git ls-tree``);
+- besides them, no OpenTofu file (``*.tf``, ``*.tf.json``, ``*.tofu``,
+  ``*.tofu.json``, ``*.tfvars``, ``*.tfvars.json``) anywhere in the checkout,
+  except in the module's folder the files ``root.hcl``'s ``generate`` blocks
+  declare and the null-inputs file Terragrunt itself writes.
+
+Everything here works on plain data: the expectation (:class:`Expected`,
+carried to the Terragrunt hook as JSON) and the checkout as ``{path: blob SHA}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooling.model.hcl import Body, blob_sha
+
+RULE = "working-copy"
+#: the files OpenTofu reads as configuration or variable values
+CODE_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json", ".tfvars", ".tfvars.json")
+#: written by Terragrunt itself before a command, for inputs whose value is null
+TERRAGRUNT_OWN = frozenset({"terragrunt-null-vars.auto.tfvars.json"})
+#: folders of a checkout that are not configuration: git's stub, OpenTofu's data folder
+SKIPPED_DIRS = frozenset({".git", ".terraform"})
+
+__all__ = ["blob_sha"]
+
+
+def is_code(name: str) -> bool:
+    """Whether OpenTofu reads a file of this name as configuration or variable values."""
+    return name.endswith(CODE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one unit's checkout must hold."""
+
+    unit: str
+    #: how the module was pinned, for messages: ``<repository>@<tag>`` or the local folder
+    pinned: str
+    #: the commit the tag names (None for a local source)
+    commit: str | None
+    #: the module's folder inside the checkout ("" for the checkout's root)
+    subdir: str
+    #: every file of the module's tree: path inside the checkout -> git blob SHA
+    files: Mapping[str, str]
+    #: file names root.hcl's generate blocks declare (written into the module's folder)
+    generated: frozenset[str] = field(default_factory=frozenset)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "pinned": self.pinned,
+            "commit": self.commit,
+            "subdir": self.subdir,
+            "files": dict(sorted(self.files.items())),
+            "generated": sorted(self.generated),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Expected:
+        return cls(
+            unit=str(data["unit"]),
+            pinned=str(data["pinned"]),
+            commit=data.get("commit"),
+            subdir=str(data.get("subdir") or ""),
+            files={str(k): str(v) for k, v in dict(data["files"]).items()},
+            generated=frozenset(str(n) for n in data.get("generated", ())),
+        )
+
+
+def manifest_text(expected: Mapping[str, Expected]) -> str:
+    """The hook's manifest: unit folder (absolute) -> expectation, as JSON."""
+    return json.dumps({k: v.to_json() for k, v in sorted(expected.items())}, sort_keys=True)
+
+
+def read_manifest(text: str) -> dict[str, Expected]:
+    data = json.loads(text)
+    return {str(k): Expected.from_json(v) for k, v in data.items()}
+
+
+def declared_generated(root: Body) -> frozenset[str]:
+    """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals.
+
+    A path computed at run time is not accepted here: its file is then refused
+    like any other file the module does not hold.
+    """
+    names: set[str] = set()
+    for block in root.get("b", []):
+        kind, _labels, body, _line = block
+        if kind != "generate":
+            continue
+        path = body.get("a", {}).get("path")
+        expr = path[0] if path else None
+        if isinstance(expr, tuple | list) and len(expr) == 2 and expr[0] == "lit":
+            value = expr[1]
+            if isinstance(value, str) and value and "/" not in value:
+                names.add(value)
+    return frozenset(names)
+
+
+def _join(subdir: str, name: str) -> str:
+    return f"{subdir}/{name}" if subdir else name
+
+
+def problems(
+    expected: Expected, found: Mapping[str, str], unit_files: frozenset[str] = frozenset()
+) -> list[str]:
+    """Why the checkout ``found`` ({path inside the checkout: blob SHA}) is not the
+    pinned module plus root.hcl's generated files; empty when it is.
+
+    ``unit_files`` are the names of the unit folder's own files (Terragrunt copies
+    them into the module's folder): a code file among them is named as the unit's.
+    """
+    out: list[str] = []
+    unit = expected.unit
+    fix_cache = f"delete {unit}/.terragrunt-cache and plan again"
+    for path, sha in sorted(expected.files.items()):
+        got = found.get(path)
+        if got is None:
+            out.append(
+                f"{unit}: {RULE}: {path} of {expected.pinned} is missing from the working "
+                f"copy; {fix_cache}"
+            )
+        elif got != sha:
+            out.append(
+                f"{unit}: {RULE}: {path} in the working copy differs from {expected.pinned}"
+                f"{_at(expected)}; {fix_cache} (Terragrunt fetches the tag again)"
+            )
+    allowed_here = expected.generated | TERRAGRUNT_OWN
+    for path in sorted(found):
+        if path in expected.files or not is_code(path.rsplit("/", 1)[-1]):
+            continue
+        folder, _, name = path.rpartition("/")
+        if folder == expected.subdir and name in allowed_here:
+            continue
+        if folder == expected.subdir and name in unit_files:
+            out.append(
+                f"{unit}/{name}:1: {RULE}: OpenTofu code beside terragrunt.hcl is copied into "
+                "the module's folder and planned; move it into the module's repository "
+                "and pin the new tag (units hold configuration only)"
+            )
+            continue
+        out.append(
+            f"{unit}: {RULE}: {path} in the working copy is neither a file of "
+            f"{expected.pinned} nor one root.hcl generates; OpenTofu would read it; "
+            f"{fix_cache}"
+        )
+    return out
+
+
+def _at(expected: Expected) -> str:
+    return f" (commit {expected.commit})" if expected.commit else ""
+
+
+def checkout_root(work_dir: str, subdir: str) -> str | None:
+    """The checkout holding the module's folder ``work_dir`` (``subdir`` stripped), or
+    None when ``work_dir`` does not end with ``subdir``."""
+    if not subdir:
+        return work_dir
+    parts = work_dir.rstrip("/").split("/")
+    sub = subdir.strip("/").split("/")
+    if len(parts) <= len(sub) or parts[-len(sub) :] != sub:
+        return None
+    return "/".join(parts[: -len(sub)])
