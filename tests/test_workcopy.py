@@ -109,6 +109,14 @@ def test_root_hcl_declares_its_generated_file_names_and_only_literal_ones() -> N
     assert workcopy.declared_generated(body) == frozenset({"backend.tf"})
 
 
+def test_a_committed_terragrunt_cache_names_its_unit_and_the_fix() -> None:
+    tracked = [f"{DNS}/.terragrunt-cache/a/b/main.tf", "live/cloud/dnsx/.terragrunt-cache/x"]
+    got = workcopy.committed_caches([DNS, IAM, "live/cloud/dnsx"], tracked)
+    assert sorted(got) == [DNS, "live/cloud/dnsx"]
+    assert got[DNS].startswith(f"{DNS}/.terragrunt-cache/a/b/main.tf:1: working-copy: ")
+    assert f"git rm -r --cached {DNS}/.terragrunt-cache" in got[DNS]
+
+
 def test_the_manifest_round_trips() -> None:
     expected = {"/x/live/cloud/dns": _expected()}
     assert workcopy.read_manifest(workcopy.manifest_text(expected)) == expected
@@ -192,9 +200,27 @@ def test_code_committed_under_a_units_terragrunt_cache_is_refused_not_planned(
     assert ran.returncode == 1, ran.output
     dns = units_by_path(read_summary(out))[DNS]
     assert dns["status"] == "error"
-    assert "working-copy" in str(dns["error"]) and "main.tf" in str(dns["error"])
+    assert f"working-copy: {DNS}/.terragrunt-cache is committed to git" in str(dns["error"])
+    assert f"git rm -r --cached {DNS}/.terragrunt-cache" in str(dns["error"])
     assert not (out / "units" / DNS / "plan.tfplan").exists()
     assert "smuggled" not in (out / "comment.md").read_text()
+
+
+def test_a_module_file_changed_in_a_reused_working_copy_is_refused_before_opentofu_runs(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    first = invoke(example_repo, "plan", "--unit", DNS, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.output
+    main = _working_copy(example_repo, DNS) / "main.tf"
+    main.chmod(0o644)
+    main.write_text(main.read_text() + EVIL)
+    out = tmp_path / "b"
+    ran = invoke(example_repo, "plan", "--unit", DNS, "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    error = str(units_by_path(read_summary(out))[DNS]["error"])
+    assert "working-copy: main.tf in the working copy differs from" in error, error
+    assert f"delete {DNS}/.terragrunt-cache and plan again" in error
+    assert not (out / "units" / DNS / "plan.tfplan").exists()
 
 
 def _module_repo(where: Path) -> Path:

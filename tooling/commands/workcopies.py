@@ -293,6 +293,13 @@ def guarded(
     if not todo:
         return list(targets), dict(env)
     armed_env, refused = armed(todo, env, root=root, cache_dir=cache_dir)
+    tracked = git.zsplit(
+        git.git(
+            root, "ls-files", "-z", "--", ":(glob)**/.terragrunt-cache/**", ok_codes=(0, 128)
+        ).stdout
+    )
+    for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
+        refused[unit] = committed
     out = [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
         for t in targets

@@ -174,3 +174,20 @@ def checkout_root(work_dir: str, subdir: str) -> str | None:
     if len(parts) <= len(sub) or parts[-len(sub) :] != sub:
         return None
     return "/".join(parts[: -len(sub)])
+
+
+def committed_caches(units: list[str], tracked: list[str]) -> dict[str, str]:
+    """The units whose ``.terragrunt-cache`` git tracks (``tracked``: repository paths),
+    each with its refusal: Terragrunt would reuse the committed copy as it is."""
+    out: dict[str, str] = {}
+    for unit in units:
+        prefix = f"{unit}/.terragrunt-cache/"
+        files = sorted(p for p in tracked if p.startswith(prefix))
+        if files:
+            out[unit] = (
+                f"{files[0]}:1: {RULE}: {unit}/.terragrunt-cache is committed to git "
+                f"({len(files)} file(s)); Terragrunt reuses a committed working copy instead "
+                f"of fetching the pinned tag. Fix: git rm -r --cached {unit}/.terragrunt-cache "
+                "(.gitignore lists it) and commit"
+            )
+    return out
