@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from infra_fixtures import commit_all, git, invoke, read_summary, units_by_path
+from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units_by_path
 
 from tooling.core import workcopy
 from tooling.core.workcopy import Expected
@@ -117,6 +117,16 @@ def test_a_committed_terragrunt_cache_names_its_unit_and_the_fix() -> None:
     assert f"git rm -r --cached {DNS}/.terragrunt-cache" in got[DNS]
 
 
+def test_a_hook_labelled_like_the_check_is_found_with_its_line() -> None:
+    body = hcl.parse(
+        b'terraform {\n  source = "x"\n  after_hook "other" {\n    commands = ["plan"]\n'
+        b'    execute = ["true"]\n  }\n  before_hook "iac_working_copy" {\n'
+        b'    commands = ["plan"]\n    execute = ["true"]\n  }\n}\n',
+        "terragrunt.hcl",
+    )
+    assert workcopy.hook_overrides(body) == [7]
+
+
 def test_the_manifest_round_trips() -> None:
     expected = {"/x/live/cloud/dns": _expected()}
     assert workcopy.read_manifest(workcopy.manifest_text(expected)) == expected
@@ -132,7 +142,7 @@ def _working_copy(repo: Path, unit: str) -> Path:
     return main.parent
 
 
-def _plan(repo: Path, out: Path, *units: str) -> object:
+def _plan(repo: Path, out: Path, *units: str) -> Invoked:
     args = [a for u in units for a in ("--unit", u)]
     return invoke(repo, "plan", *args, "--jobs", "2", "--out", str(out))
 
@@ -151,31 +161,56 @@ def test_two_consecutive_plans_keep_the_module_files_and_say_nothing_of_stale_fi
     assert {"main.tf", "variables.tf", "backend.tf"} <= set(module_files)
 
 
-@pytest.mark.parametrize("units", [(DNS,), (DNS, IAM)], ids=["per-unit", "batch"])
-def test_plan_refuses_opentofu_code_beside_a_units_terragrunt_hcl(
-    example_repo: Path, tmp_path: Path, units: tuple[str, ...]
+@pytest.mark.parametrize(
+    ("name", "text", "units"),
+    [
+        ("extra.tf", EVIL, (DNS,)),
+        ("extra.tf", EVIL, (DNS, IAM)),
+        ("extra.tofu", EVIL, (DNS,)),
+        ("smuggled_override.tf.json", '{"resource": {"terraform_data": {"smuggled": {}}}}', (DNS,)),
+        ("smuggled.auto.tfvars", 'zone_name = "smuggled.example"\n', (DNS, IAM)),
+    ],
+    ids=["tf-per-unit", "tf-batch", "tofu", "override-json", "auto-tfvars-batch"],
+)
+def test_plan_refuses_opentofu_files_beside_a_units_terragrunt_hcl(
+    example_repo: Path, tmp_path: Path, name: str, text: str, units: tuple[str, ...]
 ) -> None:
-    (example_repo / DNS / "extra.tf").write_text(EVIL)
-    commit_all(example_repo, "a stray .tf beside the unit")
+    (example_repo / DNS / name).write_text(text)
+    commit_all(example_repo, f"a stray {name} beside the unit")
     out = tmp_path / "out"
-    ran = invoke(
-        example_repo,
-        "plan",
-        *[a for u in units for a in ("--unit", u)],
-        "--jobs",
-        "2",
-        "--out",
-        str(out),
-    )
+    ran = _plan(example_repo, out, *units)
     assert ran.returncode == 1, ran.output
     by_path = units_by_path(read_summary(out))
     dns = by_path[DNS]
     assert dns["status"] == "error"
-    assert f"{DNS}/extra.tf:1: working-copy" in str(dns["error"])
+    assert f"{DNS}/{name}:1: working-copy: OpenTofu code beside terragrunt.hcl" in str(
+        dns["error"]
+    ), dns["error"]
     assert not (out / "units" / DNS / "plan.tfplan").exists()
     assert "smuggled" not in (out / "comment.md").read_text()
     if IAM in units:  # other units go on
         assert by_path[IAM]["status"] in ("changes", "no-changes"), by_path[IAM]
+
+
+def test_a_units_hook_labelled_like_root_hcls_check_is_refused(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    unit = example_repo / DNS / "terragrunt.hcl"
+    unit.write_text(
+        unit.read_text()
+        + '\nterraform {\n  before_hook "iac_working_copy" {\n    commands = ["plan"]\n'
+        + '    execute  = ["true"]\n  }\n}\n'
+    )
+    (example_repo / DNS / "extra.tf").write_text(EVIL)
+    commit_all(example_repo, "a unit replacing the check, and code beside it")
+    out = tmp_path / "out"
+    ran = _plan(example_repo, out, DNS, IAM)
+    assert ran.returncode == 1, ran.output
+    by_path = units_by_path(read_summary(out))
+    assert "a hook labelled iac_working_copy replaces root.hcl's" in str(by_path[DNS]["error"])
+    assert str(by_path[DNS]["error"]).startswith(f"{DNS}/terragrunt.hcl:")
+    assert by_path[IAM]["status"] in ("changes", "no-changes"), by_path[IAM]
+    assert "smuggled" not in (out / "comment.md").read_text()
 
 
 def test_code_committed_under_a_units_terragrunt_cache_is_refused_not_planned(

@@ -195,7 +195,11 @@ def run(
         preflight.check(ws, [(t.path, t.executor) for t in targets])
         workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
         targets, env = workcopies.guarded(
-            targets, ws.tool_env, root=ws.root, cache_dir=ws.settings.cache_dir
+            targets,
+            ws.tool_env,
+            root=ws.root,
+            cache_dir=ws.settings.cache_dir,
+            reads={p: u.reads for p, u in model.units.items()},
         )
         folder.reset()  # only now: a run that fails before this keeps the last report
         planner = partial(plan_unit, lock=False, detailed_exitcode=True)

@@ -284,8 +284,35 @@ def armed(
     return {**env, HOOK_ENV: json.dumps(hook)}, refused
 
 
+def overridden(
+    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path
+) -> dict[str, str]:
+    """The units one of whose HCL files (root.hcl aside) declares a hook labelled like
+    root.hcl's check: Terragrunt would run that one instead."""
+    out: dict[str, str] = {}
+    for unit in units:
+        for rel in reads.get(unit, ()):
+            if not rel.endswith(".hcl") or rel == ROOT_FILE:
+                continue
+            try:
+                body = hcl.parse((root / rel).read_bytes(), rel)
+            except (OSError, ToolingError):
+                continue
+            for line in workcopy.hook_overrides(body):
+                out[unit] = (
+                    f"{rel}:{line}: {workcopy.RULE}: a hook labelled {workcopy.HOOK_LABEL} "
+                    "replaces root.hcl's working-copy check. Fix: remove it (units run no hooks)"
+                )
+    return out
+
+
 def guarded(
-    targets: Sequence[Target], env: Mapping[str, str], *, root: Path, cache_dir: Path
+    targets: Sequence[Target],
+    env: Mapping[str, str],
+    *,
+    root: Path,
+    cache_dir: Path,
+    reads: Mapping[str, Sequence[str]],
 ) -> tuple[list[Target], dict[str, str]]:
     """The plan's ``targets`` and ``env`` with the working-copy check armed: a unit whose
     expectation cannot be worked out is refused (an ``error``, never planned)."""
@@ -300,6 +327,8 @@ def guarded(
     )
     for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
         refused[unit] = committed
+    for unit, why in overridden([t.path for t in targets if not t.preset], reads, root).items():
+        refused[unit] = why
     out = [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
         for t in targets

@@ -191,3 +191,20 @@ def committed_caches(units: list[str], tracked: list[str]) -> dict[str, str]:
                 "(.gitignore lists it) and commit"
             )
     return out
+
+
+#: the label of root.hcl's hook that runs the check (a hook of the same label elsewhere replaces it)
+HOOK_LABEL = "iac_working_copy"
+
+
+def hook_overrides(body: Body) -> list[int]:
+    """The lines of a parsed HCL file (other than root.hcl) declaring a hook labelled
+    :data:`HOOK_LABEL`: Terragrunt's include merge lets it replace root.hcl's."""
+    lines: list[int] = []
+    for kind, _labels, inner, _line in body.get("b", []):
+        if kind != "terraform":
+            continue
+        for btype, labels, _i, line_no in inner.get("b", []):
+            if btype.endswith("_hook") and labels and labels[0] == HOOK_LABEL:
+                lines.append(int(line_no))
+    return lines
