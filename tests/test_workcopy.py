@@ -16,6 +16,7 @@ from tooling.model import hcl
 
 DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"
+MOVING = "https://git.example.com/test-modules/terraform-moving.git"
 EVIL = 'resource "terraform_data" "smuggled" {\n  input = "not in the module"\n}\n'
 
 
@@ -187,7 +188,10 @@ def test_plan_refuses_opentofu_files_beside_a_units_terragrunt_hcl(
         dns["error"]
     ), dns["error"]
     assert not (out / "units" / DNS / "plan.tfplan").exists()
-    assert "smuggled" not in (out / "comment.md").read_text()
+    comment = (out / "comment.md").read_text()
+    assert "terraform_data.smuggled" not in comment and "smuggled.example" not in comment
+    # OpenTofu never read it: refused before init, not by OpenTofu's own error
+    assert "Error: " not in str(dns["error"]), dns["error"]
     if IAM in units:  # other units go on
         assert by_path[IAM]["status"] in ("changes", "no-changes"), by_path[IAM]
 
@@ -210,7 +214,7 @@ def test_a_units_hook_labelled_like_root_hcls_check_is_refused(
     assert "a hook labelled iac_working_copy replaces root.hcl's" in str(by_path[DNS]["error"])
     assert str(by_path[DNS]["error"]).startswith(f"{DNS}/terragrunt.hcl:")
     assert by_path[IAM]["status"] in ("changes", "no-changes"), by_path[IAM]
-    assert "smuggled" not in (out / "comment.md").read_text()
+    assert "terraform_data.smuggled" not in (out / "comment.md").read_text()
 
 
 def test_code_committed_under_a_units_terragrunt_cache_is_refused_not_planned(
@@ -220,8 +224,9 @@ def test_code_committed_under_a_units_terragrunt_cache_is_refused_not_planned(
     assert first.returncode == 0, first.output
     copy = _working_copy(example_repo, DNS)
     main = copy / "main.tf"
-    main.chmod(0o644)
-    main.write_text(main.read_text() + EVIL)
+    tampered = main.read_text() + EVIL
+    main.unlink()  # never through a link Terragrunt may share with its content store
+    main.write_text(tampered)
     git(example_repo, "add", "--force", f"{DNS}/.terragrunt-cache")
     commit_all(example_repo, "a working copy committed with the repository")
     # CI checks the commit out afresh, at the same path
@@ -238,7 +243,7 @@ def test_code_committed_under_a_units_terragrunt_cache_is_refused_not_planned(
     assert f"working-copy: {DNS}/.terragrunt-cache is committed to git" in str(dns["error"])
     assert f"git rm -r --cached {DNS}/.terragrunt-cache" in str(dns["error"])
     assert not (out / "units" / DNS / "plan.tfplan").exists()
-    assert "smuggled" not in (out / "comment.md").read_text()
+    assert "terraform_data.smuggled" not in (out / "comment.md").read_text()
 
 
 def test_a_module_file_changed_in_a_reused_working_copy_is_refused_before_opentofu_runs(
@@ -247,8 +252,9 @@ def test_a_module_file_changed_in_a_reused_working_copy_is_refused_before_opento
     first = invoke(example_repo, "plan", "--unit", DNS, "--out", str(tmp_path / "a"))
     assert first.returncode == 0, first.output
     main = _working_copy(example_repo, DNS) / "main.tf"
-    main.chmod(0o644)
-    main.write_text(main.read_text() + EVIL)
+    tampered = main.read_text() + EVIL
+    main.unlink()  # never through a link Terragrunt may share with its content store
+    main.write_text(tampered)
     out = tmp_path / "b"
     ran = invoke(example_repo, "plan", "--unit", DNS, "--out", str(out))
     assert ran.returncode == 1, ran.output
@@ -276,11 +282,12 @@ def test_a_working_copy_of_another_commit_than_the_tag_names_is_refused(
     unit.mkdir()
     (unit / "terragrunt.hcl").write_text(
         'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
-        f'terraform {{\n  source = "git::file://{module}?ref=v1.0.0"\n}}\n'
+        f'terraform {{\n  source = "git::{MOVING}?ref=v1.0.0"\n}}\n'
     )
-    commit_all(example_repo, "a unit pinned to a local module repository")
+    commit_all(example_repo, "a unit pinned to a module repository whose tag will move")
+    env = {"IAC_MODULE_REWRITE": f"{MOVING}={module.as_uri()}"}
     first = invoke(
-        example_repo, "plan", "--unit", "live/cloud/pinned", "--out", str(tmp_path / "a")
+        example_repo, "plan", "--unit", "live/cloud/pinned", "--out", str(tmp_path / "a"), env=env
     )
     assert first.returncode == 0, first.output
     # the tag moves to another commit; Terragrunt keeps the copy it fetched (same source)
@@ -289,7 +296,7 @@ def test_a_working_copy_of_another_commit_than_the_tag_names_is_refused(
     git(module, "tag", "--force", "v1.0.0")
     moved = git(module, "rev-parse", "v1.0.0^{commit}").strip()
     out = tmp_path / "b"
-    ran = invoke(example_repo, "plan", "--unit", "live/cloud/pinned", "--out", str(out))
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/pinned", "--out", str(out), env=env)
     assert ran.returncode == 1, ran.output
     error = str(units_by_path(read_summary(out))["live/cloud/pinned"]["error"])
     assert "working-copy" in error and f"(commit {moved})" in error

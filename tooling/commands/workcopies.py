@@ -188,7 +188,7 @@ class _Repos:
     def tree(self, url: str, ref: str) -> tuple[str, dict[str, str]]:
         """(commit, {path: blob SHA}) of the tag (or commit) ``ref`` of ``url``."""
         if url not in self.fetched:
-            self.fetched[url] = tags.fetch(url, self.cache_dir, self.env)
+            self.fetched[url] = tags.fetch(url, self.cache_dir, self.env, tags.token_from_env())
         repo = self.fetched[url]
         commit = git.commit_sha(repo, f"refs/tags/{ref}") or (
             git.commit_sha(repo, ref) if len(ref) == 40 else None

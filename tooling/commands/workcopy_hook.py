@@ -1,11 +1,11 @@
 """The working-copy check, run by Terragrunt right before OpenTofu plans or applies.
 
-``root.hcl`` declares it as a ``before_hook`` on ``plan`` and ``apply``; the
+``root.hcl`` declares it as a ``before_hook`` on ``init``, ``plan`` and ``apply``; the
 pipeline arms it through ``IAC_WORKCOPY_HOOK`` (the interpreter, this file and
 the manifest of what each unit's checkout must hold, see
 :mod:`tooling.commands.workcopies`). Terragrunt runs it in the unit's working
-copy after init and after writing the generated files, so what it verifies is
-what OpenTofu reads next. A problem is printed (one line each) and the exit
+copy after writing the generated files, before OpenTofu's init and again before
+the plan or apply, so what it verifies is what OpenTofu reads next. A problem is printed (one line each) and the exit
 code is 1: Terragrunt then runs no OpenTofu command for the unit, and the
 pipeline reports the unit as refused; other units go on.
 
@@ -49,6 +49,9 @@ def scan(root: Path, wanted: frozenset[str], subdir: str) -> dict[str, str]:
 def verify(manifest: dict[str, workcopy.Expected], unit_dir: str, work_dir: str) -> list[str]:
     """The problems of the working copy ``work_dir`` of the unit in ``unit_dir``."""
     expected = manifest.get(os.path.realpath(unit_dir))
+    if expected is None and os.environ.get("TG_CTX_COMMAND") == "init":
+        # a unit the run does not plan, initialised so that a dependent can read its outputs
+        return []
     if expected is None:
         return [
             f"{unit_dir}: {workcopy.RULE}: the pipeline did not prepare this unit's check; "
