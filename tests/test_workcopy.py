@@ -100,6 +100,13 @@ def test_a_working_copy_is_the_module_plus_root_generated_files_and_nothing_else
         assert "working-copy" in line
 
 
+def test_a_unit_whose_expectation_is_unknown_is_refused_whatever_its_copy_holds() -> None:
+    unknown = _expected(files={}, error="https://h/o/m.git has no tag v9.9.9")
+    assert workcopy.problems(unknown, MODULE) == [
+        f"{DNS}: working-copy: https://h/o/m.git has no tag v9.9.9"
+    ]
+
+
 def test_root_hcl_declares_its_generated_file_names_and_only_literal_ones() -> None:
     body = hcl.parse(
         b'generate "backend" {\n  path = "backend.tf"\n  contents = ""\n}\n'

@@ -109,7 +109,8 @@ class Applier:
                 f"{summary_path}: not a plan summary (no list of units); re-plan with `invoke plan --out {plans_dir}`"
             )
         if self.summary.get("interrupted"):
-            # not the set a reviewer approved: some units stopped half way, the rest never planned
+            # not the set a reviewer approved: some units stopped half way, and the
+            # units after them were never planned
             raise ToolingError(
                 f"{summary_path}: this plan was interrupted before every unit finished; "
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
@@ -198,9 +199,7 @@ class Applier:
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
         """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
         args = terragrunt.apply_args(plan_file)
-        env, refused = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
-        if refused:  # what its working copy must hold is unknown: nothing is applied
-            return 1, f"Error: {refused}", False
+        env = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
         raw = self.raw_file(path)
         raw.parent.mkdir(parents=True, exist_ok=True)
         raw.write_text(f"# plan {plan_file}\n")

@@ -256,9 +256,10 @@ def armed(
     *,
     root: Path,
     cache_dir: Path,
-) -> tuple[dict[str, str], dict[str, str]]:
+) -> dict[str, str]:
     """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
-    source), and the units whose expectation could not be worked out, with why.
+    source). A unit whose expectation cannot be worked out (a tag that does not exist,
+    a source that is no git tag) is in the manifest with why: the hook refuses it.
 
     The manifest (what each checkout must hold) is written under ``cache_dir``,
     named by its content, so concurrent runs never share a file they disagree on.
@@ -266,14 +267,15 @@ def armed(
     repos = _Repos(cache_dir, env)
     generated = root_generated(root)
     manifest: dict[str, Expected] = {}
-    refused: dict[str, str] = {}
     for unit, unit_dir, source in units:
         try:
             manifest[os.path.realpath(unit_dir)] = expectation(
                 unit, unit_dir, source, repos, generated
             )
-        except ToolingError as exc:
-            refused[unit] = f"{unit}: {workcopy.RULE}: {exc}"
+        except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
+            manifest[os.path.realpath(unit_dir)] = Expected(
+                unit, str(source), None, "", {}, error=str(exc)
+            )
     text = workcopy.manifest_text(manifest)
     folder = cache_dir / "workcopy"
     folder.mkdir(parents=True, exist_ok=True)
@@ -281,7 +283,7 @@ def armed(
     if not path.exists():
         outdir.write_text(path, text, raw=True)
     hook = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
-    return {**env, HOOK_ENV: json.dumps(hook)}, refused
+    return {**env, HOOK_ENV: json.dumps(hook)}
 
 
 def overridden(
@@ -315,11 +317,13 @@ def guarded(
     reads: Mapping[str, Sequence[str]],
 ) -> tuple[list[Target], dict[str, str]]:
     """The plan's ``targets`` and ``env`` with the working-copy check armed: a unit whose
-    expectation cannot be worked out is refused (an ``error``, never planned)."""
+    working copy is committed to git, or whose configuration replaces the check, is
+    refused (an ``error``, never planned)."""
     todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
     if not todo:
         return list(targets), dict(env)
-    armed_env, refused = armed(todo, env, root=root, cache_dir=cache_dir)
+    armed_env = armed(todo, env, root=root, cache_dir=cache_dir)
+    refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
             root, "ls-files", "-z", "--", ":(glob)**/.terragrunt-cache/**", ok_codes=(0, 128)
@@ -338,15 +342,14 @@ def guarded(
 
 def armed_one(
     ws: Workspace, unit: str, run_dir: Path, summary: Mapping[str, Any], env: Mapping[str, str]
-) -> tuple[dict[str, str], str | None]:
+) -> dict[str, str]:
     """``env`` armed for applying one unit of a plan ``summary`` (its module source is
-    the one planned), and why the unit is refused, if it is."""
+    the one planned)."""
     planned = [u for u in summary.get("units", []) if isinstance(u, dict) and u.get("path") == unit]
     source = planned[0].get("source") if planned else None
-    armed_env, refused = armed(
+    return armed(
         [(unit, run_dir, str(source) if source else None)],
         env,
         root=ws.root,
         cache_dir=ws.settings.cache_dir,
     )
-    return armed_env, refused.get(unit)

@@ -57,6 +57,8 @@ class Expected:
     files: Mapping[str, str]
     #: file names root.hcl's generate blocks declare (written into the module's folder)
     generated: frozenset[str] = field(default_factory=frozenset)
+    #: why what the checkout must hold could not be worked out: the unit is refused
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +68,7 @@ class Expected:
             "subdir": self.subdir,
             "files": dict(sorted(self.files.items())),
             "generated": sorted(self.generated),
+            "error": self.error,
         }
 
     @classmethod
@@ -77,6 +80,7 @@ class Expected:
             subdir=str(data.get("subdir") or ""),
             files={str(k): str(v) for k, v in dict(data["files"]).items()},
             generated=frozenset(str(n) for n in data.get("generated", ())),
+            error=data.get("error"),
         )
 
 
@@ -123,6 +127,8 @@ def problems(
     ``unit_files`` are the names of the unit folder's own files (Terragrunt copies
     them into the module's folder): a code file among them is named as the unit's.
     """
+    if expected.error is not None:
+        return [f"{expected.unit}: {RULE}: {expected.error}"]
     out: list[str] = []
     unit = expected.unit
     fix_cache = f"delete {unit}/.terragrunt-cache and plan again"
