@@ -4,6 +4,7 @@ files (docs/rules.md, "working-copy"). Real terragrunt, tofu and git."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -308,3 +309,22 @@ def test_a_working_copy_of_another_commit_than_the_tag_names_is_refused(
     error = str(units_by_path(read_summary(out))["live/cloud/pinned"]["error"])
     assert "working-copy" in error and f"(commit {moved})" in error
     assert not (out / "units/live/cloud/pinned/plan.tfplan").exists()
+
+
+def test_apply_refuses_a_working_copy_changed_after_the_plan_and_applies_the_rest(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    planned = _plan(example_repo, out, DNS, IAM)
+    assert planned.returncode == 0, planned.output
+    main = _working_copy(example_repo, DNS) / "main.tf"
+    tampered = main.read_text() + EVIL
+    main.unlink()
+    main.write_text(tampered)
+    ran = invoke(example_repo, "apply", "--plans", str(out), "--approve-manual")
+    assert ran.returncode == 1, ran.output
+    record = {u["path"]: u for u in json.loads((out / "apply.json").read_text())["units"]}
+    assert record[DNS]["result"] == "failed", record[DNS]
+    assert "working-copy: main.tf in the working copy differs from" in record[DNS]["reason"]
+    assert record[IAM]["result"] == "applied"  # independent units continue
+    assert not (example_repo / ".iac/state" / DNS / "terraform.tfstate").exists()
