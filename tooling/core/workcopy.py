@@ -214,3 +214,32 @@ def hook_overrides(body: Body) -> list[int]:
             if btype.endswith("_hook") and labels and labels[0] == HOOK_LABEL:
                 lines.append(int(line_no))
     return lines
+
+
+#: root.hcl's hook, exactly (docs/rules.md): the one hook ``run-at-parse`` accepts, in
+#: the root file only; any other command, label or command list is a violation
+CANONICAL_HOOK = f"""terraform {{
+  before_hook "{HOOK_LABEL}" {{
+    commands = ["init", "plan", "apply"]
+    execute  = concat(jsondecode(get_env("IAC_WORKCOPY_HOOK", "[\\"true\\"]")), [get_terragrunt_dir()])
+  }}
+}}
+"""
+
+
+def _shape(body: Body) -> Any:
+    """A parsed body without its line numbers."""
+    return (
+        sorted((k, repr(v[0])) for k, v in body.get("a", {}).items()),
+        [(b[0], list(b[1]), _shape(b[2])) for b in body.get("b", [])],
+    )
+
+
+def is_canonical_hook(btype: str, labels: list[str], inner: Body, canonical: Body) -> bool:
+    """Whether a hook block (type, labels, parsed body) is root.hcl's working-copy hook
+    exactly as ``canonical`` (:data:`CANONICAL_HOOK`, parsed) declares it."""
+    for _kind, _labels, tf_body, _line in canonical.get("b", []):
+        for ctype, clabels, cinner, _l in tf_body.get("b", []):
+            if (btype, list(labels)) == (ctype, list(clabels)):
+                return bool(_shape(inner) == _shape(cinner))
+    return False
