@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units_by_path
@@ -25,7 +26,7 @@ EVIL = 'resource "terraform_data" "smuggled" {\n  input = "not in the module"\n}
 
 
 def _expected(**over: object) -> Expected:
-    base: dict[str, object] = {
+    base: dict[str, Any] = {
         "unit": DNS,
         "pinned": "https://h/o/m.git@v1.1.0",
         "commit": "c" * 40,
@@ -34,7 +35,7 @@ def _expected(**over: object) -> Expected:
         "generated": frozenset({"backend.tf"}),
     }
     base.update(over)
-    return Expected(**base)  # type: ignore[arg-type]
+    return Expected(**base)
 
 
 MODULE = {"modules/vm/main.tf": "a" * 40, "modules/vm/tpl.yaml": "b" * 40}
@@ -136,9 +137,14 @@ def test_a_hook_labelled_like_the_check_is_found_with_its_line() -> None:
     assert workcopy.hook_overrides(body) == [7]
 
 
+def test_the_hooks_blob_hash_is_the_models() -> None:
+    for data in (b"", b"resource {}\n", bytes(range(256))):
+        assert workcopy.blob_sha(data) == hcl.blob_sha(data)
+
+
 def test_the_manifest_round_trips() -> None:
     expected = {"/x/live/cloud/dns": _expected()}
-    assert workcopy.read_manifest(workcopy.manifest_text(expected)) == expected
+    assert workcopy.read_manifest(workcopy.manifest_bytes(expected)) == expected
 
 
 # -- end to end

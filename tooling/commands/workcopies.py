@@ -34,7 +34,7 @@ from tooling.core import workcopy
 from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
 from tooling.errors import ToolingError
-from tooling.io import config, git, outdir, tags
+from tooling.io import config, git, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
@@ -276,12 +276,14 @@ def armed(
             manifest[os.path.realpath(unit_dir)] = Expected(
                 unit, str(source), None, "", {}, error=str(exc)
             )
-    text = workcopy.manifest_text(manifest)
+    data = workcopy.manifest_bytes(manifest)
     folder = cache_dir / "workcopy"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"manifest-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-    if not path.exists():
-        outdir.write_text(path, text, raw=True)
+    path = folder / f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+    if not path.exists():  # named by its content: written once, atomically
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
     hook = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
     return {**env, HOOK_ENV: json.dumps(hook)}
 

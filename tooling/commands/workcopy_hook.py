@@ -17,32 +17,34 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: the package root is two folders up
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tooling.core import workcopy
 
 
-def scan(root: Path, wanted: frozenset[str], subdir: str) -> dict[str, str]:
+def _read(path: str) -> bytes:
+    try:
+        if os.path.islink(path):
+            return os.readlink(path).encode()
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def scan(root: str, wanted: frozenset[str]) -> dict[str, str]:
     """{path inside the checkout: blob SHA} of the files under ``root`` that are OpenTofu
     code or that ``wanted`` names (skipping git's stub and OpenTofu's data folder)."""
     found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in workcopy.SKIPPED_DIRS]
-        here = Path(dirpath)
-        rel_dir = here.relative_to(root).as_posix()
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         for name in filenames:
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if rel not in wanted and not workcopy.is_code(name):
-                continue
-            path = here / name
-            try:
-                data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-            except OSError:
-                data = b""
-            found[rel] = workcopy.blob_sha(data)
+            if rel in wanted or workcopy.is_code(name):
+                found[rel] = workcopy.blob_sha(_read(os.path.join(dirpath, name)))
     return found
 
 
@@ -57,6 +59,8 @@ def verify(manifest: dict[str, workcopy.Expected], unit_dir: str, work_dir: str)
             f"{unit_dir}: {workcopy.RULE}: the pipeline did not prepare this unit's check; "
             "plan it through `invoke plan` (or unset IAC_WORKCOPY_HOOK)"
         ]
+    if expected.error is not None:
+        return workcopy.problems(expected, {})
     root = workcopy.checkout_root(os.path.realpath(work_dir), expected.subdir)
     if root is None:
         return [
@@ -64,9 +68,9 @@ def verify(manifest: dict[str, workcopy.Expected], unit_dir: str, work_dir: str)
             f"module folder {expected.subdir} of {expected.pinned}; delete "
             f"{expected.unit}/.terragrunt-cache and plan again"
         ]
-    found = scan(Path(root), frozenset(expected.files), expected.subdir)
+    found = scan(root, frozenset(expected.files))
     try:
-        own = frozenset(p.name for p in Path(unit_dir).iterdir() if p.is_file())
+        own = frozenset(e.name for e in os.scandir(unit_dir) if e.is_file())
     except OSError:
         own = frozenset()
     return workcopy.problems(expected, found, own)
@@ -74,11 +78,11 @@ def verify(manifest: dict[str, workcopy.Expected], unit_dir: str, work_dir: str)
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        print("usage: workcopy_hook.py MANIFEST UNIT_DIR", file=sys.stderr)
+        sys.stderr.write("usage: workcopy_hook.py MANIFEST UNIT_DIR\n")
         return 2
-    manifest = workcopy.read_manifest(Path(argv[1]).read_text())
-    work_dir = os.getcwd()
-    found = verify(manifest, argv[2], work_dir)
+    with open(argv[1], "rb") as fh:
+        manifest = workcopy.read_manifest(fh.read())
+    found = verify(manifest, argv[2], os.getcwd())
     if found:
         sys.stderr.write("".join(f"ERROR {line}\n" for line in found))
         return 1

@@ -14,17 +14,19 @@ checkout must hold:
   declare and the null-inputs file Terragrunt itself writes.
 
 Everything here works on plain data: the expectation (:class:`Expected`,
-carried to the Terragrunt hook as JSON) and the checkout as ``{path: blob SHA}``.
+carried to the Terragrunt hook in a manifest) and the checkout as ``{path: blob SHA}``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+import marshal
 
-from tooling.model.hcl import Body, blob_sha
+TYPE_CHECKING = False  # not typing's: importing typing costs the hook more than its work
+if TYPE_CHECKING:  # the hook imports this module in a process of its own, per unit: keep it lean
+    from collections.abc import Mapping
+    from typing import Any
+
+    from tooling.model.hcl import Body
 
 RULE = "working-copy"
 #: the files OpenTofu reads as configuration or variable values
@@ -34,7 +36,15 @@ TERRAGRUNT_OWN = frozenset({"terragrunt-null-vars.auto.tfvars.json"})
 #: folders of a checkout that are not configuration: git's stub, OpenTofu's data folder
 SKIPPED_DIRS = frozenset({".git", ".terraform"})
 
-__all__ = ["blob_sha"]
+
+def blob_sha(data: bytes) -> str:
+    """The git blob SHA-1 of ``data`` (:func:`tooling.model.hcl.blob_sha`, which this
+    module does not import: the hook would pay for ``pathlib`` on every unit)."""
+    import hashlib
+
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def is_code(name: str) -> bool:
@@ -42,56 +52,69 @@ def is_code(name: str) -> bool:
     return name.endswith(CODE_SUFFIXES)
 
 
-@dataclass(frozen=True)
 class Expected:
-    """What one unit's checkout must hold."""
+    """What one unit's checkout must hold (a plain class: no ``dataclasses`` import)."""
 
-    unit: str
-    #: how the module was pinned, for messages: ``<repository>@<tag>`` or the local folder
-    pinned: str
-    #: the commit the tag names (None for a local source)
-    commit: str | None
-    #: the module's folder inside the checkout ("" for the checkout's root)
-    subdir: str
-    #: every file of the module's tree: path inside the checkout -> git blob SHA
-    files: Mapping[str, str]
-    #: file names root.hcl's generate blocks declare (written into the module's folder)
-    generated: frozenset[str] = field(default_factory=frozenset)
-    #: why what the checkout must hold could not be worked out: the unit is refused
-    error: str | None = None
+    __slots__ = ("commit", "error", "files", "generated", "pinned", "subdir", "unit")
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "unit": self.unit,
-            "pinned": self.pinned,
-            "commit": self.commit,
-            "subdir": self.subdir,
-            "files": dict(sorted(self.files.items())),
-            "generated": sorted(self.generated),
-            "error": self.error,
-        }
+    def __init__(
+        self,
+        unit: str,
+        pinned: str,
+        commit: str | None,
+        subdir: str,
+        files: Mapping[str, str],
+        generated: frozenset[str] = frozenset(),
+        error: str | None = None,
+    ) -> None:
+        #: the unit's repository path
+        self.unit = unit
+        #: how the module was pinned, for messages: ``<repository>@<tag>`` or the local folder
+        self.pinned = pinned
+        #: the commit the tag names (None for a local source)
+        self.commit = commit
+        #: the module's folder inside the checkout ("" for the checkout's root)
+        self.subdir = subdir
+        #: every file of the module's tree the check compares: path in the checkout -> blob SHA
+        self.files = dict(files)
+        #: file names root.hcl's generate blocks declare (written into the module's folder)
+        self.generated = frozenset(generated)
+        #: why what the checkout must hold could not be worked out: the unit is refused
+        self.error = error
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Expected:
-        return cls(
-            unit=str(data["unit"]),
-            pinned=str(data["pinned"]),
-            commit=data.get("commit"),
-            subdir=str(data.get("subdir") or ""),
-            files={str(k): str(v) for k, v in dict(data["files"]).items()},
-            generated=frozenset(str(n) for n in data.get("generated", ())),
-            error=data.get("error"),
+    def to_data(self) -> tuple[Any, ...]:
+        return (
+            self.unit,
+            self.pinned,
+            self.commit,
+            self.subdir,
+            dict(sorted(self.files.items())),
+            tuple(sorted(self.generated)),
+            self.error,
         )
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expected) and self.to_data() == other.to_data()
 
-def manifest_text(expected: Mapping[str, Expected]) -> str:
-    """The hook's manifest: unit folder (absolute) -> expectation, as JSON."""
-    return json.dumps({k: v.to_json() for k, v in sorted(expected.items())}, sort_keys=True)
+    def __hash__(self) -> int:
+        return hash((self.unit, self.pinned, self.commit))
+
+    def __repr__(self) -> str:
+        return f"Expected{self.to_data()!r}"
 
 
-def read_manifest(text: str) -> dict[str, Expected]:
-    data = json.loads(text)
-    return {str(k): Expected.from_json(v) for k, v in data.items()}
+def manifest_bytes(expected: Mapping[str, Expected]) -> bytes:
+    """The hook's manifest: unit folder (absolute) -> expectation. ``marshal``: read back
+    by the same interpreter (the hook runs the tooling's own), with no import at all."""
+    return marshal.dumps({k: v.to_data() for k, v in sorted(expected.items())})
+
+
+def read_manifest(data: bytes) -> dict[str, Expected]:
+    loaded = marshal.loads(data)
+    return {
+        str(k): Expected(u, p, c, s, f, frozenset(g), e)
+        for k, (u, p, c, s, f, g, e) in loaded.items()
+    }
 
 
 def declared_generated(root: Body) -> frozenset[str]:
