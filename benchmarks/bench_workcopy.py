@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import sys
@@ -56,10 +57,18 @@ def tree(dest: Path) -> Path:
     return dest
 
 
+CPU: list[float] = []  # CPU seconds (user + system) of the child processes of each timed call
+
+
 def timed(fn: object) -> float:
+    """Wall seconds of ``fn()``; its children's CPU seconds are appended to :data:`CPU`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     fn()  # type: ignore[operator]
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return wall
 
 
 def main() -> None:
@@ -98,21 +107,27 @@ def main() -> None:
 
         unit_dir = root / args.unit
         work = terragrunt.work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
-        hook_runs = [
-            timed(lambda: sh(work, *hook, str(unit_dir), check=True)) for _ in range(args.repeat)
-        ]
+        hook_runs, hook_cpu = [], []
+        for _ in range(args.repeat):
+            hook_runs.append(timed(lambda: sh(work, *hook, str(unit_dir), check=True)))
+            hook_cpu.append(CPU[-1])
 
         plan_args = terragrunt.plan_args(Path(tmp) / "one.tfplan")
         one_on, one_off, all_on, all_off = [], [], [], []
+        cpu: dict[str, list[float]] = {"one_on": [], "one_off": [], "all_on": [], "all_off": []}
         for _ in range(args.repeat):
             one_on.append(timed(lambda: sh(unit_dir, *plan_args, env=armed, check=True)))
+            cpu["one_on"].append(CPU[-1])
             one_off.append(timed(lambda: sh(unit_dir, *plan_args, env=base, check=True)))
+            cpu["one_off"].append(CPU[-1])
             all_on.append(timed(lambda: sh(root, *plan_all, env=armed, check=True)))
+            cpu["all_on"].append(CPU[-1])
             all_off.append(timed(lambda: sh(root, *plan_all, env=base, check=True)))
+            cpu["all_off"].append(CPU[-1])
 
     med = statistics.median
     n = len(units)
-    rows = {
+    rows: dict[str, float] = {
         "units": n,
         "prepare_s": med(prepare),
         "hook_s": med(hook_runs),
@@ -121,11 +136,16 @@ def main() -> None:
         "batch_armed_s": med(all_on),
         "batch_unarmed_s": med(all_off),
     }
+    rows["hook_cpu_s"] = med(hook_cpu)
+    for key, values in cpu.items():
+        rows[f"{key}_cpu_s"] = med(values)
+    rows["plan_cpu_overhead_pct"] = 100 * (rows["one_on_cpu_s"] / rows["one_off_cpu_s"] - 1)
+    rows["batch_cpu_overhead_pct"] = 100 * (rows["all_on_cpu_s"] / rows["all_off_cpu_s"] - 1)
     rows["plan_overhead_pct"] = 100 * (rows["plan_armed_s"] / rows["plan_unarmed_s"] - 1)
     rows["batch_overhead_pct"] = 100 * (rows["batch_armed_s"] / rows["batch_unarmed_s"] - 1)
     rows["batch_per_unit_s"] = (rows["batch_armed_s"] - rows["batch_unarmed_s"]) / n
     for key, value in rows.items():
-        print(f"{key:>20}: {value:.3f}" if isinstance(value, float) else f"{key:>20}: {value}")
+        print(f"{key:>22}: {value:.3f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 
