@@ -38,7 +38,7 @@ from tooling.io import config, git, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
-from tooling.model.layout import ROOT_FILE
+from tooling.model.layout import ROOT_FILE, layout_from
 from tooling.model.sources import parse_source, remote_url
 
 CACHE = ".terragrunt-cache"
@@ -160,9 +160,17 @@ def prepare(
 HOOK_ENV = "IAC_WORKCOPY_HOOK"
 
 
-def root_generated(root: Path, root_file: str = ROOT_FILE) -> frozenset[str]:
-    """The file names the generate blocks of ``root/root.hcl`` declare (literals only)."""
-    path = root / root_file
+def root_file_of(root: Path) -> str:
+    """The name of the repository's Terragrunt root file (policy.toml ``[layout] root_file``)."""
+    try:
+        return layout_from(config.read_policy(root)).root_file
+    except ToolingError:  # refused by name where the policy is validated
+        return ROOT_FILE
+
+
+def root_generated(root: Path) -> frozenset[str]:
+    """The file names the generate blocks of the root file declare (literals only)."""
+    path = root / root_file_of(root)
     try:
         body = hcl.parse(path.read_bytes(), str(path))
     except (OSError, ToolingError):
@@ -294,9 +302,10 @@ def overridden(
     """The units one of whose HCL files (root.hcl aside) declares a hook labelled like
     root.hcl's check: Terragrunt would run that one instead."""
     out: dict[str, str] = {}
+    root_file = root_file_of(root)
     for unit in units:
         for rel in reads.get(unit, ()):
-            if not rel.endswith(".hcl") or rel == ROOT_FILE:
+            if not rel.endswith(".hcl") or rel == root_file:
                 continue
             try:
                 body = hcl.parse((root / rel).read_bytes(), rel)
