@@ -150,6 +150,9 @@ def plan(
     completion writes it is the same); naming units excludes planning all.
     Each unit is verified first (`terragrunt render`): one that breaks an
     enforce-* rule of docs/rules.md is refused, not planned.
+    A unit whose working copy is not exactly its module at the pinned tag plus
+    root.hcl's generated files is refused before OpenTofu reads it (docs/rules.md,
+    working-copy); other units go on.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
     cannot be applied).

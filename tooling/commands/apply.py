@@ -50,7 +50,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, secrets, verify
+from tooling.commands import preflight, secrets, verify, workcopies
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core import declared, review
 from tooling.core.approval import cascade_wait
@@ -208,12 +208,13 @@ class Applier:
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
         """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
         args = terragrunt.apply_args(plan_file)
+        env = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
         raw = self.raw_file(path)
         raw.parent.mkdir(parents=True, exist_ok=True)
         raw.write_text(f"# plan {plan_file}\n")
         self.running = path
         self.save()
-        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=self.env)
+        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=env)
         if interrupted:
             self.run.interrupted = True
         output = raw.read_text(errors="replace")

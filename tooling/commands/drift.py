@@ -196,7 +196,14 @@ def run(
         pipeline.refuse_unparsable(model, [t.path for t in targets])
         pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
         preflight.check(ws, [(t.path, t.executor) for t in targets])
-        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings)
+        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
+        targets, env = workcopies.guarded(
+            targets,
+            ws.tool_env,
+            root=ws.root,
+            cache_dir=ws.settings.cache_dir,
+            reads={p: u.reads for p, u in model.units.items()},
+        )
         folder.reset()  # only now: a run that fails before this keeps the last report
         # the attributes policy.toml declares are redacted like sensitive ones
         declared = parse_declared(ws.policy)
@@ -206,7 +213,7 @@ def run(
             results = run_all(
                 targets,
                 out_dir,
-                ws.tool_env if targets else {},
+                env if targets else {},
                 jobs=jobs or os.cpu_count() or 2,
                 progress=Progress(len(targets)),
                 planner=planner,

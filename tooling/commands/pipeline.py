@@ -325,12 +325,20 @@ def _plan_into(
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
             ws.settings,
+            ws.root,
         )
         folder.reset()
         if not targets:
             say("nothing to plan")
         # the base revision's modules too: a deleted unit's destroy plan fetches them
         env = ws.env_for(t.source for t in targets if t.source) if targets else {}
+        targets, env = workcopies.guarded(
+            targets,
+            env,
+            root=ws.root,
+            cache_dir=ws.settings.cache_dir,
+            reads={p: u.reads for p, u in model.units.items()},
+        )
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
         # Ctrl-C or SIGTERM from here on: OpenTofu stops gracefully (once), nothing new

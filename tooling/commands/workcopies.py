@@ -7,11 +7,11 @@ plan means:
 
 - **a generated file the configuration no longer generates** (an
   ``*_override.tf`` written on another branch): Terragrunt never removes it, and
-  OpenTofu reads it. Before a plan, every OpenTofu file of a working copy that is
-  neither the module's own (tracked in the copy's git checkout; without one,
-  only files carrying Terragrunt's generated-file signature are considered) nor
-  a file of the unit folder is removed. Terragrunt writes the current
-  configuration's generated files again on every run, so only stale ones are lost.
+  OpenTofu reads it. Before a plan, every OpenTofu file of a working copy that
+  carries Terragrunt's generated-file signature and that ``root.hcl`` does not
+  declare is removed (named). The module's own files are never touched: they
+  carry no signature (the stub ``.git`` Terragrunt leaves in a working copy is no
+  repository, so git is never asked which files are the module's).
 - **a backend other than the configured one** (local state, then
   ``IAC_STATE_BUCKET`` set in the same checkout): OpenTofu stops with "Backend
   configuration changed". The tooling stops first, naming the unit, both
@@ -20,15 +20,26 @@ plan means:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from tooling.commands import workcopy_hook
+from tooling.core import workcopy
+from tooling.core.targets import Target
+from tooling.core.workcopy import Expected
 from tooling.errors import ToolingError
-from tooling.io import config, git
+from tooling.io import config, git, tags
 from tooling.io.ui import say
+from tooling.io.workspace import Workspace
+from tooling.model import hcl
+from tooling.model.layout import ROOT_FILE, layout_from
+from tooling.model.sources import parse_source, remote_url
 
 CACHE = ".terragrunt-cache"
 CODE_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
@@ -56,15 +67,6 @@ def working_copies(unit_dir: Path) -> Iterator[Path]:
             yield here
 
 
-def _checkout_root(copy: Path, cache: Path) -> Path | None:
-    for folder in (copy, *copy.parents):
-        if (folder / ".git").exists():
-            return folder
-        if folder == cache:
-            break
-    return None
-
-
 def _signed(path: Path) -> bool:
     try:
         with path.open("r", encoding="utf-8", errors="replace") as fh:
@@ -73,28 +75,20 @@ def _signed(path: Path) -> bool:
         return False
 
 
-def stale_files(unit: str, unit_dir: Path) -> list[Stale]:
-    """The OpenTofu files of ``unit``'s working copies that neither the module, nor the
-    unit folder, nor (necessarily) the current configuration provides."""
+def stale_files(unit: str, unit_dir: Path, declared: frozenset[str] = frozenset()) -> list[Stale]:
+    """The generated OpenTofu files of ``unit``'s working copies that root.hcl does not
+    declare (``declared``): files carrying Terragrunt's signature, left by an earlier run.
+
+    Only signed files are candidates: a module's own files carry no signature, and
+    are never stale (the working-copy rule compares them with the pinned tag).
+    """
     found: list[Stale] = []
-    own = {p.name for p in unit_dir.iterdir() if p.is_file()} if unit_dir.is_dir() else set()
     for copy in working_copies(unit_dir):
-        code = [p for p in copy.iterdir() if p.is_file() and p.name.endswith(CODE_SUFFIXES)]
-        if not code:
-            continue
-        checkout = _checkout_root(copy, unit_dir / CACHE)
-        if checkout is not None:
-            ran = git.git(copy, "ls-files", "--", ".", ok_codes=(0, 128))
-            tracked = set(ran.stdout.splitlines()) if ran.returncode == 0 else None
-        else:
-            tracked = None
-        for path in code:
-            if path.name in own:
-                continue  # copied from the unit folder on every run
-            if tracked is not None and path.name in tracked:
-                continue  # the module's own code
-            if tracked is None and not _signed(path):
-                continue  # without a checkout, only what Terragrunt marks as generated
+        for path in sorted(copy.iterdir()):
+            if not path.is_file() or not path.name.endswith(CODE_SUFFIXES):
+                continue
+            if path.name in declared or not _signed(path):
+                continue
             found.append(Stale(path, unit))
     return found
 
@@ -128,9 +122,13 @@ def backend_problem(unit: str, copy_root: Path, found: str, wanted: str, bucket:
     )
 
 
-def prepare(units: Iterable[tuple[str, Path]], settings: config.Settings) -> None:
+def prepare(
+    units: Iterable[tuple[str, Path]], settings: config.Settings, root: Path | None = None
+) -> None:
     """Before planning ``units`` (path, folder): refuse a working copy on another backend,
-    then remove the stale generated files of the rest (each is named)."""
+    then remove the stale generated files of the rest (each is named). ``root``: the
+    repository, whose root.hcl declares the generated files that are not stale."""
+    declared = root_generated(root) if root is not None else frozenset()
     wanted = settings.state_backend
     problems: list[str] = []
     stale: list[Stale] = []
@@ -146,12 +144,223 @@ def prepare(units: Iterable[tuple[str, Path]], settings: config.Settings) -> Non
                 )
                 break
         else:
-            stale.extend(stale_files(unit, unit_dir))
+            stale.extend(stale_files(unit, unit_dir, declared))
     if problems:
         raise ToolingError("\n".join(problems))
     for item in stale:
         item.file.unlink(missing_ok=True)
         say(
-            f"{item.unit}: removed {item.file.name} from its working copy: the current "
-            "configuration does not generate it (left by an earlier run, e.g. on another branch)"
+            f"{item.unit}: removed {item.file.name} from its working copy: a generated file "
+            "root.hcl does not declare (left by an earlier run, e.g. on another branch)"
         )
+
+
+#: the environment variable root.hcl's before_hook reads: the command that checks a
+#: working copy (unset: the hook runs ``true``, e.g. for a plain ``terragrunt plan``)
+HOOK_ENV = "IAC_WORKCOPY_HOOK"
+
+
+def root_file_of(root: Path) -> str:
+    """The name of the repository's Terragrunt root file (policy.toml ``[layout] root_file``)."""
+    try:
+        return layout_from(config.read_policy(root)).root_file
+    except ToolingError:  # refused by name where the policy is validated
+        return ROOT_FILE
+
+
+def root_generated(root: Path) -> frozenset[str]:
+    """The file names the generate blocks of the root file declare (literals only)."""
+    path = root / root_file_of(root)
+    try:
+        body = hcl.parse(path.read_bytes(), str(path))
+    except (OSError, ToolingError):
+        return frozenset()
+    return workcopy.declared_generated(body)
+
+
+def _wanted(path: str, subdir: str) -> bool:
+    """A file of the module's tree the check compares: OpenTofu code anywhere, and every
+    file of the module's own folder (templates and files it reads)."""
+    return workcopy.is_code(path.rsplit("/", 1)[-1]) or not subdir or path.startswith(f"{subdir}/")
+
+
+class _Repos:
+    """Module repositories fetched once per run (their tags' commits and trees)."""
+
+    def __init__(self, cache_dir: Path, env: Mapping[str, str]) -> None:
+        self.cache_dir = cache_dir
+        self.env = env
+        self.fetched: dict[str, Path] = {}
+        self.trees: dict[tuple[str, str], dict[str, str]] = {}
+
+    def tree(self, url: str, ref: str) -> tuple[str, dict[str, str]]:
+        """(commit, {path: blob SHA}) of the tag (or commit) ``ref`` of ``url``."""
+        if url not in self.fetched:
+            self.fetched[url] = tags.fetch(url, self.cache_dir, self.env, tags.token_from_env())
+        repo = self.fetched[url]
+        commit = git.commit_sha(repo, f"refs/tags/{ref}") or (
+            git.commit_sha(repo, ref) if len(ref) == 40 else None
+        )
+        if commit is None:
+            raise ToolingError(f"{url} has no tag {ref}")
+        key = (url, commit)
+        if key not in self.trees:
+            listed = git.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+            self.trees[key] = git.parse_ls_tree(listed)
+        return commit, self.trees[key]
+
+
+def _local_files(base: Path, subdir: str) -> dict[str, str]:
+    """A local module folder as Terragrunt copies it (hidden entries left out)."""
+    found: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        here = Path(dirpath)
+        rel_dir = here.relative_to(base).as_posix()
+        for name in filenames:
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if name.startswith(".") or not _wanted(rel, subdir):
+                continue
+            path = here / name
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            found[rel] = workcopy.blob_sha(data)
+    return found
+
+
+def _split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
+    text = source.removeprefix("file://")
+    base, sep, sub = text.partition("//")
+    folder = Path(base) if base.startswith("/") else unit_dir / (base or ".")
+    return folder.resolve(), sub.strip("/") if sep else ""
+
+
+def expectation(
+    unit: str, unit_dir: Path, source: str | None, repos: _Repos, generated: frozenset[str]
+) -> Expected:
+    """What the checkout of ``unit`` (module ``source``) must hold."""
+    if source is None:  # no terraform.source: Terragrunt runs in the unit folder itself
+        return Expected(unit, unit, None, "", _local_files(unit_dir, ""), generated)
+    parsed = parse_source(source)
+    subdir = (parsed.subdir or "").strip("/")
+    if parsed.kind == "local":
+        folder, sub = _split_local(source, unit_dir)
+        if not folder.is_dir():
+            raise ToolingError(f"the local module folder {folder} does not exist")
+        return Expected(unit, str(folder), None, sub, _local_files(folder, sub), generated)
+    url = remote_url(parsed)
+    if parsed.kind != "git" or url is None or not parsed.ref:
+        raise ToolingError(
+            f"its module source {source} is not a git repository pinned by tag, so the "
+            "working copy cannot be compared with it; pin a git module by tag"
+        )
+    commit, tree = repos.tree(url, parsed.ref)
+    files = {p: sha for p, sha in tree.items() if _wanted(p, subdir)}
+    return Expected(unit, f"{url}@{parsed.ref}", commit, subdir, files, generated)
+
+
+def armed(
+    units: Iterable[tuple[str, Path, str | None]],
+    env: Mapping[str, str],
+    *,
+    root: Path,
+    cache_dir: Path,
+) -> dict[str, str]:
+    """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
+    source). A unit whose expectation cannot be worked out (a tag that does not exist,
+    a source that is no git tag) is in the manifest with why: the hook refuses it.
+
+    The manifest (what each checkout must hold) is written under ``cache_dir``,
+    named by its content, so concurrent runs never share a file they disagree on.
+    """
+    repos = _Repos(cache_dir, env)
+    generated = root_generated(root)
+    manifest: dict[str, Expected] = {}
+    for unit, unit_dir, source in units:
+        try:
+            manifest[os.path.realpath(unit_dir)] = expectation(
+                unit, unit_dir, source, repos, generated
+            )
+        except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
+            manifest[os.path.realpath(unit_dir)] = Expected(
+                unit, str(source), None, "", {}, error=str(exc)
+            )
+    data = workcopy.manifest_bytes(manifest)
+    folder = cache_dir / "workcopy"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+    if not path.exists():  # named by its content: written once, atomically
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    hook = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
+    return {**env, HOOK_ENV: json.dumps(hook)}
+
+
+def overridden(
+    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path
+) -> dict[str, str]:
+    """The units one of whose HCL files (root.hcl aside) declares a hook labelled like
+    root.hcl's check: Terragrunt would run that one instead."""
+    out: dict[str, str] = {}
+    root_file = root_file_of(root)
+    for unit in units:
+        for rel in reads.get(unit, ()):
+            if not rel.endswith(".hcl") or rel == root_file:
+                continue
+            try:
+                body = hcl.parse((root / rel).read_bytes(), rel)
+            except (OSError, ToolingError):
+                continue
+            for line in workcopy.hook_overrides(body):
+                out[unit] = (
+                    f"{rel}:{line}: {workcopy.RULE}: a hook labelled {workcopy.HOOK_LABEL} "
+                    "replaces root.hcl's working-copy check. Fix: remove it (units run no hooks)"
+                )
+    return out
+
+
+def guarded(
+    targets: Sequence[Target],
+    env: Mapping[str, str],
+    *,
+    root: Path,
+    cache_dir: Path,
+    reads: Mapping[str, Sequence[str]],
+) -> tuple[list[Target], dict[str, str]]:
+    """The plan's ``targets`` and ``env`` with the working-copy check armed: a unit whose
+    working copy is committed to git, or whose configuration replaces the check, is
+    refused (an ``error``, never planned)."""
+    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
+    if not todo:
+        return list(targets), dict(env)
+    armed_env = armed(todo, env, root=root, cache_dir=cache_dir)
+    refused: dict[str, str] = {}
+    tracked = git.zsplit(
+        git.git(
+            root, "ls-files", "-z", "--", ":(glob)**/.terragrunt-cache/**", ok_codes=(0, 128)
+        ).stdout
+    )
+    for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
+        refused[unit] = committed
+    for unit, why in overridden([t.path for t in targets if not t.preset], reads, root).items():
+        refused[unit] = why
+    out = [
+        replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
+        for t in targets
+    ]
+    return out, armed_env
+
+
+def armed_one(
+    ws: Workspace, unit: str, run_dir: Path, summary: Mapping[str, Any], env: Mapping[str, str]
+) -> dict[str, str]:
+    """``env`` armed for applying one unit of a plan ``summary`` (its module source is
+    the one planned)."""
+    planned = [u for u in summary.get("units", []) if isinstance(u, dict) and u.get("path") == unit]
+    source = planned[0].get("source") if planned else None
+    return armed(
+        [(unit, run_dir, str(source) if source else None)],
+        env,
+        root=ws.root,
+        cache_dir=ws.settings.cache_dir,
+    )

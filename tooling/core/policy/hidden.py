@@ -21,14 +21,16 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from tooling.core import names
+from tooling.core import names, workcopy
 from tooling.core.policy.config_only import hcl_files, literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
+from tooling.model.hcl import parse
 from tooling.model.repo import UNIT_FILE, Model
 
 HOOKS = ("before_hook", "after_hook", "error_hook")
+_CANONICAL = parse(workcopy.CANONICAL_HOOK.encode(), "root.hcl")
 #: a backend (or Terraform Cloud) configuration in generated code
 _BACKEND_RE = re.compile(r'\bbackend\s*"|\bcloud\s*\{')
 #: files OpenTofu merges over the module's own code
@@ -241,7 +243,9 @@ def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot)
         if body is None:
             continue
         for _t, _l, inner, _line in blocks_of(body, "terraform"):
-            for btype, labels, _i, line_no in inner["b"]:
+            for btype, labels, hook, line_no in inner["b"]:
+                if "/" not in path and workcopy.is_canonical_hook(btype, labels, hook, _CANONICAL):
+                    continue  # the root file's working-copy check (docs/rules.md), exactly
                 if btype in HOOKS:
                     out.append(
                         Violation(
