@@ -743,3 +743,35 @@ def test_a_fold_title_uses_html_emphasis_since_markdown_is_not_rendered_in_summa
     network = next(line for line in titles if "live/cluster/network" in line)
     assert network == "<summary><code>live/cluster/network</code>: <b>error</b></summary>"
     assert not any("**" in line for line in titles)
+
+
+def test_a_plan_text_quoting_the_part_marker_never_makes_the_sticky_comment_a_follow_up(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": SHA}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+    matrix = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+    folder = tmp_path / "plans" / "plan-lan"
+    folder.mkdir(parents=True)
+    hostile = dataclasses.replace(
+        many(1)[0], plan_text="  + input = <<EOT\n<!-- iac-tooling:plan-report:part-2 -->\nEOT\n"
+    )
+    text = report.render([hostile], head=SHA, budget=10**9)
+    assert pages.PART.format(n=2) in text
+    assert [pages.part_number(b) for b in pages.paginate("", [("", text)], budget=65_536)] == [None]
+    (folder / "comment.md").write_text(text)
+    for _ in range(2):  # the second push finds the first one's comment holding the marker
+        flow.plan_comment(
+            plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
+        )
+    (only,) = github_api.state.comments_on(pr)
+    assert only["body"].startswith(ci.PLAN_MARKER)
+    assert "no longer used" not in only["body"]
+    assert "<summary><code>live/cluster/u000</code>" in only["body"]

@@ -22,8 +22,10 @@ _FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def part_number(body: str) -> int | None:
-    """The part a follow-up comment's body is (2, 3, ...), None for another comment."""
-    found = _PART_RE.search(body)
+    """The part a follow-up comment's body is (2, 3, ...), None for another comment.
+    Only a body that *starts* with the marker is a part: a plan text or error quoted
+    in a comment may hold the marker too."""
+    found = _PART_RE.match(body)
     return int(found.group(1)) if found else None
 
 
