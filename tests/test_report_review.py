@@ -10,6 +10,7 @@ and asserted on; the screenshots render it in headless Chromium.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import re
 import shutil
@@ -20,11 +21,14 @@ import markdown
 import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import commit_all, invoke
-from review_mixed import DEPENDENTS, UPSTREAMS, many, mixed
+from markdown_it import MarkdownIt
+from review_mixed import DEPENDENTS, POLICY, UPSTREAMS, many, mixed, plan, unit
 from test_report_render import PAGE, _png_pixels
 
 from tooling.commands import ci as flow
 from tooling.core import ci, pages, report, review
+from tooling.core.planjson import ResourceChange
+from tooling.core.results import with_gates
 from tooling.io.forge import Forge
 
 SHA = "0123456789abcdef" * 2 + "01234567"
@@ -775,3 +779,28 @@ def test_a_plan_text_quoting_the_part_marker_never_makes_the_sticky_comment_a_fo
     assert only["body"].startswith(ci.PLAN_MARKER)
     assert "no longer used" not in only["body"]
     assert "<summary><code>live/cluster/u000</code>" in only["body"]
+
+
+HOSTILE_ADDRESS = 'terraform_data.x["a`</details><!--`b|c"]'
+
+
+def test_a_hostile_unit_path_and_address_stay_text_and_never_break_the_page() -> None:
+    doomed = unit(
+        "live/cluster/a|b`c<i>",
+        "changes",
+        plan(ResourceChange(HOSTILE_ADDRESS, "terraform_data", "delete")),
+        plan_text="  - resource x\n</details>\n<!--\n",
+    )
+    failed = dataclasses.replace(
+        unit("live/cluster/e", "error", None), error="Error: bad value <!-- `x` </details>"
+    )
+    text = report.render(with_gates([doomed, failed], POLICY), budget=10**9)
+    page = MarkdownIt("commonmark").enable("table").render(text)  # as GitHub parses it
+    assert page.count("<!--") == 1  # the report's own marker: nothing opens a comment
+    assert page.count("<details>") == page.count("</details>") == text.count("\n<details>\n")
+    assert "<i>" not in page
+    row = next(x for x in page.split("<tr>") if "<td" in x and "live/cluster/a" in x)
+    assert row.count("<td") == 9  # the | inside the path and the reason split no cell
+    code_spans = re.findall(r"<code>(.*?)</code>", page, re.DOTALL)
+    assert html.escape(HOSTILE_ADDRESS) in code_spans  # the address, whole, in one code span
+    assert "Error: bad value &lt;!-- `x` &lt;/details&gt;" in page

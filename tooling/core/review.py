@@ -8,7 +8,10 @@
 - :func:`next_lines`: the dependents re-planned after a unit applies, with their trigger;
 - :class:`RunLinks`: the commit, the workflow run and its artifacts, from Actions' variables;
 - :func:`diff_text`: OpenTofu's plan text with its markers in the first column (```diff);
-- :func:`apply_graph`: a Mermaid graph of the planned units in apply order, with gates.
+- :func:`apply_graph`: a Mermaid graph of the planned units in apply order, with gates;
+- :func:`code` and :func:`plain`: a name (unit path, resource address) or a text (gate
+  reason, error line) that can hold any character, as inline Markdown that cannot
+  open HTML (``<!--``, ``</details>``), end its code span early or split a table row.
 """
 
 from __future__ import annotations
@@ -25,6 +28,26 @@ from tooling.model.sources import parse_source
 #: the GitHub environment the apply workflow's manual job waits in
 APPROVAL_ENVIRONMENT = "infra-manual"
 _TOTALS = (("create", "to add"), ("update", "to change"), ("replace", "to replace"))
+_TICKS = re.compile(r"`+")
+
+
+def code(text: str, *, cell: bool = False) -> str:
+    """``text`` as one inline code span, whatever it holds: its delimiter is longer than
+    any run of backticks inside, and a line break is a space; in a table ``cell`` each
+    ``|`` is escaped (GitHub splits the row on it even inside code)."""
+    text = " ".join(text.splitlines())
+    ticks = "`" * (max((len(m) for m in _TICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{ticks}{pad}{text}{pad}{ticks}"
+    return span.replace("|", "\\|") if cell else span
+
+
+def plain(text: str) -> str:
+    """``text`` as inline Markdown that shows it as written: no HTML (``<``, ``>``, ``&``
+    as entities), no code span (a backtick escaped), no table cell split (``|``)."""
+    text = " ".join(text.splitlines())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("`", "\\`").replace("|", "\\|")
 
 
 def totals(results: Sequence[Result]) -> dict[str, int]:
