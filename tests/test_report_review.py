@@ -804,3 +804,21 @@ def test_a_hostile_unit_path_and_address_stay_text_and_never_break_the_page() ->
     code_spans = re.findall(r"<code>(.*?)</code>", page, re.DOTALL)
     assert html.escape(HOSTILE_ADDRESS) in code_spans  # the address, whole, in one code span
     assert "Error: bad value &lt;!-- `x` &lt;/details&gt;" in page
+
+
+def test_a_head_listing_thousands_of_destroys_is_cut_so_the_first_comment_still_posts() -> None:
+    doomed = [
+        ResourceChange(
+            f'terraform_data.record["host-{i:05d}.example.com"]', "terraform_data", "delete"
+        )
+        for i in range(3_000)
+    ]
+    results = with_gates([unit("live/cloud/dns", "changes", plan(*doomed), plan_text="x")], POLICY)
+    full = report.render(results, head=SHA, budget=10**9)
+    assert len(pages.split_report(full)[0]) > 65_536  # the head alone
+    bodies = pages.paginate("", [("", full)], budget=65_536)
+    assert all(len(b) <= 65_536 for b in bodies)
+    first = bodies[0]
+    assert first.startswith(report.MARKER) and report.verdict(results) in first
+    assert "summary is too long for a comment: it is in the plan artifact" in first
+    assert all(b.count("<details>") == b.count("</details>") for b in bodies)
