@@ -822,3 +822,17 @@ def test_a_head_listing_thousands_of_destroys_is_cut_so_the_first_comment_still_
     assert first.startswith(report.MARKER) and report.verdict(results) in first
     assert "summary is too long for a comment: it is in the plan artifact" in first
     assert all(b.count("<details>") == b.count("</details>") for b in bodies)
+
+
+def test_a_secret_with_markdown_characters_in_an_error_is_redacted_as_the_page_escapes_it() -> None:
+    from tooling.core import redact
+
+    secret = "s3cr<e>t|`x&y\\z"
+    failed = dataclasses.replace(
+        unit("live/cluster/e", "error", None), error=f"Error: login refused for {secret}"
+    )
+    text = report.render([failed], budget=10**9)
+    assert review.plain(secret) in text  # the first line, outside the fold, is escaped
+    shown = redact.Redactor.of(redact.secret_strings(secret))(text)
+    assert review.plain(secret) not in shown and secret not in shown
+    assert "Error: login refused for (redacted)" in shown

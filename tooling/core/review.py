@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tooling.core.mdtext import code, plain
 from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.record import UnitApply
 from tooling.core.results import Result
@@ -28,26 +29,7 @@ from tooling.model.sources import parse_source
 #: the GitHub environment the apply workflow's manual job waits in
 APPROVAL_ENVIRONMENT = "infra-manual"
 _TOTALS = (("create", "to add"), ("update", "to change"), ("replace", "to replace"))
-_TICKS = re.compile(r"`+")
-
-
-def code(text: str, *, cell: bool = False) -> str:
-    """``text`` as one inline code span, whatever it holds: its delimiter is longer than
-    any run of backticks inside, and a line break is a space; in a table ``cell`` each
-    ``|`` is escaped (GitHub splits the row on it even inside code)."""
-    text = " ".join(text.splitlines())
-    ticks = "`" * (max((len(m) for m in _TICKS.findall(text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    span = f"{ticks}{pad}{text}{pad}{ticks}"
-    return span.replace("|", "\\|") if cell else span
-
-
-def plain(text: str) -> str:
-    """``text`` as inline Markdown that shows it as written: no HTML (``<``, ``>``, ``&``
-    as entities), no code span (a backtick escaped), no table cell split (``|``)."""
-    text = " ".join(text.splitlines())
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("\\", "\\\\").replace("`", "\\`").replace("|", "\\|")
+__all__ = ["code", "plain"]  # re-exported: the report escapes its names with them
 
 
 def totals(results: Sequence[Result]) -> dict[str, int]:
