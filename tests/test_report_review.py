@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import markdown
@@ -836,3 +837,13 @@ def test_a_secret_with_markdown_characters_in_an_error_is_redacted_as_the_page_e
     shown = redact.Redactor.of(redact.secret_strings(secret))(text)
     assert review.plain(secret) not in shown and secret not in shown
     assert "Error: login refused for (redacted)" in shown
+
+
+def test_a_plan_text_holding_a_long_run_of_backticks_is_fenced_in_one_pass() -> None:
+    (big,) = many(1)
+    run = "`" * 200_000
+    started = time.monotonic()
+    text = report.render([dataclasses.replace(big, plan_text=f"  + input = {run}\n")], budget=10**9)
+    assert time.monotonic() - started < 10  # the fence grew one backtick per scan: minutes
+    fence = "`" * 200_001
+    assert f"\n{fence}diff\n" in text and f"\n{fence}\n" in text

@@ -16,6 +16,12 @@ _TICKS = re.compile(r"`+")
 _TICKS = re.compile(r"`+")
 
 
+def fence_for(text: str) -> str:
+    """The backtick fence for a block of ``text``: three, or one more than its longest
+    run of backticks (found in one pass: a plan text may hold a 100,000-long run)."""
+    return "`" * max(3, max((len(m) for m in _TICKS.findall(text)), default=0) + 1)
+
+
 def code(text: str, *, cell: bool = False) -> str:
     """``text`` as one inline code span, whatever it holds: its delimiter is longer than
     any run of backticks inside, and a line break is a space; in a table ``cell`` each

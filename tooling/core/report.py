@@ -35,7 +35,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooling.core import review
+from tooling.core import mdtext, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
 
@@ -213,9 +213,7 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
 
 def _fence(text: str) -> str:
     """The plan text in a ``diff`` fence (markers in the first column: GitHub colours it)."""
-    fence = "```"
-    while fence in text:
-        fence += "`"
+    fence = mdtext.fence_for(text)
     return f"{fence}diff\n{review.diff_text(text.rstrip())}\n{fence}"
 
 
