@@ -847,3 +847,21 @@ def test_a_plan_text_holding_a_long_run_of_backticks_is_fenced_in_one_pass() -> 
     assert time.monotonic() - started < 10  # the fence grew one backtick per scan: minutes
     fence = "`" * 200_001
     assert f"\n{fence}diff\n" in text and f"\n{fence}\n" in text
+
+
+def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
+    from tooling.core import record
+
+    run = record.ApplyRun(
+        [
+            record.UnitApply("live/cloud/a|b", "failed", "Error: <!-- x `y` </details> | z"),
+            record.UnitApply("live/cloud/iam", "applied", ""),
+        ]
+    )
+    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, {"head": SHA}))
+    assert page.count("<!--") == 1  # the report's own marker
+    assert "</details>" not in page
+    rows = [x for x in page.split("<tr>") if "<td" in x]
+    assert [r.count("<td") for r in rows] == [4, 4]
+    assert "Error: &lt;!-- x `y` &lt;/details&gt; | z" in rows[0]
+    assert "live/cloud/iam" in rows[1]

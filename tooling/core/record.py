@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tooling.core import mdtext
+
 #: plan statuses that leave nothing to apply, a failure to act on
 UNPLANNED = ("error", "not-planned", "blocked")
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
@@ -316,14 +318,16 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for u in run.units:
-        reason = u.reason.replace("|", "\\|").replace("\n", " ")
         tags = (" (cascaded)" if u.cascaded else "") + (" (earlier)" if u.earlier else "")
-        lines.append(f"| `{u.path}` | {u.result}{tags} | {u.gate} | {reason} |")
+        lines.append(
+            f"| {mdtext.code(u.path, cell=True)} | {u.result}{tags} | {u.gate} "
+            f"| {mdtext.plain(u.reason)} |"
+        )
     cascaded = [u.path for u in run.units if u.cascaded]
     if cascaded:
         lines += [
             "",
             "Cascaded (re-planned after their upstream applied): "
-            + ", ".join(f"`{p}`" for p in cascaded),
+            + ", ".join(mdtext.code(p) for p in cascaded),
         ]
     return "\n".join(lines) + "\n"
