@@ -865,3 +865,13 @@ def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
     assert [r.count("<td") for r in rows] == [4, 4]
     assert "Error: &lt;!-- x `y` &lt;/details&gt; | z" in rows[0]
     assert "live/cloud/iam" in rows[1]
+
+
+def test_a_replacement_forced_by_a_map_key_holding_backticks_names_it_in_one_code_span() -> None:
+    key = 'tags["a`</details>`b"]'
+    change = ResourceChange("terraform_data.x", "terraform_data", "replace", replace_paths=(key,))
+    why = review.replace_why(change)
+    assert why is not None
+    page = MarkdownIt("commonmark").render(why)
+    assert re.findall(r"<code>(.*?)</code>", page) == [html.escape(key)]
+    assert "</details>" not in page

@@ -67,7 +67,7 @@ def replace_why(change: ResourceChange) -> str | None:
     """Why OpenTofu replaces ``change``: the attributes that force it, and the plan's reason."""
     reason = reason_text(change.reason)
     if change.replace_paths:
-        forced = ", ".join(f"`{p}`" for p in change.replace_paths)
+        forced = ", ".join(code(p) for p in change.replace_paths)
         verb = "forces" if len(change.replace_paths) == 1 else "force"
         return f"{forced} {verb} replacement" + (f" ({reason})" if reason else "")
     return reason
@@ -126,14 +126,14 @@ def next_lines(results: Sequence[Result], dependents: Sequence[tuple[str, str]])
         root = trigger(path)
         if root is not None:
             chains.setdefault(root, []).append(
-                f"`{path}`" + ("" if upstream == root else f" (reads `{upstream}`)")
+                code(path) + ("" if upstream == root else f" (reads {code(upstream)})")
             )
     for r in results:
         for dep in r.mocked_dependencies:
             if dep in planned:
-                chains.setdefault(dep, []).append(f"`{r.path}` (in this plan, on mock outputs)")
+                chains.setdefault(dep, []).append(f"{code(r.path)} (in this plan, on mock outputs)")
     return [
-        f"- after `{root}` applies: {', '.join(items)}"
+        f"- after {code(root)} applies: {', '.join(items)}"
         for root in [r.path for r in results]
         if (items := chains.get(root))
     ]
