@@ -10,21 +10,26 @@ and asserted on; the screenshots render it in headless Chromium.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import markdown
 import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import commit_all, invoke
-from review_mixed import DEPENDENTS, UPSTREAMS, many, mixed
+from markdown_it import MarkdownIt
+from review_mixed import DEPENDENTS, POLICY, UPSTREAMS, many, mixed, plan, unit
 from test_report_render import PAGE, _png_pixels
 
 from tooling.commands import ci as flow
 from tooling.core import ci, pages, report, review
+from tooling.core.planjson import ResourceChange
+from tooling.core.results import with_gates
 from tooling.io.forge import Forge
 
 SHA = "0123456789abcdef" * 2 + "01234567"
@@ -743,3 +748,130 @@ def test_a_fold_title_uses_html_emphasis_since_markdown_is_not_rendered_in_summa
     network = next(line for line in titles if "live/cluster/network" in line)
     assert network == "<summary><code>live/cluster/network</code>: <b>error</b></summary>"
     assert not any("**" in line for line in titles)
+
+
+def test_a_plan_text_quoting_the_part_marker_never_makes_the_sticky_comment_a_follow_up(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    pr = github_api.state.add_pull("feature")["number"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "head": {"sha": SHA}}}))
+    env = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "example-org/infrastructure",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+    matrix = json.dumps({"include": [{"executor": "lan", "runs_on": ["lan"], "units": []}]})
+    folder = tmp_path / "plans" / "plan-lan"
+    folder.mkdir(parents=True)
+    hostile = dataclasses.replace(
+        many(1)[0], plan_text="  + input = <<EOT\n<!-- iac-tooling:plan-report:part-2 -->\nEOT\n"
+    )
+    text = report.render([hostile], head=SHA, budget=10**9)
+    assert pages.PART.format(n=2) in text
+    assert [pages.part_number(b) for b in pages.paginate("", [("", text)], budget=65_536)] == [None]
+    (folder / "comment.md").write_text(text)
+    for _ in range(2):  # the second push finds the first one's comment holding the marker
+        flow.plan_comment(
+            plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
+        )
+    (only,) = github_api.state.comments_on(pr)
+    assert only["body"].startswith(ci.PLAN_MARKER)
+    assert "no longer used" not in only["body"]
+    assert "<summary><code>live/cluster/u000</code>" in only["body"]
+
+
+HOSTILE_ADDRESS = 'terraform_data.x["a`</details><!--`b|c"]'
+
+
+def test_a_hostile_unit_path_and_address_stay_text_and_never_break_the_page() -> None:
+    doomed = unit(
+        "live/cluster/a|b`c<i>",
+        "changes",
+        plan(ResourceChange(HOSTILE_ADDRESS, "terraform_data", "delete")),
+        plan_text="  - resource x\n</details>\n<!--\n",
+    )
+    failed = dataclasses.replace(
+        unit("live/cluster/e", "error", None), error="Error: bad value <!-- `x` </details>"
+    )
+    text = report.render(with_gates([doomed, failed], POLICY), budget=10**9)
+    page = MarkdownIt("commonmark").enable("table").render(text)  # as GitHub parses it
+    assert page.count("<!--") == 1  # the report's own marker: nothing opens a comment
+    assert page.count("<details>") == page.count("</details>") == text.count("\n<details>\n")
+    assert "<i>" not in page
+    row = next(x for x in page.split("<tr>") if "<td" in x and "live/cluster/a" in x)
+    assert row.count("<td") == 9  # the | inside the path and the reason split no cell
+    code_spans = re.findall(r"<code>(.*?)</code>", page, re.DOTALL)
+    assert html.escape(HOSTILE_ADDRESS) in code_spans  # the address, whole, in one code span
+    assert "Error: bad value &lt;!-- `x` &lt;/details&gt;" in page
+
+
+def test_a_head_listing_thousands_of_destroys_is_cut_so_the_first_comment_still_posts() -> None:
+    doomed = [
+        ResourceChange(
+            f'terraform_data.record["host-{i:05d}.example.com"]', "terraform_data", "delete"
+        )
+        for i in range(3_000)
+    ]
+    results = with_gates([unit("live/cloud/dns", "changes", plan(*doomed), plan_text="x")], POLICY)
+    full = report.render(results, head=SHA, budget=10**9)
+    assert len(pages.split_report(full)[0]) > 65_536  # the head alone
+    bodies = pages.paginate("", [("", full)], budget=65_536)
+    assert all(len(b) <= 65_536 for b in bodies)
+    first = bodies[0]
+    assert first.startswith(report.MARKER) and report.verdict(results) in first
+    assert "summary is too long for a comment: it is in the plan artifact" in first
+    assert all(b.count("<details>") == b.count("</details>") for b in bodies)
+
+
+def test_a_secret_with_markdown_characters_in_an_error_is_redacted_as_the_page_escapes_it() -> None:
+    from tooling.core import redact
+
+    secret = "s3cr<e>t|`x&y\\z"
+    failed = dataclasses.replace(
+        unit("live/cluster/e", "error", None), error=f"Error: login refused for {secret}"
+    )
+    text = report.render([failed], budget=10**9)
+    assert review.plain(secret) in text  # the first line, outside the fold, is escaped
+    shown = redact.Redactor.of(redact.secret_strings(secret))(text)
+    assert review.plain(secret) not in shown and secret not in shown
+    assert "Error: login refused for (redacted)" in shown
+
+
+def test_a_plan_text_holding_a_long_run_of_backticks_is_fenced_in_one_pass() -> None:
+    (big,) = many(1)
+    run = "`" * 200_000
+    started = time.monotonic()
+    text = report.render([dataclasses.replace(big, plan_text=f"  + input = {run}\n")], budget=10**9)
+    assert time.monotonic() - started < 10  # the fence grew one backtick per scan: minutes
+    fence = "`" * 200_001
+    assert f"\n{fence}diff\n" in text and f"\n{fence}\n" in text
+
+
+def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
+    from tooling.core import record
+
+    run = record.ApplyRun(
+        [
+            record.UnitApply("live/cloud/a|b", "failed", "Error: <!-- x `y` </details> | z"),
+            record.UnitApply("live/cloud/iam", "applied", ""),
+        ]
+    )
+    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, {"head": SHA}))
+    assert page.count("<!--") == 1  # the report's own marker
+    assert "</details>" not in page
+    rows = [x for x in page.split("<tr>") if "<td" in x]
+    assert [r.count("<td") for r in rows] == [4, 4]
+    assert "Error: &lt;!-- x `y` &lt;/details&gt; | z" in rows[0]
+    assert "live/cloud/iam" in rows[1]
+
+
+def test_a_replacement_forced_by_a_map_key_holding_backticks_names_it_in_one_code_span() -> None:
+    key = 'tags["a`</details>`b"]'
+    change = ResourceChange("terraform_data.x", "terraform_data", "replace", replace_paths=(key,))
+    why = review.replace_why(change)
+    assert why is not None
+    page = MarkdownIt("commonmark").render(why)
+    assert re.findall(r"<code>(.*?)</code>", page) == [html.escape(key)]
+    assert "</details>" not in page

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.core import pages
+from tooling.core import pages, review
 from tooling.errors import ToolingError
 
 #: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
@@ -265,7 +265,10 @@ def apply_report(
             f"Auto units: **the plan-and-apply job did not succeed** ({apply_result}); nothing further "
             f"is applied. See [the run]({run_url})."
         )
-    lines = [f"- `{w.path}` ({w.executor}): {'; '.join(w.reasons)}" for w in waiting]
+    lines = [
+        f"- {review.code(w.path)} ({w.executor}): {review.plain('; '.join(w.reasons))}"
+        for w in waiting
+    ]
     if waiting and ok:
         top += [
             "",

@@ -6,7 +6,8 @@ drift, the waiting units with their gate reasons, what happens next, the
 table); the per-unit folds (``<details>`` blocks) fill it in order and the
 rest moves, whole, to follow-up comments, each with its own hidden marker so
 the next push edits them in place. A fold is never cut: one larger than a
-comment loses its fenced plan text (the artifact has it), never half a fence.
+comment loses its fenced plan text (the artifact has it), never half a fence. A head that alone
+is over a comment is cut at a line break, saying so (:func:`cut_head`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ _FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def part_number(body: str) -> int | None:
-    """The part a follow-up comment's body is (2, 3, ...), None for another comment."""
-    found = _PART_RE.search(body)
+    """The part a follow-up comment's body is (2, 3, ...), None for another comment.
+    Only a body that *starts* with the marker is a part: a plan text or error quoted
+    in a comment may hold the marker too."""
+    found = _PART_RE.match(body)
     return int(found.group(1)) if found else None
 
 
@@ -69,6 +72,17 @@ def fit_block(block: str, limit: int, artifact_hint: str) -> str:
     )
 
 
+def cut_head(head: str, limit: int, artifact_hint: str) -> str:
+    """``head`` as it is, or, over ``limit`` (thousands of destroys or drifted resources
+    listed), cut at the last line break that fits, saying so: the first comment is
+    always posted, with the verdict and whatever of the rest fits."""
+    if len(head) <= limit:
+        return head
+    note = f"\n\n_The rest of this report's summary is too long for a comment: it is in {artifact_hint}._"
+    cut = head[: limit - len(note)]
+    return cut[: cut.rfind("\n")].rstrip() + note
+
+
 def paginate(
     top: str,
     sections: Sequence[tuple[str, str]],
@@ -83,9 +97,10 @@ def paginate(
     first = [top.rstrip()] if top.strip() else []
     for title, head, _ in split:
         first.append((f"{title}\n\n" if title else "") + head)
+    limit = budget - _ROOM
+    first = [cut_head("\n\n".join(first), limit, artifact_hint)]
     pages: list[list[str]] = [first]
     sizes = [sum(len(p) + 2 for p in first)]
-    limit = budget - _ROOM
     shown_title: list[str | None] = [None]
     for title, _, blocks in split:
         for block in blocks:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+import html
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tooling.core import mdtext
 from tooling.core.targets import model_refusal
 from tooling.model.units import Unit
 
@@ -366,24 +368,24 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for u in run.units:
-        reason = u.reason.replace("|", "\\|").replace("\n", " ")
         tags = (" (cascaded)" if u.cascaded else "") + (" (earlier)" if u.earlier else "")
-        lines.append(f"| `{u.path}` | {u.result}{tags} | {u.gate} | {reason} |")
+        lines.append(
+            f"| {mdtext.code(u.path, cell=True)} | {u.result}{tags} | {u.gate} "
+            f"| {mdtext.plain(u.reason)} |"
+        )
     cascaded = [u.path for u in run.units if u.cascaded]
     if cascaded:
         lines += [
             "",
             "Cascaded (re-planned after their upstream applied): "
-            + ", ".join(f"`{p}`" for p in cascaded),
+            + ", ".join(mdtext.code(p) for p in cascaded),
         ]
     for u in run.units:
         if u.plan_text is not None:
-            fence = "```"
-            while fence in u.plan_text:
-                fence += "`"
+            fence = mdtext.fence_for(u.plan_text)
             lines += [
                 "",
-                f"<details><summary>New plan of <code>{u.path}</code>, waiting for a new "
+                f"<details><summary>New plan of <code>{html.escape(u.path)}</code>, waiting for a new "
                 "approval</summary>",
                 "",
                 f"{fence}hcl\n{u.plan_text.rstrip()}\n{fence}",

@@ -29,12 +29,14 @@ plain words (``cloud``) that also name folders.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.core.mdtext import plain
 from tooling.errors import ToolingError
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
@@ -149,6 +151,9 @@ def _forms(piece: str) -> set[str]:
         piece.replace("\\", "\\\\").replace('"', '\\"'),
         base64.b64encode(piece.encode()).decode(),  # as base64encode() writes it
         _url_encoded(piece),
+        plain(piece),  # as the reviewer's page escapes a text (tooling.core.mdtext)
+        piece.replace("|", "\\|"),  # a name in a table cell
+        html.escape(piece),  # inside <summary>
     }
 
 

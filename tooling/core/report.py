@@ -31,10 +31,11 @@ plan text OpenTofu already redacted. Nothing here reads a file either: each
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooling.core import review
+from tooling.core import mdtext, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
 
@@ -108,11 +109,11 @@ def warnings(results: Sequence[Result], per_group: int | None = None) -> list[st
             )
         for (label, why), addresses in groups.items():
             shown = addresses if per_group is None else addresses[:per_group]
-            listed = ", ".join(f"`{a}`" for a in shown)
+            listed = ", ".join(review.code(a) for a in shown)
             if len(shown) < len(addresses):
                 listed += f" … and {len(addresses) - len(shown)} more (all in the unit's plan text)"
             lines.append(
-                f"- {label} in `{r.path}` ({len(addresses)}): {listed}"
+                f"- {label} in {review.code(r.path)} ({len(addresses)}): {listed}"
                 + (f". Why: {why}" if why else "")
             )
     return lines
@@ -126,8 +127,8 @@ def drift_lines(results: Sequence[Result]) -> list[str]:
         for d in r.summary.drift if r.summary is not None else ():
             groups.setdefault(d.action, []).append(d.address)
         lines.extend(
-            f"- `{r.path}`: {action} outside OpenTofu ({len(addresses)}): "
-            + ", ".join(f"`{a}`" for a in addresses)
+            f"- {review.code(r.path)}: {action} outside OpenTofu ({len(addresses)}): "
+            + ", ".join(review.code(a) for a in addresses)
             for action, addresses in groups.items()
         )
     return lines
@@ -142,8 +143,10 @@ def failure_lines(results: Sequence[Result]) -> list[str]:
         "**❌ Failed** (nothing of these units can be applied; the reasons are in their folds):",
         "",
         *(
-            f"- `{r.path}` ({_ICON.get(r.status, r.status)}): "
-            + ((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:200]
+            f"- {review.code(r.path)} ({_ICON.get(r.status, r.status)}): "
+            + review.plain(
+                ((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:200]
+            )
             for r in failed
         ),
         "",
@@ -158,7 +161,7 @@ def _gate_cell(r: Result) -> str:
     """``manual: touches 3 nodes/VMs: node-1, node-2, node-3``; ``auto`` and ``none`` alone."""
     if r.gate is None or r.gate.decision != "manual":
         return _decision(r)
-    return "manual: " + "; ".join(r.gate.reasons).replace("|", "\\|")
+    return "manual: " + review.plain("; ".join(r.gate.reasons))
 
 
 def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
@@ -175,7 +178,7 @@ def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
         module = review.module_change(r.source_before, r.source) or ""
         mocked += " (model error)" if r.model_error else ""
         rows.append(
-            f"| `{r.path}`{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} | {module} "
+            f"| {review.code(r.path, cell=True)}{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} | {module} "
             f"| {_ICON.get(r.status, r.status)}{mocked} | {_gate_cell(r) if reasons else _decision(r)} |"
         )
     return "\n".join(rows)
@@ -188,7 +191,7 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
         if items:
             out.append(f"**{action}** ({len(items)}):")
             out.extend(
-                f"- `{c.address}`"
+                f"- {review.code(c.address)}"
                 + (
                     f" ({', '.join(c.changed_attributes)})"
                     if action == "update" and c.changed_attributes
@@ -200,18 +203,18 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
     moves = [c for c in changes if c.moved_from and c.moved_from != c.address]
     if imports:
         out.append(f"**import** ({len(imports)}):")
-        out.extend(f"- `{c.address}`" for c in imports)
+        out.extend(f"- {review.code(c.address)}" for c in imports)
     if moves:
         out.append(f"**move** ({len(moves)}):")
-        out.extend(f"- `{c.moved_from}` -> `{c.address}`" for c in moves)
+        out.extend(
+            f"- {review.code(c.moved_from or '')} -> {review.code(c.address)}" for c in moves
+        )
     return out
 
 
 def _fence(text: str) -> str:
     """The plan text in a ``diff`` fence (markers in the first column: GitHub colours it)."""
-    fence = "```"
-    while fence in text:
-        fence += "`"
+    fence = mdtext.fence_for(text)
     return f"{fence}diff\n{review.diff_text(text.rstrip())}\n{fence}"
 
 
@@ -220,7 +223,7 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     label = _ICON.get(r.status, r.status).replace("**", "")
     if label != _ICON.get(r.status, r.status):
         label = f"<b>{label}</b>"
-    title = f"<summary><code>{r.path}</code>: {label}</summary>"
+    title = f"<summary><code>{html.escape(r.path)}</code>: {label}</summary>"
     body: list[str] = []
     if r.model_error:
         body.append(
@@ -229,7 +232,7 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
             + ". Fix it (`invoke check` names the file and line) and plan again."
         )
     if r.gate is not None and r.gate.decision != "none":
-        body.append(f"Gate: **{r.gate.decision}**: " + "; ".join(r.gate.reasons))
+        body.append(f"Gate: **{r.gate.decision}**: " + review.plain("; ".join(r.gate.reasons)))
     if r.mocked_dependencies:
         body.append(_mocked_sentence(r))
     if r.source:
@@ -376,7 +379,7 @@ def render(
     if manual:
         lines += [
             "**Waiting for a human after merge (manual gate; each unit's reasons are in the "
-            "table's gate column):** " + ", ".join(f"`{r.path}`" for r in manual),
+            "table's gate column):** " + ", ".join(review.code(r.path) for r in manual),
             "",
             *(f"- {line}" for line in review.approval_lines(plans_dir)),
             "",
@@ -410,7 +413,7 @@ def render(
     quiet = [r for r in results if r.status == "no-changes" and not r.mocked_dependencies]
     ordered = sorted((r for r in results if r not in quiet), key=lambda r: _decision(r) != "manual")
     quiet_line = (
-        [f"**No changes** ({len(quiet)}): " + ", ".join(f"`{r.path}`" for r in quiet)]
+        [f"**No changes** ({len(quiet)}): " + ", ".join(review.code(r.path) for r in quiet)]
         if quiet
         else []
     )

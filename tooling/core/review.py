@@ -8,7 +8,10 @@
 - :func:`next_lines`: the dependents re-planned after a unit applies, with their trigger;
 - :class:`RunLinks`: the commit, the workflow run and its artifacts, from Actions' variables;
 - :func:`diff_text`: OpenTofu's plan text with its markers in the first column (```diff);
-- :func:`apply_graph`: a Mermaid graph of the planned units in apply order, with gates.
+- :func:`apply_graph`: a Mermaid graph of the planned units in apply order, with gates;
+- :func:`code` and :func:`plain`: a name (unit path, resource address) or a text (gate
+  reason, error line) that can hold any character, as inline Markdown that cannot
+  open HTML (``<!--``, ``</details>``), end its code span early or split a table row.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tooling.core.mdtext import code, plain
 from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.record import UnitApply
 from tooling.core.results import Result
@@ -25,6 +29,7 @@ from tooling.model.sources import parse_source
 #: the GitHub environment the apply workflow's manual job waits in
 APPROVAL_ENVIRONMENT = "infra-manual"
 _TOTALS = (("create", "to add"), ("update", "to change"), ("replace", "to replace"))
+__all__ = ["code", "plain"]  # re-exported: the report escapes its names with them
 
 
 def totals(results: Sequence[Result]) -> dict[str, int]:
@@ -62,7 +67,7 @@ def replace_why(change: ResourceChange) -> str | None:
     """Why OpenTofu replaces ``change``: the attributes that force it, and the plan's reason."""
     reason = reason_text(change.reason)
     if change.replace_paths:
-        forced = ", ".join(f"`{p}`" for p in change.replace_paths)
+        forced = ", ".join(code(p) for p in change.replace_paths)
         verb = "forces" if len(change.replace_paths) == 1 else "force"
         return f"{forced} {verb} replacement" + (f" ({reason})" if reason else "")
     return reason
@@ -121,14 +126,14 @@ def next_lines(results: Sequence[Result], dependents: Sequence[tuple[str, str]])
         root = trigger(path)
         if root is not None:
             chains.setdefault(root, []).append(
-                f"`{path}`" + ("" if upstream == root else f" (reads `{upstream}`)")
+                code(path) + ("" if upstream == root else f" (reads {code(upstream)})")
             )
     for r in results:
         for dep in r.mocked_dependencies:
             if dep in planned:
-                chains.setdefault(dep, []).append(f"`{r.path}` (in this plan, on mock outputs)")
+                chains.setdefault(dep, []).append(f"{code(r.path)} (in this plan, on mock outputs)")
     return [
-        f"- after `{root}` applies: {', '.join(items)}"
+        f"- after {code(root)} applies: {', '.join(items)}"
         for root in [r.path for r in results]
         if (items := chains.get(root))
     ]
