@@ -180,7 +180,9 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     """Apply exactly the reviewed plans in PLANS, by gate, in DAG order; write PLANS/apply.json.
 
     Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
-    versions); a mismatch refuses the unit. Manual units wait unless
+    versions, the plan's state key is the unit's own); a mismatch refuses the
+    unit. Plans made from a tree with uncommitted changes are refused (no
+    override: commit, then plan again). Manual units wait unless
     --approve-manual. Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
     """
@@ -191,6 +193,22 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
             "error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2
         )
     run(lambda: applying.apply(workspace(), Path(plans), approve_manual=approve_manual))
+
+
+@task(help={"plans": "a plan folder to remove too (the job's copy of the plans)"})
+def clean_runner(c: Context, plans: str = "") -> None:
+    """Remove what a job leaves on a runner: PLANS, .iac/ and every .terragrunt-cache/.
+
+    A folder holding an errored.tfstate (a state an apply could not save) is
+    kept, and each kept folder is named: push the state back first
+    (docs/runbooks.md, "The state could not be saved").
+    """
+    from tooling.commands import applysafety
+
+    def clean() -> None:
+        applysafety.clean_runner(ROOT, [Path(plans)] if plans else [])
+
+    run(clean)
 
 
 @task(
@@ -574,6 +592,7 @@ ns = Collection(
     plan_comment,
     apply_report,
     manual_gate,
+    clean_runner,
     bump_module,
     outdated,
     bump_all,
