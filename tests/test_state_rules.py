@@ -184,3 +184,20 @@ def test_msgpack_and_protobuf_readers_decode_a_backend_message() -> None:
     assert binding.plan_backend(b"\x08\x03") is None
     with pytest.raises(binding.PlanFormatError):
         binding.plan_backend(b"\x6a\x20")
+
+
+def test_the_runbook_sections_the_record_names_exist_with_the_commands_the_tests_run() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "runbooks.md").read_text()
+    for ref in (statecheck.RUNBOOK_ERRORED, statecheck.RUNBOOK_KILLED):
+        title = ref.split('"')[1]
+        assert f"\n## {title}\n" in text, title
+    done = statecheck.Done("terraform_data.first", True, "5e74fb77-56c5-b411-72f7-4261c0d3bb54")
+    # the commands tests/test_apply_state.py runs, in the form the record prints them
+    assert statecheck.import_command("live/cloud/killed", done) in text
+    push = statecheck.state_push_command(
+        "live/cloud/slow", "$DIR/units/live/cloud/slow/errored.tfstate"
+    )
+    assert push.replace("'", "") in text.replace('"', "")
+    assert "cd live/cloud/slow && terragrunt force-unlock -force LOCK_ID" in text
