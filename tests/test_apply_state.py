@@ -327,22 +327,29 @@ def _tofu_applying_under(root: Path) -> int | None:
     return None
 
 
-def test_opentofu_killed_mid_apply_the_record_names_created_objects_absent_from_state(
-    example_repo: Path, tmp_path: Path
-) -> None:
-    local_unit(example_repo, "killed", KILLED_MODULE)
-    commit_all(example_repo, "a unit whose apply is killed")
-    out = tmp_path / "plans"
-    _plan(example_repo, out, "--unit", "live/cloud/killed")
-    proc = _popen_apply(example_repo, out)
-    raw = list((example_repo / ".iac/apply-output").rglob("live__cloud__killed.out"))
+def _apply_until_first_is_created(repo: Path, out: Path) -> tuple[subprocess.Popen[str], int]:
+    """Plan and start applying ``live/cloud/killed``; (the tool, OpenTofu's pid) once
+    OpenTofu has reported ``terraform_data.first`` created."""
+    local_unit(repo, "killed", KILLED_MODULE)
+    commit_all(repo, "a unit whose apply is killed")
+    _plan(repo, out, "--unit", "live/cloud/killed")
+    proc = _popen_apply(repo, out)
+    raw: list[Path] = []
     deadline = time.monotonic() + 120
     while not raw or "terraform_data.first: Creation complete" not in raw[0].read_text():
         assert time.monotonic() < deadline and proc.poll() is None, "first was never created"
         time.sleep(0.2)
-        raw = list((example_repo / ".iac/apply-output").rglob("live__cloud__killed.out"))
-    pid = _tofu_applying_under(example_repo / "live/cloud/killed")
+        raw = list((repo / ".iac/apply-output").rglob("live__cloud__killed.out"))
+    pid = _tofu_applying_under(repo / "live/cloud/killed")
     assert pid is not None
+    return proc, pid
+
+
+def test_opentofu_killed_mid_apply_the_record_names_created_objects_absent_from_state(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    proc, pid = _apply_until_first_is_created(example_repo, out)
     os.kill(pid, signal.SIGKILL)
     output, _ = proc.communicate(timeout=120)
 
@@ -364,6 +371,14 @@ def test_opentofu_killed_mid_apply_the_record_names_created_objects_absent_from_
     named = killed["reason"].split('(docs/runbooks.md, "OpenTofu was killed")')[0]
     assert "terraform_data.slow" not in named  # never reported created
     assert command in (out / "apply.md").read_text()
+
+    # the same plans again: refused while the object is missing from the state (no duplicate)
+    code, results, output = _apply(example_repo, out)
+    again = results["live/cloud/killed"]
+    assert code == 1 and again["result"] == "refused", output
+    assert "an earlier apply of this unit was cut short" in again["reason"]
+    assert command in again["reason"]
+    assert (state_dir / "terraform.tfstate").stat().st_size == 0, "applied a second time"
 
     # the runbook: the import command, as printed, records it; the next plan does not create it again
     imported = _shell(example_repo, command)
@@ -403,3 +418,22 @@ def test_clean_runner_removes_only_plan_folders_and_working_copies(
     assert f"kept {example_repo / '.iac/state'}: it holds local state" in ran.output
     assert (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").is_file()
     assert not out.exists() and not (example_repo / "live/cloud/dns/.terragrunt-cache").exists()
+
+
+def test_tool_and_opentofu_both_killed_the_next_run_refuses_instead_of_creating_twice(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    proc, pid = _apply_until_first_is_created(example_repo, out)
+    proc.send_signal(signal.SIGKILL)  # the runner torn down: the tool first, then OpenTofu
+    proc.communicate(timeout=30)
+    os.kill(pid, signal.SIGKILL)
+    assert json.loads((out / "apply.json").read_text())["units"][0]["result"] == "running"
+
+    code, results, output = _apply(example_repo, out)
+    killed = results["live/cloud/killed"]
+    assert code == 1 and killed["result"] == "refused", output
+    assert "an earlier apply of this unit was cut short" in killed["reason"]
+    assert "cd live/cloud/killed && terragrunt import terraform_data.first " in killed["reason"]
+    state = example_repo / ".iac/state/live/cloud/killed/terraform.tfstate"
+    assert state.stat().st_size == 0, "the plan was applied a second time"

@@ -331,8 +331,10 @@ class Applier:
             unbound = applysafety.unbound_plan(
                 plan_file, str(unit.get("plan_file")), self.state_key(unit)
             )
-            unsaved = applysafety.unsaved_state(path, self.run_dir(unit), plan_file.parent)
-            problems += [p for p in (unbound, unsaved) if p]
+            run_dir, folder = self.run_dir(unit), plan_file.parent
+            left = applysafety.unsaved_state(path, run_dir, folder)
+            left = left or applysafety.cut_short_earlier(path, run_dir, folder, self.env)
+            problems += [p for p in (unbound, left) if p]
         if problems:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return

@@ -129,6 +129,30 @@ def after_failure(
     return statecheck.unrecorded_reason(unit_path, missing), False
 
 
+def cut_short_earlier(
+    unit_path: str, run_dir: Path, unit_folder: Path, env: Mapping[str, str]
+) -> str | None:
+    """Refuse to apply a unit again while objects an earlier apply of it reported done
+    (its ``apply.log`` in the plan folder) are missing from its state: applying the
+    same plan again would create them a second time. None: nothing is missing."""
+    log = unit_folder / "apply.log"
+    done = statecheck.reported_done(log.read_text(errors="replace")) if log.is_file() else []
+    if not done:
+        return None
+    try:
+        missing = statecheck.unrecorded(done, terragrunt.state_addresses(run_dir, env))
+    except ToolingError:
+        return None  # the apply itself says why the state cannot be read
+    if not missing:
+        return None
+    return (
+        "an earlier apply of this unit was cut short (if OpenTofu is still running, wait for it "
+        "to finish, then apply again): "
+        + statecheck.unrecorded_reason(unit_path, missing)
+        + "; record them first, then re-plan"
+    )
+
+
 # ------------------------------------------------------------------ leave nothing behind
 
 
