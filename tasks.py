@@ -129,7 +129,8 @@ def plan(
     completion writes it is the same); naming units excludes planning all.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
-    cannot be applied).
+    cannot be applied). Uncommitted changes are recorded in summary.json
+    (worktree: dirty, files, digest); `invoke apply` refuses such plans.
     """
     from tooling.commands import pipeline
 
