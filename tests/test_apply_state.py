@@ -177,6 +177,24 @@ def test_plans_swapped_between_two_units_are_refused_by_their_state_key(
     assert {r["result"] for r in results.values()} == {"applied"}
 
 
+def test_a_plan_made_with_local_state_is_refused_when_the_apply_runs_against_s3(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infra_fixtures import s3_state_bucket
+
+    out = tmp_path / "plans"
+    _plan(example_repo, out, "--unit", "live/cloud/dns")
+    s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"settings-{tmp_path.name}")
+    code, results, output = _apply(example_repo, out)
+    assert code == 1 and results["live/cloud/dns"]["result"] == "refused", output
+    assert (
+        f"planned against a local backend, this apply runs against S3 state in s3://{bucket}"
+        in results["live/cloud/dns"]["reason"]
+    )
+    assert not (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
+    assert not bucket_keys(s3, bucket)
+
+
 # ------------------------------------------------------------------ item 4: errored.tfstate
 
 

@@ -167,7 +167,38 @@ def test_apply_refuses_plans_of_a_dirty_tree_or_of_an_unknown_one(
 def test_a_plan_is_bound_to_its_units_state_key(
     backend: binding.Backend | None, key: str | None, bound: bool
 ) -> None:
-    assert (binding.backend_problem("units/a/plan.tfplan", backend, key) is None) is bound
+    bucket = "bk" if backend is not None and backend.type == "s3" else None
+    if backend is not None and backend.type == "s3":
+        backend = binding.Backend("s3", {**backend.config, "bucket": "bk"}, backend.workspace)
+    assert (binding.backend_problem("units/a/plan.tfplan", backend, key, bucket) is None) is bound
+
+
+@pytest.mark.parametrize(
+    ("planned", "bucket", "said"),
+    [
+        (
+            ("local", None),
+            "bk",
+            "planned against a local backend, this apply runs against S3 state in s3://bk",
+        ),
+        (
+            ("s3", "other"),
+            "bk",
+            "planned against s3://other, this apply runs against S3 state in s3://bk",
+        ),
+        (("s3", "bk"), None, "planned against s3://bk, this apply runs against local state"),
+    ],
+)
+def test_a_plan_made_with_other_state_settings_is_refused(
+    planned: tuple[str, str | None], bucket: str | None, said: str
+) -> None:
+    kind, planned_bucket = planned
+    config = {"key": "live/a/terraform.tfstate", "path": "/r/.iac/state/live/a/terraform.tfstate"}
+    if planned_bucket:
+        config["bucket"] = planned_bucket
+    backend = binding.Backend(kind, config, "default")
+    why = binding.backend_problem("p", backend, "live/a/terraform.tfstate", bucket)
+    assert why is not None and said in why and "re-plan" in why
 
 
 def test_msgpack_and_protobuf_readers_decode_a_backend_message() -> None:

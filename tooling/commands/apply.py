@@ -209,10 +209,8 @@ class Applier:
     def state_key(self, unit: Mapping[str, Any]) -> str | None:
         """The unit's own state key, from the model of the tree it is applied from."""
         path = str(unit["path"])
-        if unit.get("destroy"):
-            model = self.ws.model(self.ws.tree_at(str(self.summary.get("base"))))
-        else:
-            model = self.model
+        base = str(self.summary.get("base"))
+        model = self.ws.model(self.ws.tree_at(base)) if unit.get("destroy") else self.model
         model_unit = model.units.get(path)
         return model_unit.state_key if model_unit else None
 
@@ -329,7 +327,10 @@ class Applier:
         )
         if not problems:
             unbound = applysafety.unbound_plan(
-                plan_file, str(unit.get("plan_file")), self.state_key(unit)
+                plan_file,
+                str(unit.get("plan_file")),
+                self.state_key(unit),
+                self.ws.settings.state_bucket,
             )
             run_dir, folder = self.run_dir(unit), plan_file.parent
             left = applysafety.unsaved_state(path, run_dir, folder)

@@ -58,14 +58,16 @@ def plan_backend(plan_file: Path) -> binding.Backend | None:
         ) from None
 
 
-def unbound_plan(plan_file: Path, shown: str, state_key: str | None) -> str | None:
+def unbound_plan(
+    plan_file: Path, shown: str, state_key: str | None, bucket: str | None
+) -> str | None:
     """Why the saved plan is not bound to the unit's state (None: it is); ``shown``: the
-    plan file as the record names it."""
+    plan file as the record names it; ``bucket``: this run's state bucket (None: local)."""
     try:
         backend = plan_backend(plan_file)
     except ToolingError as exc:
         return str(exc)
-    return binding.backend_problem(shown, backend, state_key)
+    return binding.backend_problem(shown, backend, state_key, bucket)
 
 
 def errored_states(*places: Path) -> list[Path]:

@@ -240,8 +240,20 @@ def state_matches(backend: Backend, state_key: str) -> bool:
     return where == state_key
 
 
-def backend_problem(plan_file: str, backend: Backend | None, state_key: str | None) -> str | None:
-    """Why a saved plan is not bound to its unit's state (None: it is)."""
+def backend_problem(
+    plan_file: str, backend: Backend | None, state_key: str | None, bucket: str | None = None
+) -> str | None:
+    """Why a saved plan is not bound to its unit's state (None: it is): ``state_key`` in
+    ``bucket`` (S3), or in local state when ``bucket`` is None."""
+    if backend is not None:
+        planned = backend.config.get("bucket") if backend.type == "s3" else None
+        if (backend.type, planned) != (("s3", bucket) if bucket else ("local", None)):
+            here = f"S3 state in s3://{bucket}" if bucket else "local state"
+            there = f"s3://{planned}" if planned else f"a {backend.type} backend"
+            return (
+                f"plan file {plan_file} was planned against {there}, this apply runs against "
+                f"{here}: plans made with other state settings (IAC_STATE_BUCKET); re-plan"
+            )
     if state_key is None:
         return f"plan file {plan_file}: the unit's state key is unknown, so the plan cannot be bound to it"
     if backend is None:
