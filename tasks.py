@@ -127,10 +127,18 @@ def plan(
 
     Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
     completion writes it is the same); naming units excludes planning all.
+    Each unit is verified first (`terragrunt render`): one that breaks an
+    enforce-* rule of docs/rules.md is refused, not planned.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
     cannot be applied). Uncommitted changes are recorded in summary.json
     (worktree: dirty, files, digest); `invoke apply` refuses such plans.
+
+    Secrets are redacted from every file and line: sensitive outputs and
+    variables, environment variables whose names say secret (policy.toml
+    [secrets]; not every TF_VAR_), also base64- and URL-encoded; one shorter
+    than 4 characters only whole between quotes (a warning names it). Unit
+    paths and addresses are never rewritten (docs/commands.md).
     """
     from tooling.commands import pipeline
 

@@ -177,7 +177,8 @@ def test_an_upstream_failure_stops_its_dependents_and_fails_the_run(
         example_repo,
         "after",
         'output "ok" {\n  value = "ok"\n}\n',
-        '\ndependency "flaky" {\n  config_path = "../flaky"\n  mock_outputs = { id = "mock" }\n}\n',
+        '\ndependency "flaky" {\n  config_path = "../flaky"\n  mock_outputs = { id = "mock" }\n'
+        '  mock_outputs_allowed_terraform_commands = ["validate", "plan"]\n}\n',
     )
     commit_all(example_repo, "a flaky unit and its dependent")
     out = tmp_path / "plans"

@@ -294,9 +294,20 @@ def test_a_generated_override_left_in_the_working_copy_never_reaches_a_plan(
     unit = example_repo / "live/cloud/dns/terragrunt.hcl"
     original = unit.read_text()
     unit.write_text(original + STALE_OVERRIDE)  # a branch that generates an override
-    first = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "a"))
-    assert first.returncode == 0, first.output
-    assert "from-another-branch" in (tmp_path / "a/units/live/cloud/dns/plan.txt").read_text()
+    # the pipeline refuses to plan that branch (enforce-generate, tests/test_enforce.py);
+    # a plan run by hand with Terragrunt still leaves the override in the working copy
+    refused = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "a"))
+    assert refused.returncode == 1 and "enforce-generate" in refused.output, refused.output
+    from tooling.io import terragrunt
+    from tooling.io.workspace import Workspace
+
+    by_hand = terragrunt.run(
+        terragrunt.plan_args(tmp_path / "by-hand.tfplan"),
+        unit.parent,
+        Workspace(example_repo).tool_env,
+    )
+    assert by_hand.returncode == 0, by_hand.stderr
+    assert list((unit.parent / ".terragrunt-cache").rglob("zone_override.tf"))
     unit.write_text(original)  # back on a branch without it
     ran = invoke(example_repo, "plan", "--unit", "live/cloud/dns", "--out", str(tmp_path / "b"))
     assert ran.returncode == 0, ran.output

@@ -40,9 +40,11 @@ def test_every_shape_of_a_secret_is_redacted_in_plain_json_and_heredoc_text(
             assert canary not in out, (text, out)
 
 
-def test_short_and_trivial_values_are_not_redacted() -> None:
-    assert redact.secret_strings({"a": "yes", "b": True, "c": 1, "d": "abc", "e": None}) == set()
-    assert redact.Redactor.of({"true", "abc"})("true abc") == "true abc"
+def test_trivial_values_are_never_redacted_and_short_ones_only_whole_between_quotes() -> None:
+    assert redact.secret_strings({"a": "yes", "b": True, "e": None, "f": "null"}) == set()
+    r = redact.Redactor.of(redact.secret_strings({"d": "abc", "t": "true"}))
+    assert r('true abc abcd "true" "abc" "abcd"') == f'true abc abcd "true" "{redact.MASK}" "abcd"'
+    assert r(json.dumps({"pin": "abc"})) == json.dumps({"pin": redact.MASK})
 
 
 def test_a_secret_containing_another_is_masked_whole() -> None:
@@ -50,19 +52,74 @@ def test_a_secret_containing_another_is_masked_whole() -> None:
     assert r("x canary-long-secret y canary z") == f"x {redact.MASK} y {redact.MASK} z"
 
 
-def test_secret_environment_variables_by_name() -> None:
-    env = {
-        "GITHUB_TOKEN": "ghp_canarytoken1",
-        "TF_VAR_db_password": "canary-tfvar",
-        "VAULT_TOKEN": "hvs.canary",
-        "AWS_SECRET_ACCESS_KEY": "canary-aws-secret",
-        "AWS_ACCESS_KEY_ID": "AKIAPUBLICID",
-        "HOME": "/root",
-        "PATH": "/usr/bin",
-    }
-    found = redact.secret_env(env)
-    assert {"ghp_canarytoken1", "canary-tfvar", "hvs.canary", "canary-aws-secret"} <= found
-    assert "AKIAPUBLICID" not in found and "/root" not in found
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("GITHUB_TOKEN", True),
+        ("VAULT_TOKEN", True),
+        ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("AWS_SESSION_TOKEN", True),
+        ("ARM_CLIENT_SECRET", True),
+        ("GOOGLE_CREDENTIALS", True),
+        ("SOPS_AGE_KEY", True),
+        ("TF_VAR_db_password", True),
+        ("TF_VAR_dbpassword", True),
+        ("TF_VAR_talos_secrets_yaml", True),
+        ("TF_VAR_flux_ssh_private_key", True),
+        ("TF_VAR_backup_passphrase", True),
+        ("TF_VAR_proxmox_api_token_secret", True),
+        ("TF_VAR_registry_auth", True),
+        ("TF_VAR_api_key", True),
+        ("TF_VAR_dns_zone_kind", False),
+        ("TF_VAR_region", False),
+        ("TF_VAR_FILE", False),
+        ("TF_VAR_proxmox_api_token_id", False),
+        ("AWS_ACCESS_KEY_ID", False),
+        ("SOPS_AGE_KEY_FILE", False),
+        ("GITHUB_TOKEN_URL", False),
+        ("ACTIONS_ID_TOKEN_REQUEST_URL", False),
+        ("GIT_AUTHOR_NAME", False),
+        ("HOME", False),
+        ("PATH", False),
+    ],
+)
+def test_environment_variables_are_secret_by_their_name_never_for_being_tf_var(
+    name: str, secret: bool
+) -> None:
+    found = redact.secret_env({name: "canary-env-value"})
+    assert ("canary-env-value" in found) is secret
+
+
+def test_policy_secrets_table_names_the_words_and_extra_names_and_refuses_typos() -> None:
+    rule = redact.parse_policy(
+        {"secrets": {"env_name_words": ["pin"], "env_names": ["TF_VAR_zone_seed"]}}
+    )
+    assert rule.is_secret("TF_VAR_door_pin") and rule.is_secret("TF_VAR_zone_seed")
+    assert not rule.is_secret("GITHUB_TOKEN")  # the list replaces the default
+    assert redact.parse_policy({}) == redact.EnvRule()
+    with pytest.raises(ToolingError, match=r"\[secrets\] has unknown key\(s\) env_words"):
+        redact.parse_policy({"secrets": {"env_words": ["PIN"]}})
+    with pytest.raises(ToolingError, match=r"\[secrets\] env_names must be a list of names"):
+        redact.parse_policy({"secrets": {"env_names": "TF_VAR_x"}})
+
+
+def test_a_short_secret_environment_variable_is_named_in_one_warning_never_its_value(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from tooling.commands import secrets
+
+    monkeypatch.setenv("TF_VAR_door_password", "x7q")
+    secrets.reset()
+    try:
+        assert secrets.redact('pin = "x7q"') == f'pin = "{redact.MASK}"'
+        assert secrets.redact("x7q stays in words") == "x7q stays in words"
+        secrets.redact("again")
+    finally:
+        secrets.reset()
+    err = capfd.readouterr().err
+    assert err.count("TF_VAR_door_password is shorter than 4 characters") == 1, err
+    assert "x7q" not in err
 
 
 def test_sensitive_values_of_a_plan_document() -> None:
@@ -184,3 +241,106 @@ def test_writes_are_atomic_and_redacted(tmp_path: Path) -> None:
         assert [p.name for p in path.parent.iterdir()] == ["doc.json"]  # no temporary file left
     finally:
         secrets.reset()
+
+
+# --------------------------------------------------------------------------- the redaction scope
+
+#: one canary per source of secrets (item: "redact what is secret, and nothing else")
+SOURCES = {
+    "sensitive output": "canary-output-3f1",
+    "sensitive variable": "canary-variable-8c2",
+    "sensitive attribute": "canary-attribute-4d7",
+    "secret-named environment variable": "canary-env-token-9e0",
+    "registered value": "canary-registered-1a5",
+}
+
+
+def _scope_redactor(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooling.commands import secrets
+
+    monkeypatch.setenv("VAULT_TOKEN", SOURCES["secret-named environment variable"])
+    monkeypatch.setenv("TF_VAR_dns_zone_kind", "cloud")  # not secret: a plain word
+    monkeypatch.setenv("TF_VAR_network", "live")
+    secrets.reset()
+    secrets.register(
+        redact.sensitive_in_plan(
+            {
+                "variables": {"pw": {"value": SOURCES["sensitive variable"]}},
+                "configuration": {"root_module": {"variables": {"pw": {"sensitive": True}}}},
+                "planned_values": {
+                    "outputs": {"o": {"sensitive": True, "value": SOURCES["sensitive output"]}}
+                },
+                "resource_changes": [
+                    {
+                        "change": {
+                            "after": {"input": SOURCES["sensitive attribute"]},
+                            "after_sensitive": {"input": True},
+                        }
+                    }
+                ],
+            }
+        )
+    )
+    secrets.register(redact.secret_strings(SOURCES["registered value"]))
+
+
+def _encodings(value: str) -> list[str]:
+    import base64
+    from urllib.parse import quote
+
+    return [value, base64.b64encode(value.encode()).decode(), quote(f"{value}/&", safe="")]
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_redaction_scope_every_source_and_its_encodings_are_masked_names_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    from tooling.commands import secrets
+
+    _scope_redactor(monkeypatch)
+    try:
+        forms = _encodings(SOURCES[source])
+        doc = {
+            "units": [
+                {
+                    "path": "live/cloud/dns",
+                    "plan_file": "units/live/cloud/dns/plan.tfplan",
+                    "dependencies": ["live/cloud/iam"],
+                    "changes": [{"address": 'terraform_data.zone["cloud"]', "action": "create"}],
+                    "error": " | ".join(forms),
+                }
+            ],
+            "cloud": {"live": "kept"},  # JSON keys are names too
+        }
+        written = outdir.write_json(tmp_path / "summary.json", doc)
+        text = written.read_text()
+        comment = secrets.redact("| live/cloud/dns | " + " ".join(forms) + " |")
+    finally:
+        secrets.reset()
+    for form in forms:
+        assert form not in text and form not in comment, (source, form)
+    back = json.loads(text)
+    unit = back["units"][0]
+    assert unit["path"] == "live/cloud/dns" and unit["dependencies"] == ["live/cloud/iam"]
+    assert unit["plan_file"] == "units/live/cloud/dns/plan.tfplan"
+    assert unit["changes"][0]["address"] == 'terraform_data.zone["cloud"]'
+    assert back["cloud"] == {"live": "kept"}
+    assert comment.startswith("| live/cloud/dns | ")
+    assert unit["error"].count(redact.MASK) == 3
+
+
+def test_a_secret_inside_a_unit_path_stops_the_write_and_names_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooling.commands import secrets
+
+    secrets.reset()
+    secrets.register({"canary-in-a-path"})
+    try:
+        with pytest.raises(ToolingError, match=r"summary\.json: /units/0/path would hold a secret"):
+            outdir.write_json(
+                tmp_path / "summary.json", {"units": [{"path": "live/canary-in-a-path/dns"}]}
+            )
+    finally:
+        secrets.reset()
+    assert not (tmp_path / "summary.json").exists()

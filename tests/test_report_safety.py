@@ -10,10 +10,20 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from infra_fixtures import GIT_ENV, apply_unit, commit_all, git, invoke, local_unit
+from infra_fixtures import (
+    GIT_ENV,
+    apply_unit,
+    commit_all,
+    git,
+    invoke,
+    local_unit,
+    read_summary,
+    units_by_path,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -254,3 +264,227 @@ def test_nothing_posted_to_github_carries_a_registered_secret(github_api) -> Non
     bodies = json.dumps([r.body for r in github_api.requests])
     assert "canary-posted-secret" not in bodies
     assert "(redacted)" in bodies
+
+
+# --------------------------------------------------------------------------- what is secret, and nothing else
+
+UP_TOKEN = "canary-up-token-61b7e"
+UP_MODULE = f"""
+output "token" {{
+  value     = "{UP_TOKEN}"
+  sensitive = true
+}}
+"""
+
+#: echoes its input (an upstream's sensitive output, a plain input for OpenTofu) in an error
+DOWN_MODULE = """
+variable "token" {
+  type = string
+  validation {
+    condition     = length(var.token) < 8
+    error_message = "The token ${var.token} is too long."
+  }
+}
+resource "terraform_data" "x" {
+  input = "x"
+}
+"""
+
+UP_DEP = """
+dependency "up" {
+  config_path = "../up"
+}
+
+inputs = {
+  token = dependency.up.outputs.token
+}
+"""
+
+
+def _in_clear(folder: Path, secrets: Sequence[str], *texts: str) -> list[str]:
+    """Where any of ``secrets`` stands in clear: files of ``folder`` (not binary plans), ``texts``."""
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".tfplan"):
+        content = path.read_text(errors="replace")
+        found += [f"{path.relative_to(folder)}: {s}" for s in secrets if s in content]
+    for i, text in enumerate(texts):
+        found += [f"text {i}: {s}" for s in secrets if s in text]
+    return found
+
+
+def test_a_batch_plan_whose_dependent_fails_still_redacts_its_upstreams_sensitive_outputs(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "down", DOWN_MODULE, UP_DEP)
+    commit_all(example_repo, "a unit whose failing plan echoes an upstream's sensitive output")
+    apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
+    out = tmp_path / "out"
+    # two units: one `terragrunt run --all` (tooling/commands/batch.py)
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/down",
+        "--unit",
+        "live/cloud/dns",
+        "--out",
+        str(out),
+    )
+    assert ran.returncode == 1, ran.output
+    units = units_by_path(read_summary(out))
+    assert units["live/cloud/down"]["status"] == "error"
+    assert units["live/cloud/dns"]["status"] == "changes"
+    assert "is too long" in str(units["live/cloud/down"]["error"])  # the real failure is kept
+    assert _in_clear(out, [UP_TOKEN], ran.output) == []
+
+
+#: plans fine; its apply fails, echoing the upstream's value (known only at apply)
+ECHO_AT_APPLY_MODULE = """
+variable "token" {
+  type = string
+}
+resource "terraform_data" "x" {
+  input = "${var.token} ${timestamp()}"
+  lifecycle {
+    postcondition {
+      condition     = length(self.output) < 8
+      error_message = "Applied ${self.output}: too long."
+    }
+  }
+}
+"""
+
+
+def test_an_apply_that_echoes_an_upstreams_sensitive_output_is_redacted(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "echo", ECHO_AT_APPLY_MODULE, UP_DEP)
+    commit_all(example_repo, "a unit whose apply echoes an upstream's sensitive output")
+    apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
+    out = tmp_path / "out"
+    planned = invoke(example_repo, "plan", "--unit", "live/cloud/echo", "--out", str(out))
+    assert planned.returncode == 0, planned.output
+    ran = invoke(example_repo, "apply", "--plans", str(out), "--approve-manual")
+    assert ran.returncode == 1, ran.output
+    record = json.loads((out / "apply.json").read_text())
+    assert [u["result"] for u in record["units"]] == ["failed"]
+    assert "too long" in (out / "units/live/cloud/echo/apply.log").read_text()
+    assert _in_clear(out, [UP_TOKEN], ran.output, planned.output) == []
+
+
+def test_a_plain_tf_var_value_never_rewrites_unit_paths_and_the_plans_apply(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    env = {"TF_VAR_dns_zone_kind": "cloud", "TF_VAR_site": "live"}
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/dns",
+        "--unit",
+        "live/cloud/iam",
+        "--out",
+        str(out),
+        env=env,
+    )
+    assert ran.returncode == 0, ran.output
+    summary = read_summary(out)
+    assert list(units_by_path(summary)) == ["live/cloud/dns", "live/cloud/iam"]
+    for unit in units_by_path(summary).values():
+        assert (out / str(unit["plan_file"])).is_file(), unit["plan_file"]
+    comment = (out / "comment.md").read_text()
+    assert "live/cloud/dns" in comment and "live/(redacted)" not in comment
+    assert "(redacted)" not in (out / "summary.json").read_text()
+    applied = invoke(example_repo, "apply", "--plans", str(out), "--approve-manual", env=env)
+    assert applied.returncode == 0, applied.output
+    record = json.loads((out / "apply.json").read_text())
+    assert {u["path"]: u["result"] for u in record["units"]} == {
+        "live/cloud/dns": "applied",
+        "live/cloud/iam": "applied",
+    }
+
+
+AGE_KEY = "AGE-SECRET-KEY-1CANARYQQQ7Z9XK2V"
+ENC_MODULE = """
+variable "age" {
+  type = string
+}
+variable "token" {
+  type = string
+}
+resource "terraform_data" "x" {
+  input = { age = var.age, b64 = base64encode(var.token), url = urlencode("${var.token}/") }
+}
+"""
+ENC_DEP = """
+dependency "up" {
+  config_path = "../up"
+}
+
+inputs = {
+  age   = get_env("SOPS_AGE_KEY", "")
+  token = dependency.up.outputs.token
+}
+"""
+
+
+def test_an_age_key_and_encodings_of_a_registered_secret_never_reach_the_report(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    import base64
+    from urllib.parse import quote
+
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "enc", ENC_MODULE, ENC_DEP)
+    commit_all(example_repo, "a unit that shows an age key and encodings of a secret")
+    apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
+    out = tmp_path / "out"
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cloud/enc",
+        "--out",
+        str(out),
+        env={"SOPS_AGE_KEY": AGE_KEY},
+    )
+    assert ran.returncode == 0, ran.output
+    encoded = [base64.b64encode(UP_TOKEN.encode()).decode(), quote(f"{UP_TOKEN}/", safe="")]
+    plan_text = (out / "units/live/cloud/enc/plan.txt").read_text()
+    assert "b64" in plan_text and "url" in plan_text and "(redacted)" in plan_text
+    assert _in_clear(out, [AGE_KEY, UP_TOKEN, *encoded], ran.output) == []
+
+
+def test_an_adoption_never_prints_an_upstreams_sensitive_output(example_repo: Path) -> None:
+    module = 'variable "token" {\n  type = string\n}\nresource "terraform_data" "db" {\n  input = var.token\n}\n'
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "adoptee", module, UP_DEP)
+    commit_all(example_repo, "a unit to adopt, whose difference holds an upstream's secret")
+    apply_unit(example_repo, "live/cloud/up", example_repo.parent / "up-plan")
+    ran = invoke(example_repo, "adopt", "live/cloud/adoptee", "terraform_data.db", "db-1")
+    assert ran.returncode == 1, ran.output  # the difference (input) refuses the adoption
+    assert "input: null -> " in ran.stderr and "(redacted)" in ran.stderr
+    assert UP_TOKEN not in ran.output
+
+
+def test_a_resource_address_holding_an_upstreams_secret_stops_the_plan_naming_the_field(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    module = (
+        'variable "token" {\n  type = string\n}\n'
+        'resource "terraform_data" "x" {\n  for_each = toset([var.token])\n  input = "x"\n}\n'
+    )
+    local_unit(example_repo, "up", UP_MODULE)
+    local_unit(example_repo, "keyed", module, UP_DEP)
+    commit_all(example_repo, "a unit whose resource address is an upstream's secret")
+    apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
+    out = tmp_path / "out"
+    ran = invoke(example_repo, "plan", "--unit", "live/cloud/keyed", "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    assert "error: summary.json: /units/0/" in ran.stderr
+    assert "/address would hold a secret value" in ran.stderr
+    assert not (out / "summary.json").exists()  # never a rewritten address
+    assert _in_clear(out, [UP_TOKEN], ran.output) == []

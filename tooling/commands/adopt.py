@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline
+from tooling.commands import pipeline, secrets, verify
+from tooling.commands.plans import learn_secrets
+from tooling.core import redact
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
 from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
@@ -225,7 +227,9 @@ def refusal(unit: str, address: str, verdict: Verdict) -> str:
 
 
 def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    return terragrunt.plan_json(terragrunt.tofu_show_args(plan_file), work, env)
+    shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_file), work, env)
+    secrets.register(redact.sensitive_in_plan(shown))  # its differences are printed
+    return shown
 
 
 def _plan(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path) -> None:
@@ -250,6 +254,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     pipeline.refuse_unparsable(model, [path])
     pipeline.refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path
+    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)
@@ -263,6 +268,10 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
             raise ToolingError(
                 f"terragrunt init failed:\n{terragrunt.error_summary(ran.stderr + chr(10) + ran.stdout)}"
             )
+        # before any plan output is shown: the sensitive outputs of its dependencies
+        # (init read them), which the plan holds as plain inputs and may echo
+        if unreadable := learn_secrets({}, path, unit_dir, model.units[path], env):
+            raise ToolingError(unreadable)
         work = terragrunt.work_dir(private / "cache", unit_dir / "terragrunt.hcl")
         import_file = work / IMPORT_FILE
         import_file.write_text(import_block(target, import_id))

@@ -52,10 +52,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import applysafety, preflight, secrets
+from tooling.commands import applysafety, preflight, verify
 from tooling.commands.applysafety import read_record as read_record  # also the app tier's
-from tooling.commands.plans import Target, plan_unit, sha256_file
-from tooling.core import binding, redact
+from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
+from tooling.core import binding
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -316,7 +316,7 @@ class Applier:
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
-        plan_file = self.dir / str(unit.get("plan_file"))
+        plan_file, run_dir = self.dir / str(unit.get("plan_file")), self.run_dir(unit)
         problems = binding_problems(
             unit,
             plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
@@ -324,7 +324,7 @@ class Applier:
             summary_head=self.summary.get("head"),
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
-        )
+        ) or verify.before_apply(run_dir, path, str(unit.get("tier")), self.env)
         if not problems:
             unbound = applysafety.unbound_plan(
                 plan_file,
@@ -332,14 +332,12 @@ class Applier:
                 self.state_key(unit),
                 self.ws.settings.state_bucket,
             )
-            run_dir, folder = self.run_dir(unit), plan_file.parent
-            left = applysafety.unsaved_state(path, run_dir, folder)
-            left = left or applysafety.cut_short_earlier(path, run_dir, folder, self.env)
-            problems += [p for p in (unbound, left) if p]
+            left = applysafety.unsaved_state(path, run_dir, plan_file.parent)
+            left = left or applysafety.cut_short_earlier(path, run_dir, plan_file.parent, self.env)
+            problems = [*problems, *(p for p in (unbound, left) if p)]
         if problems:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
-        run_dir = self.run_dir(unit)
         try:
             shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
         except ToolingError as exc:
@@ -350,7 +348,10 @@ class Applier:
                 gate=claimed,
             )
             return
-        secrets.register(redact.sensitive_in_plan(shown))
+        # what the apply's output may echo: the plan's sensitive values and its upstreams'
+        if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
+            self.record(path, "refused", unreadable, gate=claimed)
+            return
         reviewed = summarize(shown)
         if not reviewed.has_changes:
             self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
@@ -385,9 +386,8 @@ class Applier:
         done = self.run.by_path()
         applied = {p for p, r in done.items() if r.result == "applied"}
         by_path = {str(u["path"]): u for u in self.summary.get("units", [])}
-        for dep in unit.get("mocked_dependencies") or ():
-            if dep in applied:
-                return True
+        if applied.intersection(unit.get("mocked_dependencies") or ()):
+            return True
         model_unit = self.model.units.get(str(unit["path"]))
         for dep in model_unit.dependencies if model_unit else ():
             if dep in applied and (by_path.get(dep) or {}).get("output_changes"):

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import secrets
+from tooling.commands import secrets, verify
 from tooling.commands.plans import (
     PLAN_NAME,
     Progress,
@@ -116,6 +116,9 @@ def run_batch(
             if progress:
                 progress.finish(results[t.path])
         for (root, destroy), group in groups.items():
+            group = _verified(group, out_dir, env, jobs, results, progress)
+            if not group:
+                continue
             batch = _Batch(
                 root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
             )
@@ -123,6 +126,42 @@ def run_batch(
     if progress:
         progress.close()
     return [results[t.path] for t in targets]
+
+
+def _verified(
+    group: list[Target],
+    out_dir: Path,
+    env: Mapping[str, str],
+    jobs: int,
+    results: dict[str, Result],
+    progress: Progress | None,
+) -> list[Target]:
+    """The rule's verifier before the batch's ``run --all``: a unit that breaks the rule is
+    refused (an ``error`` naming each violation), its dependents in the group not planned;
+    the rest of the group goes on."""
+    refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in group], env, jobs=jobs)
+    kept: list[Target] = []
+    dropped = set(refused)
+    for t in group:  # DAG order: a dependency is settled before its dependents
+        failed = next((d for d in t.dependencies if d in dropped), None)
+        if t.path in refused:
+            log = unit_out_dir(out_dir, t.path) / "plan.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            outdir.write_text(log, f"[{refused[t.path]}]\n")
+            results[t.path] = replace(
+                _unplanned(t, refused[t.path]),
+                status="error",
+                log_file=log.relative_to(out_dir).as_posix(),
+            )
+        elif failed is not None:
+            dropped.add(t.path)
+            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+        else:
+            kept.append(t)
+            continue
+        if progress:
+            progress.finish(results[t.path])
+    return kept
 
 
 def _tree_root(t: Target) -> Path | None:
@@ -152,6 +191,8 @@ class _UnitRun:
         None  # the plan's summary, or why it could not be read
     )
     reported: bool = False  # its progress line is out
+    # "" once its upstreams' sensitive outputs are registered, or why they could not be read
+    learned: str | None = None
 
 
 class _Batch:
@@ -226,8 +267,23 @@ class _Batch:
         run.ended = time.monotonic()
         if done.succeeded:
             run.shown = self.pool.submit(self._show, run)
-        else:
-            self._report(run, replace(self._base(run.target), error=done.error or "failed"))
+        else:  # its error may echo an upstream's secret: learn them before it is printed
+            self.pool.submit(self._report_failed, run, done.error or "failed")
+
+    def _learn(self, run: _UnitRun) -> str:
+        """Register the sensitive outputs of the unit's dependencies, whatever its plan's
+        outcome (Terragrunt passed them as plain inputs); "" or why they could not be read."""
+        if run.learned is None:
+            try:
+                secrets.register(upstream_secrets(run.target, self.env))
+                run.learned = ""
+            except ToolingError as exc:
+                run.learned = str(exc)
+        return run.learned
+
+    def _report_failed(self, run: _UnitRun, error: str) -> None:
+        self._learn(run)
+        self._report(run, replace(self._base(run.target), error=error))
 
     def _show(self, run: _UnitRun) -> PlanSummary | str:
         """Read the unit's saved plan with ``tofu show -json`` (in its working copy)."""
@@ -240,7 +296,8 @@ class _Batch:
             plan_path = udir / PLAN_NAME
             os.replace(written, plan_path)
             # as in plan_unit: learn the secrets before any text of this unit is written
-            secrets.register(upstream_secrets(t, self.env))
+            if unreadable := self._learn(run):
+                raise ToolingError(unreadable)
             shown = terragrunt.plan_json(
                 terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
             )
@@ -294,9 +351,15 @@ class _Batch:
             finally:
                 self.pool.shutdown(wait=True)
             report = _read_report(report_file, self.root_text)
+        # every unit's upstream secrets, before any log is written: the run's shared
+        # lines go into every unit's log, whichever unit printed them
+        for run in self.units.values():
+            self._learn(run)
         results: dict[str, Result] = {}
         for path, run in self.units.items():  # DAG order: a dependency's result is known first
             results[path] = result = self._result(run, report.get(path), results)
+            if run.learned and result.status == "error":
+                results[path] = result = replace(result, error=run.learned)
             if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
             if result.status != "not-planned":  # like one process per unit: nothing ran, no log
@@ -385,9 +448,16 @@ class _Batch:
             f"$ {' '.join(self.args[:2])} --all … plan{' -destroy' if self.destroy else ''}"
             f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
         )
-        body = "\n".join(run.log)
+        withheld = "(output withheld: the sensitive outputs of {} could not be read)"
+        unknown = [r.target.path for r in self.units.values() if r.learned and _ran(r)]
+        body = withheld.format("this unit's dependencies") if run.learned else "\n".join(run.log)
         shared = (
-            ("\n--- the whole run's warnings and errors ---\n" + "\n".join(self.shared))
+            "\n--- the whole run's warnings and errors ---\n"
+            + (
+                withheld.format("the dependencies of " + ", ".join(unknown))
+                if unknown
+                else "\n".join(self.shared)
+            )
             if self.shared
             else ""
         )
@@ -395,6 +465,11 @@ class _Batch:
         outdir.write_text(
             unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
         )
+
+
+def _ran(run: _UnitRun) -> bool:
+    """Terragrunt started the unit (a unit that exited early printed nothing of its own)."""
+    return run.started is not None or run.finished is not None or bool(run.log)
 
 
 def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:

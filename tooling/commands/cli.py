@@ -146,11 +146,14 @@ def errors() -> Iterator[None]:
 
 
 def workspace() -> Any:
+    from tooling.commands import secrets
     from tooling.io import toolchain
     from tooling.io.workspace import Workspace
 
     toolchain.ensure_bin_dir_on_path()
-    return Workspace.here(Path.cwd())
+    ws = Workspace.here(Path.cwd())
+    secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]
+    return ws
 
 
 def say_settings(ws: Any) -> None:

@@ -28,13 +28,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from tooling.commands import secrets
+from tooling.commands import secrets, verify
 from tooling.core import redact
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, terragrunt
+from tooling.model.units import Unit
 
 PLAN_NAME = "plan.tfplan"
 
@@ -94,7 +95,8 @@ class TerragruntPlan:
         return (0, 2) if self.detailed_exitcode else (0,)
 
     def prepare(self, log: Path) -> None:
-        return None
+        # the rule's verifier: a unit that breaks it is refused, never planned
+        verify.before_plan(self.target.run_dir, self.target.path, self.target.tier, self.env)
 
     def plan_args(self, plan_path: Path) -> list[str]:
         return terragrunt.plan_args(
@@ -225,6 +227,22 @@ def upstream_secrets(target: Target, env: Mapping[str, str]) -> set[str]:
         if (dep_dir / "terragrunt.hcl").is_file():
             found |= redact.sensitive_outputs(terragrunt.outputs_json(dep_dir, env))
     return found
+
+
+def learn_secrets(
+    shown: Mapping[str, Any], path: str, run_dir: Path, unit: Unit | None, env: Mapping[str, str]
+) -> str | None:
+    """Before a saved plan (``shown``) is applied (or a plan's output shown), register what
+    the output may echo: the plan's sensitive values, and the sensitive outputs of the
+    dependencies of the model's ``unit`` (the plan holds them as plain inputs). None, or
+    why they could not be read."""
+    secrets.register(redact.sensitive_in_plan(shown))
+    deps = unit.dependencies if unit is not None else ()
+    try:
+        secrets.register(upstream_secrets(Target(path, "", "", "", run_dir, deps), env))
+    except ToolingError as exc:
+        return f"stopped: the sensitive outputs of its dependencies could not be read ({exc})"
+    return None
 
 
 _MOCKED = re.compile(

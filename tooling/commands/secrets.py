@@ -1,13 +1,13 @@
 """The secret values this process knows, and the redaction step built from them.
 
-Fed by the secret environment variables (tokens, passwords, ``TF_VAR_*``),
-read once, and by every sensitive value a run learns (dependencies' sensitive
-outputs, sensitive variables, sensitive attributes: see
-:mod:`tooling.core.redact`). Installed as the one redaction step of
-:mod:`tooling.io.outdir` on import, so every report file, posted text, job
-summary and line the tooling prints passes through it. In GitHub Actions each
-new value is also announced with ``::add-mask::`` (one line per line of a
-multi-line value) so the runner masks it in the job log too.
+Fed by the environment variables whose *names* say secret (policy.toml
+``[secrets]``, see :class:`tooling.core.redact.EnvRule`), read once, and by
+every sensitive value a run learns (dependencies' sensitive outputs, sensitive
+variables, sensitive attributes: see :mod:`tooling.core.redact`). Installed as
+the one redaction step of :mod:`tooling.io.outdir` on import, so every report
+file, posted text, job summary and line the tooling prints passes through it.
+In GitHub Actions each new value is also announced with ``::add-mask::`` (one
+line per line of a multi-line value) so the runner masks it in the job log too.
 """
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from tooling.core.redact import Redactor, mask_commands, secret_env
+from tooling.core.redact import (
+    MIN_LENGTH,
+    EnvRule,
+    Redactor,
+    mask_commands,
+    parse_policy,
+    secret_env,
+    short_secret_env,
+)
 from tooling.io import outdir
 
 
@@ -25,6 +34,7 @@ class _Secrets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._redactor = Redactor()
+        self._rule = EnvRule()
         self._env_loaded = False
 
     def current(self) -> Redactor:
@@ -37,14 +47,30 @@ class _Secrets:
             self._load_env()
             self._add(values)
 
+    def use_rule(self, rule: EnvRule) -> None:
+        """Which environment variables are secret (read again if the rule changed)."""
+        with self._lock:
+            if rule != self._rule:
+                self._rule = rule
+                self._env_loaded = False
+            self._load_env()
+
     def _load_env(self) -> None:
         """The environment's secrets, learned once, on first use (under the lock)."""
         if not self._env_loaded:
             self._env_loaded = True
-            self._add(secret_env(os.environ))
+            self._add(secret_env(os.environ, self._rule))
+            err = sys.__stderr__  # not the redacting wrapper, which takes this lock
+            for name in short_secret_env(os.environ, self._rule) if err else ():
+                # the name only, never the value
+                print(
+                    f"warning: {name} is shorter than {MIN_LENGTH} characters: it is masked only "
+                    'where it stands whole between double quotes ("…"); use a longer secret',
+                    file=err,
+                )
 
     def _add(self, values: Iterable[str]) -> None:
-        new = set(values) - set(self._redactor.secrets)
+        new = set(values) - {*self._redactor.secrets, *self._redactor.short}
         if not new:
             return
         self._redactor = self._redactor.with_values(new)
@@ -58,6 +84,7 @@ class _Secrets:
     def reset(self) -> None:
         with self._lock:
             self._redactor = Redactor()
+            self._rule = EnvRule()
             self._env_loaded = False
 
 
@@ -67,6 +94,11 @@ _SECRETS = _Secrets()
 def register(values: Iterable[str]) -> None:
     """Add secret strings (from :mod:`tooling.core.redact`'s collectors)."""
     _SECRETS.add(values)
+
+
+def use_policy(policy: Mapping[str, Any]) -> None:
+    """Take the secret environment variables' names from policy.toml's ``[secrets]``."""
+    _SECRETS.use_rule(parse_policy(policy))
 
 
 def redact(text: str) -> str:

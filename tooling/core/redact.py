@@ -6,34 +6,102 @@ string, a number, a map, a list, nested); :func:`secret_strings` flattens them.
 A multi-line value is registered whole *and* line by line, because a plan
 prints a multi-line string as a heredoc, one line at a time.
 
-The same value can reach a text escaped: inside JSON (``summary.json``, a
-quoted ``"`` or ``\\n``), or inside an HCL string in a plan (``\\"``). Both
-escaped forms are registered too.
+The same value can reach a text escaped or encoded: inside JSON
+(``summary.json``, a quoted ``"`` or ``\\n``), inside an HCL string in a plan
+(``\\"``), as ``base64encode()`` writes it, or URL-encoded. Each of those forms
+is registered too. (A secret encoded *together with* other text, such as
+``base64encode("user:${var.password}")``, cannot be found in the result.)
 
-Values too short or too common to be secrets (``true``, ``1``, ``us``) are
-skipped: replacing them would garble every text without protecting anything.
+**Short values.** A value shorter than :data:`MIN_LENGTH` characters (``us``,
+``abc``) is masked only where it stands whole between double quotes (``"abc"``,
+as a plan or JSON prints a string): replacing it anywhere would garble every
+text. ``true``/``false``/``null``/``yes``/``no``/``none`` are never masked.
+:func:`short_secret_env` names the environment variables concerned, so the
+command warns once, naming the variable (never the value).
+
+**What is a secret.** Values of sensitive variables and outputs (see
+:func:`sensitive_in_plan`, :func:`sensitive_outputs`), values registered by the
+command, and environment variables whose *name* says secret (:class:`EnvRule`,
+policy.toml ``[secrets]``): never every ``TF_VAR_*``, whose values are often
+plain words (``cloud``) that also name folders.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.errors import ToolingError
+from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
+
 MASK = "(redacted)"
-#: shorter values are not redacted (see the module docstring)
+#: shorter values are masked only whole between double quotes (see the module docstring)
 MIN_LENGTH = 4
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no"})
 
-#: environment variables whose values are secrets, by name
-_SECRET_NAME = re.compile(
-    r"(^TF_VAR_)|(TOKEN|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|CREDENTIAL|API_KEY|ACCESS_KEY(?!_ID))",
-    re.I,
+#: policy.toml ``[secrets] env_name_words``'s default: an environment variable whose
+#: name has one of these words (or a word ending in one: ``DBPASSWORD``) holds a secret
+DEFAULT_ENV_WORDS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "KEY",
+    "CREDENTIAL",
+    "CREDS",
+    "PRIVATE",
+    "AUTH",
 )
-#: environment variables that match the pattern above but are not secrets
-_NOT_SECRET = frozenset({"GITHUB_TOKEN_URL", "ACTIONS_ID_TOKEN_REQUEST_URL", "TF_VAR_FILE"})
+#: a name whose last word is one of these names a thing, not a secret
+#: (``AWS_ACCESS_KEY_ID``, ``SOPS_AGE_KEY_FILE``, ``GITHUB_TOKEN_URL``)
+NOT_SECRET_LAST_WORDS = frozenset({"ID", "FILE", "PATH", "URL", "DIR", "NAME", "ARN"})
+
+
+@dataclass(frozen=True)
+class EnvRule:
+    """Which environment variables hold secrets, by name (policy.toml ``[secrets]``)."""
+
+    words: tuple[str, ...] = DEFAULT_ENV_WORDS
+    names: frozenset[str] = frozenset()  # ``env_names``: exact names, whatever their words
+
+    def is_secret(self, name: str) -> bool:
+        if name in self.names:
+            return True
+        parts = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
+        if not parts or parts[-1] in NOT_SECRET_LAST_WORDS:
+            return False
+        return any(
+            part.endswith(word) or part.endswith(word + "S")
+            for part in parts
+            for word in self.words
+        )
+
+
+def parse_policy(data: Mapping[str, Any]) -> EnvRule:
+    """The ``[secrets]`` table of a parsed policy.toml (missing: :data:`DEFAULT_ENV_WORDS`)."""
+    table = data.get("secrets", {})
+    if not isinstance(table, Mapping):
+        raise ToolingError(
+            f"{POLICY_FILE}: [secrets] must be a table with env_name_words and env_names"
+        )
+    refuse_unknown_keys(table, ("env_name_words", "env_names"), "[secrets]")
+    lists: dict[str, tuple[str, ...]] = {}
+    for key, default in (("env_name_words", DEFAULT_ENV_WORDS), ("env_names", ())):
+        value = table.get(key, default)
+        if not isinstance(value, list | tuple) or not all(
+            isinstance(w, str) and re.fullmatch(r"[A-Za-z0-9_]+", w) for w in value
+        ):
+            raise ToolingError(
+                f"{POLICY_FILE}: [secrets] {key} must be a list of names (letters, digits, _), "
+                f'e.g. {key} = ["TOKEN"]'
+            )
+        lists[key] = tuple(value)
+    return EnvRule(tuple(w.upper() for w in lists["env_name_words"]), frozenset(lists["env_names"]))
 
 
 def _leaves(value: Any) -> Iterable[str]:
@@ -56,33 +124,66 @@ def _worth_redacting(text: str) -> bool:
     return len(stripped) >= MIN_LENGTH and stripped.lower() not in _TRIVIAL
 
 
+def _short(text: str) -> bool:
+    """A value masked only whole between quotes (see the module docstring)."""
+    stripped = text.strip()
+    return 0 < len(stripped) < MIN_LENGTH and stripped.lower() not in _TRIVIAL
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _url_encoded(text: str) -> str:
+    """``text`` percent-encoded as ``urlencode()`` writes it (RFC 3986: all but the unreserved)."""
+    return "".join(
+        c if c in _UNRESERVED else "".join(f"%{b:02X}" for b in c.encode()) for c in text
+    )
+
+
+def _forms(piece: str) -> set[str]:
+    """``piece`` as a text may hold it: plain, JSON- and HCL-escaped, base64, URL-encoded."""
+    return {
+        piece,
+        json.dumps(piece, ensure_ascii=False)[1:-1],
+        json.dumps(piece)[1:-1],  # \uXXXX escapes, as json.dumps writes by default
+        piece.replace("\\", "\\\\").replace('"', '\\"'),
+        base64.b64encode(piece.encode()).decode(),  # as base64encode() writes it
+        _url_encoded(piece),
+    }
+
+
 def secret_strings(value: Any) -> set[str]:
     """Every string to redact for ``value``: its leaves, each non-trivial line of a
-    multi-line leaf, and their JSON- and HCL-escaped forms."""
+    multi-line leaf, and their escaped and encoded forms (:func:`_forms`). Short
+    values are kept as they are (the :class:`Redactor` masks them only between quotes)."""
     found: set[str] = set()
     for leaf in _leaves(value):
         pieces = [leaf]
         if "\n" in leaf or "\r" in leaf:
             pieces.extend(line.strip() for line in leaf.splitlines())
         for piece in pieces:
-            if not _worth_redacting(piece):
-                continue
-            found.add(piece)
-            escaped = json.dumps(piece, ensure_ascii=False)[1:-1]
-            found.add(escaped)
-            found.add(json.dumps(piece)[1:-1])  # \uXXXX escapes, as json.dumps writes by default
-            found.add(piece.replace("\\", "\\\\").replace('"', '\\"'))
-    return {s for s in found if _worth_redacting(s)}
+            if _worth_redacting(piece):
+                found |= {s for s in _forms(piece) if _worth_redacting(s)}
+            elif _short(piece):
+                found.add(piece.strip())
+    return found
 
 
-def secret_env(environ: Mapping[str, str]) -> set[str]:
-    """The secret values in an environment: tokens, passwords, keys, ``TF_VAR_*``."""
+def secret_env(environ: Mapping[str, str], rule: EnvRule | None = None) -> set[str]:
+    """The secret values of an environment: those of the variables ``rule`` names secret."""
+    rule = rule or EnvRule()
     values: set[str] = set()
     for name, value in environ.items():
-        if name in _NOT_SECRET or not _SECRET_NAME.search(name):
-            continue
-        values |= secret_strings(value)
+        if rule.is_secret(name):
+            values |= secret_strings(value)
     return values
+
+
+def short_secret_env(environ: Mapping[str, str], rule: EnvRule | None = None) -> list[str]:
+    """The names of the secret environment variables whose value is too short to mask
+    everywhere (masked only whole between quotes): the command warns, naming them."""
+    rule = rule or EnvRule()
+    return sorted(n for n, v in environ.items() if rule.is_secret(n) and _short(v))
 
 
 def sensitive_outputs(outputs: Mapping[str, Any] | None) -> set[str]:
@@ -134,20 +235,30 @@ def sensitive_in_plan(plan: Mapping[str, Any]) -> set[str]:
 @dataclass(frozen=True)
 class Redactor:
     """Replaces every registered secret in a text. Longest first, so a secret that
-    contains another is masked whole."""
+    contains another is masked whole; a short one only whole between double quotes."""
 
     secrets: tuple[str, ...] = ()
+    short: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Redactor:
-        kept = {v for v in values if _worth_redacting(v)}
-        return cls(tuple(sorted(kept, key=lambda s: (-len(s), s))))
+        kept = set(values)
+        long = {v for v in kept if _worth_redacting(v)}
+        short = {v.strip() for v in kept if _short(v)}
+        return cls(
+            tuple(sorted(long, key=lambda s: (-len(s), s))),
+            tuple(sorted(short, key=lambda s: (-len(s), s))),
+        )
 
     def with_values(self, values: Iterable[str]) -> Redactor:
-        return Redactor.of({*self.secrets, *values})
+        return Redactor.of({*self.secrets, *self.short, *values})
 
     def __call__(self, text: str) -> str:
-        return redact(text, self.secrets)
+        text = redact(text, self.secrets)
+        if self.short and text:
+            alternatives = "|".join(re.escape(s) for s in self.short)
+            text = re.sub(f'(?<=")(?:{alternatives})(?=")', MASK, text)
+        return text
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

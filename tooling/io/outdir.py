@@ -129,9 +129,86 @@ def write_text(path: Path, text: str, *, raw: bool = False) -> Path:
     return path
 
 
+#: JSON fields that name things (units, files, addresses, revisions): redaction never
+#: rewrites them, and a secret inside one stops the write (:func:`redact_json`)
+STRUCTURAL_FIELDS = frozenset(
+    {
+        "path",
+        "plan_file",
+        "text_file",
+        "log_file",
+        "address",
+        "unit",
+        "dependencies",
+        "dependents",
+        "mocked_dependencies",
+        "moved_from",
+        "reads",
+        "file",
+        "dir",
+        "state_key",
+        "plan_sha256",
+        "head",
+        "base",
+        "plans_head",
+        "executor",
+        "tier",
+        "source",
+        "module",
+        "ref",
+    }
+)
+
+
+def _redact_string(value: str) -> str:
+    """One JSON string value through the redaction step, seen as JSON shows it (quoted,
+    escaped), so a value that is a short secret whole is masked too."""
+    encoded = json.dumps(value, ensure_ascii=False)
+    masked = redact(encoded)
+    if masked == encoded:
+        return value
+    try:
+        decoded = json.loads(masked)
+    except ValueError:
+        decoded = None
+    return decoded if isinstance(decoded, str) else "(redacted)"
+
+
+def redact_json(data: Any, where: str, pointer: str = "") -> Any:
+    """``data`` with every string value redacted; keys and :data:`STRUCTURAL_FIELDS`
+    are never rewritten: one that holds a secret raises (naming ``where`` and the field)."""
+
+    def refuse(field: str) -> ToolingError:
+        return ToolingError(
+            f"{where}: {field or '/'} would hold a secret value (a sensitive output or variable, "
+            "a secret-named environment variable or a registered value); nothing was written. "
+            "Rename what it names, or change the secret"
+        )
+
+    if isinstance(data, dict):
+        out: dict[Any, Any] = {}
+        for key, value in data.items():
+            field = f"{pointer}/{key}"
+            if isinstance(key, str) and redact(key) != key:
+                raise refuse(pointer + "/<a key>")
+            if key in STRUCTURAL_FIELDS:
+                names = value if isinstance(value, list) else [value]
+                if any(isinstance(n, str) and _redact_string(n) != n for n in names):
+                    raise refuse(field)
+            out[key] = redact_json(value, where, field)
+        return out
+    if isinstance(data, list | tuple):
+        return [redact_json(item, where, f"{pointer}/{i}") for i, item in enumerate(data)]
+    if isinstance(data, str):
+        return _redact_string(data)
+    return data
+
+
 def write_json(path: Path, data: Any) -> Path:
-    """``data`` as indented JSON, redacted, written atomically."""
-    return write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """``data`` as indented JSON, its string values redacted (never its keys or the
+    fields that name things: :func:`redact_json`), written atomically."""
+    text = json.dumps(redact_json(data, path.name), indent=2, ensure_ascii=False) + "\n"
+    return write_text(path, text, raw=True)
 
 
 def append_text(path: Path, text: str) -> None:

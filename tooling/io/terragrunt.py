@@ -158,6 +158,69 @@ def lock_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "TF_CLI_ARGS_init": "-backend=false"}
 
 
+def render_args(config_file: Path | None = None) -> list[str]:
+    """``terragrunt render --format json``: the unit's configuration as Terragrunt resolves it
+    (includes merged, locals, functions and ``generate`` contents evaluated).
+
+    Dependencies are not read (``--no-dependency-outputs``, the pinned Terragrunt's
+    ``optional-dependency-outputs`` experiment): render then evaluates them with their
+    mock outputs, without an OpenTofu run in each upstream. ``config_file``: render
+    that file instead of the unit's ``terragrunt.hcl`` (in the same folder)."""
+    return [
+        "terragrunt",
+        "render",
+        "--experiment",
+        "optional-dependency-outputs",
+        "--no-dependency-outputs",
+        *_COMMON,
+        "--format",
+        "json",
+        *(["--config", str(config_file)] if config_file is not None else []),
+    ]
+
+
+def render_all_args(out_name: str, config_name: str | None = None) -> list[str]:
+    """``terragrunt render --all --write``: every unit below the working folder rendered
+    (as :func:`render_args`) in one process, each into ``out_name`` beside its
+    configuration; ``config_name`` renders that file of each unit folder instead of
+    ``terragrunt.hcl``. A unit that fails does not stop the others (exit code 1)."""
+    return [
+        "terragrunt",
+        "render",
+        "--all",
+        "--experiment",
+        "optional-dependency-outputs",
+        "--no-dependency-outputs",
+        *_COMMON,
+        "--format",
+        "json",
+        "--write",
+        "--out",
+        out_name,
+        *(["--config", config_name] if config_name is not None else []),
+    ]
+
+
+def render_json(
+    unit_dir: Path, env: Mapping[str, str], config_file: Path | None = None
+) -> dict[str, Any]:
+    """The unit's rendered configuration (:func:`render_args`) as a dict; a failure is a
+    :class:`ToolingError` naming the unit."""
+    ran = run(render_args(config_file), unit_dir, env)
+    text = ran.stdout
+    start = text.find("{")
+    if ran.returncode != 0 or start < 0:
+        raise ToolingError(
+            f"{unit_dir.name}: `terragrunt render` failed, so the unit cannot be verified: "
+            f"{error_summary(ran.stderr or ran.stdout)}"
+        )
+    try:
+        data: dict[str, Any] = json.loads(text[start:])
+    except ValueError as exc:
+        raise ToolingError(f"{unit_dir.name}: `terragrunt render` printed no JSON: {exc}") from None
+    return data
+
+
 def init_args() -> list[str]:
     return ["terragrunt", *_COMMON, "init", "-input=false"]
 

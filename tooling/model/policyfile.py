@@ -5,7 +5,8 @@ Each table is interpreted where it is used (``[gates]`` by
 :func:`tooling.core.executors.parse`, ``[check]`` by
 :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
 :func:`tooling.core.apps.parse_policy`, ``[layout]`` by
-:func:`tooling.model.layout.layout_from`). Every one of them refuses a key it
+:func:`tooling.model.layout.layout_from`, ``[secrets]`` by
+:func:`tooling.core.redact.parse_policy`). Every one of them refuses a key it
 does not know, through :func:`refuse_unknown_keys`: a misspelt key must not
 silently drop a rule. ``[gate]`` for ``[gates]``, or ``node_type`` for
 ``node_types``, would otherwise let a VM change apply without approval.
@@ -21,7 +22,7 @@ from tooling.errors import ToolingError
 POLICY_FILE = "policy.toml"
 
 #: the top-level tables of policy.toml
-TABLES = frozenset({"gates", "check", "executors", "apps", "layout"})
+TABLES = frozenset({"gates", "check", "executors", "apps", "layout", "secrets"})
 
 
 def refuse_unknown_keys(table: Mapping[str, Any], known: Iterable[str], where: str) -> None:

@@ -18,7 +18,7 @@ dependency "iam" {
   mock_outputs = {
     role_arns = { registry = "arn:aws:iam::000000000000:role/mock-registry" }
   }
-  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
 }
 
 inputs = {

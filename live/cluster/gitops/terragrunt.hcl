@@ -20,7 +20,7 @@ dependency "os" {
   mock_outputs = {
     cluster_endpoint = "https://10.0.0.11:6443"
   }
-  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
 }
 
 dependency "dns" {
@@ -29,7 +29,7 @@ dependency "dns" {
   mock_outputs = {
     zone_id = "mock-zone"
   }
-  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
 }
 
 inputs = {

@@ -24,7 +24,7 @@ dependency "vms" {
       node-3 = "10.0.0.13"
     }
   }
-  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
 }
 
 inputs = {

@@ -21,7 +21,7 @@ dependency "network" {
     vlan_id = 0
     gateway = "10.0.0.1"
   }
-  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
 }
 
 inputs = {

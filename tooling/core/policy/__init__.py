@@ -15,8 +15,10 @@ Every violation names ``file:line``, the rule it breaks and how to fix it;
 The rules live one family per module: :mod:`.settings` (the ``[check]``
 section), :mod:`.snapshot` (what the rules read and return), :mod:`.state`,
 :mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap`,
-:mod:`.tool_pins` and :mod:`.hidden` (what a reviewer would miss: unit names,
-generated backends, computed refs, commands run while parsing);
+:mod:`.tool_pins`, :mod:`.hidden` (what a reviewer would miss: unit names,
+generated backends, computed refs, commands run while parsing) and
+:mod:`.resolved` (the plan-time verifier's rules, :mod:`tooling.core.policy.enforce`,
+on each unit's static form);
 :func:`check_all` runs them all.
 """
 
@@ -35,6 +37,7 @@ from tooling.core.policy.hidden import (
 )
 from tooling.core.policy.layers import check_layers
 from tooling.core.policy.pins import check_pins
+from tooling.core.policy.resolved import check_resolved
 from tooling.core.policy.settings import DEFAULT_TOOL_PIN_FILES, CheckPolicy, Layer, parse_policy
 from tooling.core.policy.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
 from tooling.core.policy.state import app_backend_settings, check_app_workspaces, check_state_keys
@@ -61,6 +64,7 @@ __all__ = [
     "check_layers",
     "check_literal_refs",
     "check_pins",
+    "check_resolved",
     "check_run_at_parse",
     "check_state_keys",
     "check_tool_versions",
@@ -91,6 +95,7 @@ def check_all(
     found += check_generate_blocks(model, policy, snap, root_file)
     found += check_literal_refs(model, policy, snap)
     found += check_run_at_parse(model, policy, snap)
+    found += check_resolved(model, policy, snap, root_file)
     found += check_app_workspaces(model, policy, apps)
     found += check_configuration_only(model, policy, snap)
     found += check_ci_never_runs_bootstrap(snap)

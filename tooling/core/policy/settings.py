@@ -62,6 +62,12 @@ class CheckPolicy:
     unit_name_pattern: str = unit_names.DEFAULT_PATTERN
     #: files (fnmatch) allowed to hold run_cmd() or hooks, with the reason
     allowed_run_at_parse: Mapping[str, str] = field(default_factory=dict)
+    #: per tier, the roles (fnmatch) a unit may have Terragrunt assume (iam_role), with the reason
+    allowed_roles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: units (fnmatch on the path) allowed an ``errors`` block (retry, ignore), with the reason
+    allowed_errors: Mapping[str, str] = field(default_factory=dict)
+    #: files besides the root file whose ``generate`` blocks count as declared, with the reason
+    allowed_generate: Mapping[str, str] = field(default_factory=dict)
 
     def layer_of(self, path: str) -> Layer | None:
         """The layer whose folder holds ``path`` (the longest match)."""
@@ -107,6 +113,9 @@ _CHECK_KEYS = frozenset(
         "tool_pin_files",
         unit_names.SETTING,
         "allowed_run_at_parse",
+        "allowed_roles",
+        "allowed_errors",
+        "allowed_generate",
     }
 )
 
@@ -166,7 +175,21 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         ),
         unit_name_pattern=unit_names.pattern_from(data),
         allowed_run_at_parse=_reasons(section, "allowed_run_at_parse"),
+        allowed_roles=_roles(section),
+        allowed_errors=_reasons(section, "allowed_errors"),
+        allowed_generate=_reasons(section, "allowed_generate"),
     )
+
+
+def _roles(section: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``[check.allowed_roles.TIER]``: ``"ROLE ARN PATTERN" = "the reason"`` per tier."""
+    raw = section.get("allowed_roles", {})
+    if not isinstance(raw, Mapping) or not all(isinstance(t, Mapping) for t in raw.values()):
+        raise ToolingError(
+            f"{POLICY_FILE}: [check.allowed_roles] must hold one table per tier, e.g. "
+            '[check.allowed_roles.cloud] "arn:aws:iam::*:role/dns-admin" = "why"'
+        )
+    return {str(tier): _reasons(raw, str(tier)) for tier in raw}
 
 
 def _reasons(section: Mapping[str, Any], key: str) -> dict[str, str]:

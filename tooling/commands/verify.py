@@ -1,0 +1,237 @@
+"""The rule's verifier, where OpenTofu runs: before a unit is planned and before it is applied.
+
+One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
+drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
+before its ``run --all``) and :func:`before_apply`. Each renders the unit
+twice with the pinned Terragrunt, in parallel:
+
+- ``terragrunt render --format json`` in the unit's folder: the configuration
+  OpenTofu will run with (includes, locals, ``generate`` contents, extra
+  arguments and their ``env_vars``, ``iam_*``, ``errors``, dependency mocks);
+- the same render of a file written beside it for the duration
+  (:data:`DECLARED_CONFIG`) that includes only the root file and the files
+  ``[check.allowed_generate]`` lists: what they *declare* for this unit.
+
+:func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
+refuses the unit with the rule's name, ``file:line`` and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
+from tooling.errors import ToolingError
+from tooling.io import config, terragrunt
+from tooling.model.layout import layout_from
+
+#: the file written beside a unit for one render: it includes what may declare generated files
+DECLARED_CONFIG = ".iac-declared.hcl"
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the verifier reads once per repository: the policy and the root file's name."""
+
+    policy: CheckPolicy
+    root_file: str
+
+
+_SETTINGS: dict[Path, Settings] = {}
+
+
+def settings_of(root: Path) -> Settings:
+    """policy.toml's ``[check]`` and ``[layout]`` of the repository at ``root`` (read once)."""
+    key = root.resolve()
+    with _LOCK:
+        if key not in _SETTINGS:
+            data = config.read_policy(key)
+            _SETTINGS[key] = Settings(parse_policy(data), layout_from(data).root_file)
+        return _SETTINGS[key]
+
+
+def repo_root(run_dir: Path, unit_path: str) -> Path:
+    """The repository a unit's run folder belongs to (its folder minus the unit's path)."""
+    root = run_dir
+    for _ in Path(unit_path).parts:
+        root = root.parent
+    return root
+
+
+def declared_text(root_file: str, allowed: Sequence[Path]) -> str:
+    """The configuration that declares what a unit may generate: the root file and the
+    allowlisted files, included and nothing else."""
+    lines = [
+        "# written by the pipeline's verifier for one `terragrunt render`; removed right after",
+        f'include "root" {{\n  path = find_in_parent_folders("{root_file}")\n}}',
+    ]
+    for i, path in enumerate(allowed):
+        lines.append(f'include "allowed_{i}" {{\n  path = "{path.as_posix()}"\n}}')
+    return "\n".join(lines) + "\n"
+
+
+def _allowed_files(root: Path, policy: CheckPolicy) -> list[Path]:
+    found: list[Path] = []
+    for pattern in sorted(policy.allowed_generate):
+        found.extend(sorted(p for p in root.glob(pattern) if p.is_file()))
+    return found
+
+
+def _sources(run_dir: Path, root: Path) -> dict[str, str]:
+    """The unit's file and the .hcl files of the folders above it (to name lines)."""
+    out: dict[str, str] = {}
+    folder = run_dir
+    while True:
+        for f in sorted(folder.glob("*.hcl")) if folder != run_dir else [folder / "terragrunt.hcl"]:
+            if f.is_file() and f.name != DECLARED_CONFIG:
+                rel = f.relative_to(root).as_posix()
+                out[rel] = f.read_text(encoding="utf-8", errors="replace")
+        if folder == root or folder.parent == folder:
+            break
+        folder = folder.parent
+    return out
+
+
+def _render_pair(
+    run_dir: Path, env: Mapping[str, str], declared: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    ref = run_dir / DECLARED_CONFIG
+    ref.write_text(declared, encoding="utf-8")
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            mine = pool.submit(terragrunt.render_json, run_dir, env)
+            theirs = pool.submit(terragrunt.render_json, run_dir, env, ref)
+            return mine.result(), theirs.result()
+    finally:
+        ref.unlink(missing_ok=True)
+
+
+def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
+    """The unit's violations of the rule, as Terragrunt resolves its configuration now."""
+    root = repo_root(run_dir, unit_path)
+    conf = settings_of(root)
+    declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+    rendered, reference = _render_pair(run_dir, env, declared)
+    facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
+    return enforce.verify(rendered, reference, facts, conf.policy)
+
+
+def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> None:
+    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the rule."""
+    found = violations(run_dir, unit_path, tier, env)
+    if found:
+        raise ToolingError(enforce.refusal(unit_path, found))
+
+
+def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[str]:
+    """Why the unit may not be applied now (empty: it keeps the rule)."""
+    try:
+        found = violations(run_dir, unit_path, tier, env)
+    except ToolingError as exc:
+        return [str(exc)]
+    return [enforce.refusal(unit_path, found)] if found else []
+
+
+def verify_many(
+    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], *, jobs: int
+) -> dict[str, str]:
+    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused.
+
+    Per folder tree, two Terragrunt processes render every unit at once
+    (:func:`render_tree`); a unit either render left without a file is verified
+    on its own (:func:`before_plan`, ``jobs`` at a time), which names its error."""
+    refused: dict[str, str] = {}
+    trees: dict[Path, list[tuple[Path, str, str]]] = {}
+    for item in units:
+        trees.setdefault(repo_root(item[0], item[1]).resolve(), []).append(item)
+    alone: list[tuple[Path, str, str]] = []
+    for root, items in trees.items():
+        conf = settings_of(root)
+        renders = render_tree(root, [i[0] for i in items], env, conf)
+        for run_dir, path, tier in items:
+            pair = renders.get(run_dir.resolve())
+            if pair is None:
+                alone.append((run_dir, path, tier))
+                continue
+            facts = enforce.UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
+            found = enforce.verify(pair[0], pair[1], facts, conf.policy)
+            if found:
+                refused[path] = enforce.refusal(path, found)
+
+    def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
+        run_dir, path, tier = item
+        try:
+            before_plan(run_dir, path, tier, env)
+        except ToolingError as exc:
+            return path, str(exc)
+        return path, None
+
+    if alone:
+        workers = max(1, min(jobs, len(alone), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for path, why in pool.map(one, alone):
+                if why is not None:
+                    refused[path] = why
+    return refused
+
+
+RENDERED_OUT = ".iac-rendered.json"
+DECLARED_OUT = ".iac-declared.json"
+
+
+def render_tree(
+    root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
+) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
+    """Both renders of every unit in ``run_dirs`` through two ``terragrunt render --all``
+    processes, in parallel, from the folder holding them all: run dir -> (rendered,
+    declared). Every file written for it is removed before it returns."""
+    declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+    dirs = [d.resolve() for d in run_dirs]
+    base = Path(os.path.commonpath([str(d) for d in dirs]))
+    out: dict[Path, tuple[dict[str, Any], dict[str, Any]]] = {}
+    try:
+        for d in dirs:  # what an earlier run (or a commit) left there is never read
+            (d / RENDERED_OUT).unlink(missing_ok=True)
+            (d / DECLARED_OUT).unlink(missing_ok=True)
+            (d / DECLARED_CONFIG).write_text(declared, encoding="utf-8")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = [
+                pool.submit(terragrunt.run, terragrunt.render_all_args(RENDERED_OUT), base, env),
+                pool.submit(
+                    terragrunt.run,
+                    terragrunt.render_all_args(DECLARED_OUT, DECLARED_CONFIG),
+                    base,
+                    env,
+                ),
+            ]
+            for ran in runs:
+                ran.result()
+        for d in dirs:
+            try:
+                mine = json.loads((d / RENDERED_OUT).read_text(encoding="utf-8"))
+                theirs = json.loads((d / DECLARED_OUT).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # verified alone, which names the error
+            out[d] = (mine, theirs)
+    finally:
+        for d in dirs:
+            (d / DECLARED_CONFIG).unlink(missing_ok=True)
+        _remove_outputs(base)
+    return out
+
+
+def _remove_outputs(base: Path) -> None:
+    """Remove the files a ``render --all --write`` left in every unit folder below ``base``."""
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in (RENDERED_OUT, DECLARED_OUT):
+            if name in filenames:
+                (Path(dirpath) / name).unlink(missing_ok=True)

@@ -1,0 +1,414 @@
+"""The rule's verifier: a unit's configuration as Terragrunt resolves it, judged. Pure.
+
+Input: the unit's configuration as ``terragrunt render --format json`` prints
+it (includes merged, locals and functions evaluated, dependency mocks in
+place), the *declared* configuration (the same render of a file that includes
+only the root file and the allowlisted files: what they declare for this
+unit), the unit's path and tier, the ``[check]`` policy, and the text of the
+files the unit reads (only to name a ``file:line``). Output: the violations.
+
+Nothing here matches patterns in the configuration's text to decide: a
+``generate`` block is allowed when it is one the root file declares, with
+exactly the path, mode and contents it declares for this unit; whatever
+computes a different set (a function, a heredoc, an include's locals, a
+dependency's mock outputs) is refused because the sets differ. ``invoke check``
+feeds the same rules a static evaluation (:func:`static_render`), so check and
+plan never disagree on a rule both can see.
+
+Rules (docs/rules.md): ``enforce-generate``, ``enforce-state``,
+``enforce-role``, ``enforce-errors``, ``enforce-mocks``, ``enforce-runtime``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooling.core.policy.settings import CheckPolicy
+from tooling.core.policy.snapshot import Violation
+
+#: the OpenTofu commands a dependency's mock outputs may stand in for: commands that
+#: change nothing (a mock value never reaches an apply, an import or a state operation)
+MOCK_COMMANDS = ("validate", "plan")
+#: the attributes that make Terragrunt run OpenTofu as another identity
+ROLE_ATTRS = (
+    "iam_role",
+    "iam_assume_role_session_name",
+    "iam_web_identity_token",
+    "iam_assume_role_duration",
+)
+#: command-line arguments that move a unit's state or working directory
+_STATE_ARGS = (
+    "-backend-config",
+    "-backend",
+    "-state",
+    "-state-out",
+    "-backup",
+    "-reconfigure",
+    "-migrate-state",
+    "-force-copy",
+    "-chdir",
+    "-lock",
+)
+#: environment prefixes that change how OpenTofu/Terragrunt run (state, data dir, arguments)
+_TOOL_ENV = ("TF_", "TG_", "TERRAGRUNT_", "TOFU_")
+#: environment prefixes that change the identity OpenTofu's providers use
+_IDENTITY_ENV = ("AWS_", "GOOGLE_", "CLOUDSDK_", "ARM_", "AZURE_", "VAULT_")
+#: generate fields compared with the declared block (what lands on disk, and how)
+_GENERATE_FIELDS = (
+    "path",
+    "if_exists",
+    "if_disabled",
+    "comment_prefix",
+    "contents",
+    "disable_signature",
+    "disable",
+)
+
+GENERATE_FIX = (
+    "remove the block: only {root} (or a file [check.allowed_generate] in policy.toml lists) "
+    "generates files, with the contents it declares; put resources in a module pinned by tag"
+)
+
+
+@dataclass(frozen=True)
+class UnitFacts:
+    """What the verifier knows of the unit besides its rendered configuration."""
+
+    path: str  # repository path, e.g. live/cloud/iam
+    tier: str
+    root_file: str = "root.hcl"
+    #: the files the unit reads (repository path -> text), to name a line; may be empty
+    sources: Mapping[str, str] | None = None
+
+    @property
+    def unit_file(self) -> str:
+        return f"{self.path}/terragrunt.hcl"
+
+
+def where(facts: UnitFacts, *needles: str) -> tuple[str, int]:
+    """The first ``file:line`` of the unit's files (the unit first) holding one of ``needles``
+    (literal text, to *name* the place of a finding, never to decide one)."""
+    sources = dict(facts.sources or {})
+    order = [facts.unit_file, *sorted(p for p in sources if p != facts.unit_file)]
+    for path in order:
+        text = sources.get(path)
+        if text is None:
+            continue
+        for needle in needles:
+            at = text.find(needle)
+            if at >= 0:
+                return path, text.count("\n", 0, at) + 1
+    return facts.unit_file, 1
+
+
+def _v(facts: UnitFacts, needles: Sequence[str], rule: str, message: str, fix: str) -> Violation:
+    file, line = where(facts, *needles)
+    return Violation(file, line, rule, message, fix)
+
+
+def _present(value: Any) -> bool:
+    return value not in (None, "", [], {}, 0, False)
+
+
+# --------------------------------------------------------------------------- generate
+
+
+def _generates(rendered: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    raw = rendered.get("generate") or {}
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(raw, Mapping):
+        for name, block in raw.items():
+            if isinstance(block, Mapping):
+                out[str(name)] = {k: block.get(k) for k in _GENERATE_FIELDS}
+    return out
+
+
+def check_generate(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
+) -> list[Violation]:
+    """The generate set equals the declared set: same names, and per name the same path,
+    mode and contents (a disabled declared block may stay disabled)."""
+    out: list[Violation] = []
+    mine, theirs = _generates(rendered), _generates(declared)
+    fix = GENERATE_FIX.format(root=facts.root_file)
+    for name in sorted(set(mine) | set(theirs)):
+        got, want = mine.get(name), theirs.get(name)
+        needles = (f'generate "{name}"', "generate")
+        if got is None:
+            if want is not None and want.get("disable") is not True:
+                out.append(
+                    _v(
+                        facts,
+                        ("merge_strategy", "include"),
+                        "enforce-generate",
+                        f"the unit drops the generate {name!r} block {facts.root_file} declares "
+                        f"(it writes {want.get('path')!r}: without it OpenTofu keeps another state)",
+                        f'include {facts.root_file} with its blocks (no merge_strategy = "no_merge")',
+                    )
+                )
+            continue
+        if want is None:
+            if got.get("disable") is True:
+                continue
+            out.append(
+                _v(
+                    facts,
+                    needles,
+                    "enforce-generate",
+                    f"generate {name!r} writes {got.get('path')!r}, which {facts.root_file} does not declare "
+                    "(Terragrunt would add it to the module's code)",
+                    fix,
+                )
+            )
+            continue
+        changed = [k for k in _GENERATE_FIELDS if got.get(k) != want.get(k)]
+        if changed:
+            out.append(
+                _v(
+                    facts,
+                    needles,
+                    "enforce-generate",
+                    f"generate {name!r} differs from the one {facts.root_file} declares for this unit "
+                    f"({', '.join(changed)})",
+                    fix,
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _state_arg(arg: str) -> bool:
+    name = arg.split("=", 1)[0]
+    return name in _STATE_ARGS
+
+
+def _env_violations(
+    facts: UnitFacts, block: str, env: Mapping[str, Any], allowed_identity: bool
+) -> list[Violation]:
+    out: list[Violation] = []
+    for key in sorted(env):
+        if key.upper().startswith(_TOOL_ENV) and not key.upper().startswith("TF_VAR_"):
+            out.append(
+                _v(
+                    facts,
+                    (key, f'extra_arguments "{block}"'),
+                    "enforce-state",
+                    f'extra_arguments "{block}" sets {key} in env_vars: it changes how OpenTofu runs '
+                    "(its arguments, backend, state or data directory) where no review sees it",
+                    f"remove {key} from env_vars; the state key comes from {facts.root_file}, one per unit",
+                )
+            )
+        elif key.upper().startswith(_IDENTITY_ENV) and not allowed_identity:
+            out.append(
+                _v(
+                    facts,
+                    (key, f'extra_arguments "{block}"'),
+                    "enforce-role",
+                    f'extra_arguments "{block}" sets {key} in env_vars: it changes the identity '
+                    "the providers run as",
+                    "remove it; the executor's identity is the one its preflight checks (policy.toml [executors])",
+                )
+            )
+    return out
+
+
+def check_state(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
+) -> list[Violation]:
+    """The state OpenTofu uses is the one the root file declares for the unit: no other
+    ``remote_state``, no ``-backend-config``/``-state`` arguments, no ``TF_*`` variables."""
+    out: list[Violation] = []
+    mine, theirs = rendered.get("remote_state"), declared.get("remote_state")
+    if _present(mine) and mine != theirs:
+        backend = mine.get("backend") if isinstance(mine, Mapping) else None
+        out.append(
+            _v(
+                facts,
+                ("remote_state",),
+                "enforce-state",
+                f"remote_state (backend {backend!r}) differs from what {facts.root_file} declares: "
+                "the unit can be planned against another unit's state",
+                f"remove the unit's remote_state; {facts.root_file} keys the state by the unit's path",
+            )
+        )
+    terraform = rendered.get("terraform") or {}
+    extra = terraform.get("extra_arguments") if isinstance(terraform, Mapping) else None
+    declared_tf = declared.get("terraform") or {}
+    declared_extra = (
+        declared_tf.get("extra_arguments") if isinstance(declared_tf, Mapping) else None
+    ) or {}
+    for name, block in sorted((extra or {}).items()):
+        if not isinstance(block, Mapping) or declared_extra.get(name) == block:
+            continue
+        for arg in block.get("arguments") or []:
+            if isinstance(arg, str) and _state_arg(arg):
+                out.append(
+                    _v(
+                        facts,
+                        (arg.split("=", 1)[0], f'extra_arguments "{name}"'),
+                        "enforce-state",
+                        f'extra_arguments "{name}" passes {arg.split("=", 1)[0]}: OpenTofu would use '
+                        "another backend, state file or working directory than the unit's own",
+                        f"remove the argument; {facts.root_file} keys the state by the unit's path",
+                    )
+                )
+        out += _env_violations(facts, name, block.get("env_vars") or {}, False)
+    return out
+
+
+# --------------------------------------------------------------------------- roles
+
+
+def allowed_role(policy: CheckPolicy, tier: str, role: str) -> str | None:
+    """The reason ``[check.allowed_roles.TIER]`` gives for ``role``, or None."""
+    for pattern, reason in (policy.allowed_roles.get(tier) or {}).items():
+        if fnmatch.fnmatchcase(role, pattern):
+            return reason
+    return None
+
+
+def role_of(rendered: Mapping[str, Any]) -> str | None:
+    """The role Terragrunt assumes before running OpenTofu for the unit (None: the executor's own)."""
+    role = rendered.get("iam_role")
+    return role if isinstance(role, str) and role else None
+
+
+def check_roles(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
+) -> list[Violation]:
+    """``iam_*`` attributes only with a role ``[check.allowed_roles.TIER]`` lists for the tier."""
+    out: list[Violation] = []
+    role = role_of(rendered)
+    reason = allowed_role(policy, facts.tier, role) if role else None
+    fix = (
+        f"remove it, or list the role under [check.allowed_roles.{facts.tier}] in policy.toml "
+        "with the reason (the executor's identity is what its preflight checks)"
+    )
+    for attr in ROLE_ATTRS:
+        value = rendered.get(attr)
+        if not _present(value) or value == declared.get(attr):
+            continue
+        if attr == "iam_role" and reason is not None:
+            continue
+        if attr != "iam_role" and role is not None and reason is not None:
+            continue  # the settings of an allowlisted role
+        shown = value if attr == "iam_role" else "(set)"
+        out.append(
+            _v(
+                facts,
+                (attr,),
+                "enforce-role",
+                f"{attr} {shown}: Terragrunt would run OpenTofu as another identity than the executor's",
+                fix,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- errors, mocks, runtime
+
+
+def check_errors(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
+) -> list[Violation]:
+    """No ``errors`` block (retry, ignore) unless ``[check.allowed_errors]`` lists the unit."""
+    errors = rendered.get("errors")
+    if not _present(errors) or errors == declared.get("errors"):
+        return []
+    if not isinstance(errors, Mapping) or not any(_present(v) for v in errors.values()):
+        return []
+    if any(fnmatch.fnmatchcase(facts.path, p) for p in policy.allowed_errors):
+        return []
+    kinds = ", ".join(sorted(k for k, v in errors.items() if _present(v)))
+    return [
+        _v(
+            facts,
+            ("errors {", "errors{", "errors"),
+            "enforce-errors",
+            f"an errors block ({kinds}): Terragrunt would retry or ignore OpenTofu's errors, "
+            "and a failed apply could look applied",
+            "remove it, or list the unit under [check.allowed_errors] in policy.toml with the reason",
+        )
+    ]
+
+
+def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation]:
+    """Mock outputs stand in for ``validate``/``plan`` only (never apply, import, destroy...)."""
+    out: list[Violation] = []
+    deps = rendered.get("dependency") or {}
+    for name, dep in sorted(deps.items() if isinstance(deps, Mapping) else []):
+        if not isinstance(dep, Mapping) or dep.get("mock_outputs") is None:
+            continue
+        allowed = dep.get("mock_outputs_allowed_terraform_commands")
+        extra = (
+            sorted({str(c) for c in allowed} - set(MOCK_COMMANDS))
+            if isinstance(allowed, list) and allowed
+            else ["every command (no mock_outputs_allowed_terraform_commands)"]
+        )
+        if extra:
+            out.append(
+                _v(
+                    facts,
+                    (f'dependency "{name}"', "mock_outputs_allowed_terraform_commands"),
+                    "enforce-mocks",
+                    f"dependency {name!r} allows its mock outputs for {', '.join(extra)}: "
+                    "a mock value could be applied",
+                    f'set mock_outputs_allowed_terraform_commands = ["validate", "plan"] in dependency "{name}"',
+                )
+            )
+    return out
+
+
+def check_runtime(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
+) -> list[Violation]:
+    """OpenTofu is the pinned binary, run in Terragrunt's own cache: no ``terraform_binary``,
+    ``download_dir`` or ``engine`` other than the root file's."""
+    out: list[Violation] = []
+    for attr, why in (
+        ("terraform_binary", "another program would run instead of the pinned OpenTofu"),
+        ("download_dir", "the working copy would live outside the unit's own cache"),
+        ("engine", "an engine plugin would run OpenTofu"),
+    ):
+        value = rendered.get(attr)
+        if _present(value) and value != declared.get(attr):
+            out.append(
+                _v(
+                    facts,
+                    (attr,),
+                    "enforce-runtime",
+                    f"{attr} is set: {why}",
+                    "remove it; the pinned tools come from .tool-versions (`invoke setup`)",
+                )
+            )
+    return out
+
+
+def verify(
+    rendered: Mapping[str, Any],
+    declared: Mapping[str, Any],
+    facts: UnitFacts,
+    policy: CheckPolicy,
+) -> list[Violation]:
+    """Every violation of the rule in the unit's resolved configuration, sorted."""
+    found = (
+        check_generate(rendered, declared, facts)
+        + check_state(rendered, declared, facts)
+        + check_roles(rendered, declared, facts, policy)
+        + check_errors(rendered, declared, facts, policy)
+        + check_mocks(rendered, facts)
+        + check_runtime(rendered, declared, facts)
+    )
+    return sorted(set(found))
+
+
+def refusal(path: str, violations: Iterable[Violation]) -> str:
+    """The one-line-per-violation message a refused unit carries in the report."""
+    found = list(violations)
+    rules = ", ".join(sorted({v.rule for v in found}))
+    return f"refused: {path} breaks the rule ({rules}):\n" + "\n".join(str(v) for v in found)

@@ -1,0 +1,145 @@
+"""``invoke check``'s static part of the rule's verifier. Pure.
+
+Plan and apply verify a unit on what ``terragrunt render`` resolves
+(:mod:`tooling.core.policy.enforce`). ``invoke check`` runs no tool, so it builds the
+same shape from the HCL it reads: the unit's file and the files it reads merged
+(the *rendered* side), and the root file plus the ``[check.allowed_generate]``
+files (the *declared* side). A literal is its value; anything computed stands
+as its expression, so two blocks compare equal only when they are written the
+same way. Then it calls the very rules plan and apply call
+(:func:`tooling.core.policy.enforce.verify`): check and plan never disagree on a
+rule the text shows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tooling.core.policy import enforce
+from tooling.core.policy.config_only import literal_strings
+from tooling.core.policy.settings import CheckPolicy
+from tooling.core.policy.snapshot import Snapshot, Violation, safe_body, unit_file
+from tooling.model.repo import Model
+
+_TOP_ATTRS = (*enforce.ROLE_ATTRS, "terraform_binary", "download_dir")
+
+
+def static_value(expr: Any) -> Any:
+    """A literal's value; a computed expression as its text (present, and equal only to itself)."""
+    if isinstance(expr, tuple | list) and expr:
+        kind = expr[0]
+        if kind == "lit":
+            return expr[1]
+        if kind == "tmpl":  # a template: its literal runs kept, each hole as its expression
+            return "".join(
+                p[1]
+                if isinstance(p, tuple | list) and p and p[0] == "lit"
+                else str(static_value(p))
+                for p in expr[1]
+            )
+        if kind == "tup":
+            return [static_value(e) for e in expr[1]]
+        if kind == "obj" and all(
+            isinstance(k, tuple | list) and k and k[0] == "lit" for k, _v in expr[1]
+        ):
+            return {str(k[1]): static_value(v) for k, v in expr[1]}
+    return "${" + repr(_without_lines(expr)) + "}"
+
+
+def _without_lines(expr: Any) -> Any:
+    if isinstance(expr, tuple | list):
+        if expr and expr[0] == "opaque":
+            return ("opaque", *expr[2:])
+        return tuple(_without_lines(e) for e in expr)
+    return expr
+
+
+def _attrs(inner: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: static_value(value[0]) for name, value in inner["a"].items()}
+
+
+def static_config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The parts of a render the rules read, from parsed HCL bodies (the included files
+    first, the unit last: a later block of the same name replaces an earlier one)."""
+    out: dict[str, Any] = {}
+    for body in bodies:
+        for name in _TOP_ATTRS:
+            if name in body["a"]:
+                out[name] = static_value(body["a"][name][0])
+        for btype, labels, inner, _line in body["b"]:
+            label = labels[0] if labels else ""
+            if btype == "generate":
+                out.setdefault("generate", {})[label] = _attrs(inner)
+            elif btype == "remote_state":
+                out["remote_state"] = _attrs(inner)
+            elif btype == "engine":
+                out["engine"] = _attrs(inner) or {"set": True}
+            elif btype == "errors":
+                kinds: dict[str, list[Any]] = {}
+                for kind, _l, block, _n in inner["b"]:
+                    kinds.setdefault(kind, []).append(_attrs(block))
+                out["errors"] = kinds or {"block": [True]}
+            elif btype == "dependency":
+                out.setdefault("dependency", {})[label] = _attrs(inner)
+            elif btype == "terraform":
+                extra = out.setdefault("terraform", {}).setdefault("extra_arguments", {})
+                for kind, labs, block, _n in inner["b"]:
+                    if kind == "extra_arguments":
+                        extra[labs[0] if labs else ""] = _attrs(block)
+    return out
+
+
+def _unmerged(body: Mapping[str, Any] | None) -> set[str]:
+    """The file names (literal parts of their paths) the unit includes with
+    ``merge_strategy = "no_merge"``: their blocks are not the unit's."""
+    names: set[str] = set()
+    for btype, _labels, inner, _line in body["b"] if body else []:
+        strategy = inner["a"].get("merge_strategy")
+        path = inner["a"].get("path")
+        if btype == "include" and strategy and static_value(strategy[0]) == "no_merge" and path:
+            names.update(
+                t.rsplit("/", 1)[-1]
+                for t in literal_strings(path[0], {})
+                if t.rsplit("/", 1)[-1].endswith(".hcl")
+            )
+    return names
+
+
+def _declares(path: str, root_file: str, policy: CheckPolicy) -> bool:
+    return posixpath.basename(path) == root_file or any(
+        fnmatch.fnmatchcase(path, p) for p in policy.allowed_generate
+    )
+
+
+def check_resolved(
+    model: Model | None, policy: CheckPolicy, snap: Snapshot, root_file: str = "root.hcl"
+) -> list[Violation]:
+    """The verifier's rules (:func:`tooling.core.policy.enforce.verify`) on every unit's static form."""
+    if model is None:
+        return []
+    out: list[Violation] = []
+    for path in model.order:
+        unit = model.units[path]
+        own = unit_file(unit)
+        if unit.error or own not in snap.paths:
+            continue
+        read = sorted(
+            (r for r in unit.reads if r.endswith(".hcl") and r != own and r in snap.paths),
+            key=lambda p: p.count("/"),
+        )
+        bodies = {}
+        for f in (*read, own):
+            body = safe_body(snap, f, [])
+            if body is not None:
+                bodies[f] = body
+        unmerged = _unmerged(bodies.get(own))
+        rendered = static_config(
+            b for f, b in bodies.items() if not any(f.endswith(n) for n in unmerged)
+        )
+        declared = static_config(b for f, b in bodies.items() if _declares(f, root_file, policy))
+        facts = enforce.UnitFacts(path, unit.tier, root_file, {f: snap.text(f) for f in bodies})
+        out += enforce.verify(rendered, declared, facts, policy)
+    return out
