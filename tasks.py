@@ -155,7 +155,8 @@ def plan(
     working-copy); other units go on.
     Exit code 0 when every planned unit succeeded, 1 otherwise, 2 bad usage,
     130 interrupted (OpenTofu is asked once to stop; the report says so and
-    cannot be applied).
+    cannot be applied). Uncommitted changes are recorded in summary.json
+    (worktree: dirty, files, digest); `invoke apply` refuses such plans.
 
     Secrets are redacted from every file and line: sensitive outputs and
     variables, environment variables whose names say secret (policy.toml
@@ -212,7 +213,9 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     """Apply exactly the reviewed plans in PLANS, by gate, in DAG order; write PLANS/apply.json.
 
     Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
-    versions); a mismatch refuses the unit. Manual units wait unless
+    versions, the plan's state key is the unit's own); a mismatch refuses the
+    unit. Plans made from a tree with uncommitted changes are refused (no
+    override: commit, then plan again). Manual units wait unless
     --approve-manual. Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
     """
@@ -223,6 +226,22 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
             "error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2
         )
     run(lambda: applying.apply(workspace(), Path(plans), approve_manual=approve_manual))
+
+
+@task(help={"plans": "a plan folder to remove too (the job's copy of the plans)"})
+def clean_runner(c: Context, plans: str = "") -> None:
+    """Remove what a job leaves on a runner: PLANS, .iac/ and every .terragrunt-cache/.
+
+    A folder holding an errored.tfstate (a state an apply could not save) is
+    kept, and each kept folder is named: push the state back first
+    (docs/runbooks.md, "The state could not be saved").
+    """
+    from tooling.commands import applysafety
+
+    def clean() -> None:
+        applysafety.clean_runner(ROOT, [Path(plans)] if plans else [])
+
+    run(clean)
 
 
 @task(
@@ -644,6 +663,7 @@ ns = Collection(
     apply_report,
     manual_status,
     manual_gate,
+    clean_runner,
     bump_module,
     outdated,
     bump_all,

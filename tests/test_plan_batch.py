@@ -140,6 +140,7 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
         root=example_repo,
         policy=parse_policy(ws.policy),
         settings=ws.settings,
+        worktree=summary["worktree"],  # read by the plan before any tool ran
     )
     assert _shape(summary) == _shape(reference)
     for ours, theirs in zip(summary["units"], reference["units"], strict=True):

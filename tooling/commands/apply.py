@@ -10,14 +10,19 @@ For each unit of ``DIR/summary.json``, in order:
 3. ``no-changes`` plans are reported and skipped;
 4. the binding is verified: the plan file's SHA-256 equals the one in the
    summary, HEAD is the commit the plans were made for, the tools are the
-   versions the plans were made with; any mismatch refuses the unit (never a
-   silent re-plan);
+   versions the plans were made with, the state the plan file records is the
+   unit's own, no state an earlier apply could not save is waiting; any
+   mismatch refuses the unit (never a silent re-plan). Plans of a dirty tree
+   are refused as a whole;
 5. the gate is recomputed from the saved plan itself (``show -json``) and
    policy.toml, never read from ``summary.json``: ``manual`` units wait
    (``waiting-approval``) unless ``--approve-manual``;
 6. the saved plan is applied; OpenTofu's own stale-plan and lineage refusals
    are ``refused``, a lock error names the lock's ID, holder and age and the
-   runbook's recovery command (never an automatic force-unlock);
+   runbook's recovery command (never an automatic force-unlock); a state
+   OpenTofu could not save (``errored.tfstate``) is copied into the plan folder
+   and named with the push command, objects reported created but absent from
+   the state are named with their import command;
 7. after a unit applies, each dependent planned against its mock outputs, or
    against outputs this apply changed, is re-planned (the "cascade"): applied
    if its gate is still ``auto``; with ``--approve-manual`` a ``manual`` one is
@@ -44,15 +49,16 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, secrets, verify, workcopies
+from tooling.commands import applysafety, preflight, secrets, verify, workcopies
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
-from tooling.core import declared, review
+from tooling.core import binding, declared, review
 from tooling.core.approval import cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
@@ -61,7 +67,6 @@ from tooling.core.record import (
     RUNNING,
     ApplyRun,
     UnitApply,
-    applied_cleanly,
     binding_problems,
     earlier_applied,
     exit_code,
@@ -122,6 +127,9 @@ class Applier:
                 f"{summary_path}: this plan was interrupted before every unit finished; "
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
+        dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
+        if dirty:
+            raise ToolingError(dirty)
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
         self.policy = parse_policy(ws.policy)
@@ -205,6 +213,30 @@ class Applier:
     def raw_file(self, path: str) -> Path:
         return self.raw_dir / (path.replace("/", "__") + ".out")
 
+    def state_key(self, unit: Mapping[str, Any]) -> str | None:
+        """The unit's own state key, from the model of the tree it is applied from."""
+        path = str(unit["path"])
+        base = str(self.summary.get("base"))
+        model = self.ws.model(self.ws.tree_at(base)) if unit.get("destroy") else self.model
+        model_unit = model.units.get(path)
+        return model_unit.state_key if model_unit else None
+
+    def applied(self, unit: Mapping[str, Any], run_dir: Path, plan_file: Path) -> tuple[str, str]:
+        """Apply a saved plan: (result, reason), naming what a failed apply left behind."""
+        path = str(unit["path"])
+        since = time.time_ns()
+        code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
+        result, reason = outcome(code, output, interrupted, path)
+        if result != "applied":
+            folder = (
+                self.dir / str(unit.get("plan_file"))
+            ).parent  # units/UNIT, even for a cascade
+            left, whole = applysafety.after_failure(
+                path, run_dir, folder, output, self.env, since_ns=since
+            )
+            reason = left if whole else f"{left}; {reason}" if left else reason
+        return result, reason
+
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
         """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
         args = terragrunt.apply_args(plan_file)
@@ -226,27 +258,9 @@ class Applier:
 
     def settle_killed(self, unit: Mapping[str, Any]) -> bool:
         """An earlier run was killed while applying this unit: did OpenTofu finish?
-
-        The apply kept running (its output goes to a file, it is in its own
-        process group) and its output is what it really did. True if it applied.
-        """
+        (:func:`tooling.commands.applysafety.settle_killed`)"""
         path = str(unit["path"])
-        raw = self.raw_file(path)
-        if not raw.is_file():
-            return False
-        output = raw.read_text(errors="replace")
-        first = output.splitlines()[0] if output else ""
-        plan_file = (
-            Path(first[len("# plan ") :])
-            if first.startswith("# plan ")
-            else self.dir / str(unit.get("plan_file"))
-        )
-        outdir.append_text(
-            plan_file.parent / "apply.log",
-            f"(output of an apply whose tool was stopped before it finished)\n{output}\n",
-        )
-        raw.unlink(missing_ok=True)
-        return applied_cleanly(output)
+        return applysafety.settle_killed(self.raw_file(path), self.dir / str(unit.get("plan_file")))
 
     # -- the walk
     def execute(self) -> ApplyRun:
@@ -319,6 +333,16 @@ class Applier:
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
         ) or verify.before_apply(run_dir, path, str(unit.get("tier")), self.env)
+        if not problems:
+            unbound = applysafety.unbound_plan(
+                plan_file,
+                str(unit.get("plan_file")),
+                self.state_key(unit),
+                self.ws.settings.state_bucket,
+            )
+            left = applysafety.unsaved_state(path, run_dir, plan_file.parent)
+            left = left or applysafety.cut_short_earlier(path, run_dir, plan_file.parent, self.env)
+            problems = [*problems, *(p for p in (unbound, left) if p)]
         if problems:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
@@ -358,8 +382,7 @@ class Applier:
         if self.needs_cascade(unit):
             self.cascade(unit, reviewed)
             return
-        code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
-        result, reason = outcome(code, output, interrupted, path)
+        result, reason = self.applied(unit, run_dir, plan_file)
         self.record(
             path,
             result,
@@ -435,10 +458,7 @@ class Applier:
                 plan_text=fresh.plan_text,
             )
             return
-        code, output, interrupted = self.apply_plan(
-            path, self.ws.run_dir(path), out / fresh.plan_file
-        )
-        result, reason = outcome(code, output, interrupted, path)
+        result, reason = self.applied(unit, self.ws.run_dir(path), out / fresh.plan_file)
         if result == "applied" and not reason:
             reason = "re-planned against its upstream's real outputs, then applied"
         self.record(path, result, reason, cascaded=True, gate=gate.decision)

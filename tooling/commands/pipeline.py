@@ -9,7 +9,7 @@ exit code or raises :class:`ToolingError`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from tooling.commands import preflight, workcopies
 from tooling.commands.batch import run_batch
 from tooling.commands.plans import Progress
+from tooling.core import binding
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
@@ -283,6 +284,8 @@ def _plan_into(
     head_sha = git.rev_parse(root, "HEAD")
     # plans read the working tree: its uncommitted changes are planned, and the report says so
     pending = git.uncommitted(root)
+    # before any tool runs: the files planned are these, not HEAD's when the tree is dirty
+    tree_state = binding.worktree_record(*git.worktree_changes(root))
     model = (
         ws.current_model
     )  # the one load of the head model: affected and the tool environment share it
@@ -368,6 +371,7 @@ def _plan_into(
         policy=parse_policy(ws.policy),
         settings=ws.settings,
         interrupted=interrupted,
+        worktree=tree_state,
     )
     write_summary(out_dir, summary)
     page = _page_context(ws, model, change, head_sha, out_dir)
@@ -460,9 +464,11 @@ def summary_document(
     policy: GatePolicy,
     settings: Settings | None = None,
     interrupted: bool = False,
+    worktree: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """summary.json: the run's revisions and tools, and per unit its result with
-    its gate (decided here under ``policy`` for a result that has none yet)."""
+    """summary.json: the run's revisions and tools, whether the tree was dirty
+    (``worktree``, :func:`tooling.core.binding.worktree_record`), and per unit its
+    result with its gate (decided here under ``policy`` for a result that has none yet)."""
     from tooling.io import toolchain
 
     doc: dict[str, Any] = {
@@ -473,6 +479,8 @@ def summary_document(
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
         "interrupted": interrupted,
     }
+    if worktree is not None:
+        doc["worktree"] = dict(worktree)
     if settings is not None:
         doc["settings"] = settings.to_json()
     doc["units"] = [r.to_json() for r in with_gates(results, policy)]

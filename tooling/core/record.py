@@ -9,9 +9,9 @@ app tier's (:mod:`tooling.commands.apptier`) write the same document.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping, Sequence
-import html
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any

@@ -291,3 +291,21 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
         out[header[0]] = data[pos : pos + size]
         pos += size + 1
     return out
+
+
+def worktree_changes(repo: Path) -> tuple[list[str], str, list[tuple[str, bytes]]]:
+    """The uncommitted difference of ``repo``'s working tree: the changed paths (tracked
+    and untracked, not ignored), ``git diff HEAD --binary``, and each untracked file's content."""
+    files = [c.path for c in uncommitted(repo)]
+    if not files:
+        return [], "", []
+    diff = git(repo, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff").stdout
+    listed = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout
+    untracked = []
+    for path in zsplit(listed):
+        full = repo / path
+        content = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
+        if full.is_symlink():
+            content = os.readlink(full).encode()
+        untracked.append((path, content))
+    return files, diff, untracked

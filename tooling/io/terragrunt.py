@@ -372,5 +372,43 @@ def error_summary(text: str, limit: int = 1200) -> str:
     summary = (
         "\n".join(picked) if picked else "\n".join(line for line in lines[-15:] if line.strip())
     )
-    summary = drop_lock_false_advice(summary).strip()
-    return summary[:limit] + (" ..." if len(summary) > limit else "")
+    return shortened(drop_lock_false_advice(summary).strip(), limit)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut after a whole line or sentence (never in
+    the middle of one), saying it was cut."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = max(head.rfind("\n"), head.rfind(". ") + 1)
+    return (head[:end] if end > 0 else head).rstrip() + " … (cut: the whole text is in the log)"
+
+
+def state_addresses(unit_dir: Path, env: Mapping[str, str]) -> list[str]:
+    """The resource addresses in a unit's state (``tofu state list``), read in Terragrunt's
+    working copy when there is one (it takes no lock). An empty or missing state lists
+    nothing; a state that cannot be read is a ToolingError."""
+    try:
+        work: Path | None = work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
+    except ToolingError:
+        work = None
+    if work is not None:
+        args, cwd = ["tofu", "state", "list"], work
+    else:
+        args, cwd = ["terragrunt", *_COMMON, "state", "list"], unit_dir
+    ran = run(args, cwd, env)
+    text = ran.stdout + ran.stderr
+    if ran.returncode != 0 and "No state file was found" not in text:
+        raise ToolingError(f"cannot read the state of {unit_dir}: {error_summary(text)}")
+    return [
+        line.strip() for line in ran.stdout.splitlines() if line.strip() and ran.returncode == 0
+    ]
+
+
+def working_copy(unit_dir: Path) -> Path | None:
+    """Terragrunt's working copy of a unit (where OpenTofu runs), or None when there is none."""
+    try:
+        return work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
+    except ToolingError:
+        return None
