@@ -2,8 +2,10 @@
 
 One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
 drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
-before its ``run --all``) and :func:`before_apply`. Each renders the unit
-twice with the pinned Terragrunt, in parallel:
+before its ``run --all``) and :func:`before_apply`. ``invoke plan`` renders all
+its units first (:func:`prerender`, beside the preflight); the first two use
+those renders once, otherwise each renders the unit twice with the pinned
+Terragrunt, in parallel (:func:`before_apply` always does):
 
 - ``terragrunt render --format json`` in the unit's folder: the configuration
   OpenTofu will run with (includes, locals, ``generate`` contents, extra
