@@ -99,7 +99,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     try:
         start, c0 = time.perf_counter(), cpu()
         if verified:
-            pipeline._preflight_rendered(ws, all_targets, env, jobs=jobs)
+            pipeline.preflight_rendered(ws, all_targets, env, jobs=jobs)
         else:
             preflight.check(ws, [(t.path, t.executor) for t in all_targets])
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0

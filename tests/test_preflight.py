@@ -523,3 +523,32 @@ def test_apply_refuses_a_unit_whose_role_changed_to_one_its_executor_may_not_use
     assert not (
         example_repo / ".iac" / "state" / "live" / "cluster" / "network" / "terraform.tfstate"
     ).exists()
+
+
+
+def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier(
+    example_repo: Path,
+) -> None:
+    # drift plans unit by unit (the per-unit planner): one `render --all` pair for the
+    # run, made beside the preflight, instead of two renders before each unit's plan
+    out = example_repo / "drift"
+    ran = invoke(
+        example_repo,
+        "drift",
+        "--executor",
+        "lan",
+        "--out",
+        str(out),
+        env={"IAC_ECHO_COMMANDS": "1"},
+    )
+    assert ran.returncode == 0, ran.output
+    renders = [line for line in ran.stderr.splitlines() if line.startswith("+ terragrunt render")]
+    assert len(renders) == 2, renders
+    assert all("--all" in line for line in renders)
+    report = json.loads((out / "drift.json").read_text())
+    assert sorted(u["path"] for u in report["units"]) == [
+        "live/cluster/gitops",
+        "live/cluster/network",
+        "live/cluster/os",
+        "live/cluster/vms",
+    ]

@@ -248,10 +248,10 @@ def plan(
         )
 
 
-def _preflight_rendered(
+def preflight_rendered(
     ws: Workspace, targets: Sequence[Target], env: dict[str, str], *, jobs: int
 ) -> None:
-    """The preflight, with every unit to plan rendered meanwhile (``terragrunt render --all``
+    """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
     in a thread): the roles the units will run as are checked once both are done, and the
     renders serve the verifier before each plan (no second render per unit)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -320,7 +320,7 @@ def _plan_into(
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         # the base revision's modules too: a deleted unit's destroy plan fetches them
         env = ws.env_for(t.source for t in targets if t.source) if targets else {}
-        _preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
+        preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
         # after the checks: a plan that is refused removes nothing
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
