@@ -5,7 +5,7 @@ state, the sandbox module catalog. Each repeat runs both paths twice, paired and
 interleaved (which of the pair goes first alternates between repeats):
 
   verified  what `invoke plan` does before the first plan: the preflight with
-            every unit rendered meanwhile (`pipeline._preflight_rendered`: one
+            every unit rendered meanwhile (`pipeline.preflight_rendered`: one
             `terragrunt render --all` pair in a thread beside the preflight,
             then the roles checked), then the plans, whose verifier uses those
             renders;

@@ -525,7 +525,6 @@ def test_apply_refuses_a_unit_whose_role_changed_to_one_its_executor_may_not_use
     ).exists()
 
 
-
 def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier(
     example_repo: Path,
 ) -> None:
