@@ -1,22 +1,29 @@
 """Benchmark the rule's verifier against the plans it guards, on the embedded default.
 
 The tree: a fresh git copy of the example (root.hcl, live/, policy.toml), local
-state, the sandbox module catalog. Per repeat, in one process:
+state, the sandbox module catalog. Each repeat runs both paths twice, paired and
+interleaved (which of the pair goes first alternates between repeats):
 
-  per-unit  for each of the 7 units: the verifier alone (its two
-            `terragrunt render` runs, in parallel) and then the unit's whole
-            plan through the per-unit planner (`plan_unit`, which verifies
-            first); the verifier's share is verify / (plan - verify).
-  batch     the batch planner's verification of all 7 units (`verify_many`,
-            `--jobs` at a time), then the whole batch plan (`run_batch`, which
-            verifies first); the share is verify / (batch - verify).
+  verified  what `invoke plan` does before the first plan: the preflight with
+            every unit rendered meanwhile (`pipeline.preflight_rendered`: one
+            `terragrunt render --all` pair in a thread beside the preflight,
+            then the roles checked), then the plans, whose verifier uses those
+            renders;
+  plain     the preflight alone (`preflight.check`), then the same plans with
+            the verifier switched off (this script only).
 
-The first repeat starts with empty `.terragrunt-cache` folders (module fetch,
-`tofu init`); later repeats plan warm. Figures are wall seconds.
+  per-unit  the 7 units planned one after the other by the per-unit planner
+            (`plan_unit`);
+  batch     the 7 units planned by the batch planner (`run_batch`, `--jobs`).
+
+The verifier's share is (verified - plain) / plain, of the whole run (pre-plan
+work plus plans). The first repeat starts with empty `.terragrunt-cache`
+folders (module fetch, `tofu init`); later repeats plan warm. Wall seconds, and
+CPU seconds (user + system of every child process).
 
 Usage (from the repository root, after ./dev setup):
 
-    .venv/bin/python benchmarks/bench_verify.py --repeat 3 --jobs 2 --json results.json
+    .venv/bin/python benchmarks/bench_verify.py --repeat 4 --jobs 2 --json results.json
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import sh  # noqa: E402
 
-from tooling.commands import verify  # noqa: E402
+from tooling.commands import pipeline, preflight, verify  # noqa: E402
 from tooling.commands.batch import run_batch  # noqa: E402
 from tooling.commands.plans import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
@@ -72,46 +79,63 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one_repeat(ws: Workspace, jobs: int, out: Path) -> dict[str, Any]:
+def _plain() -> Any:
+    """Switch the verifier off (the baseline of the pair); returns what undoes it."""
+    saved = (verify.before_plan, verify.verify_many)
+    verify.before_plan = lambda *a, **k: None  # type: ignore[assignment]
+    verify.verify_many = lambda *a, **k: {}  # type: ignore[assignment]
+
+    def undo() -> None:
+        verify.before_plan, verify.verify_many = saved
+
+    return undo
+
+
+def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> dict[str, float]:
+    """One run of ``kind`` (per-unit or batch): pre-plan work, then the plans."""
     env = ws.tool_env
-    rows: dict[str, Any] = {"per_unit": {}, "batch": {}}
-    for t in targets(ws):
-        start, c0 = time.perf_counter(), cpu()
-        found = verify.violations(t.run_dir, t.path, t.tier, env)
-        verified, verified_cpu = time.perf_counter() - start, cpu() - c0
-        assert not found, found
-        start, c0 = time.perf_counter(), cpu()
-        result = plan_unit(t, out / "per-unit", env)
-        planned, planned_cpu = time.perf_counter() - start, cpu() - c0
-        assert result.status in ("changes", "no-changes"), result.error
-        rows["per_unit"][t.path] = {
-            "verify": verified,
-            "plan": planned,
-            "verify_cpu": verified_cpu,
-            "plan_cpu": planned_cpu,
-        }
     all_targets = targets(ws)
-    start, c0 = time.perf_counter(), cpu()
-    refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in all_targets], env, jobs=jobs)
-    verified, verified_cpu = time.perf_counter() - start, cpu() - c0
-    assert not refused, refused
-    start, c0 = time.perf_counter(), cpu()
-    results = run_batch(all_targets, out / "batch", env, jobs=jobs)
-    planned, planned_cpu = time.perf_counter() - start, cpu() - c0
-    assert all(r.status in ("changes", "no-changes") for r in results), [r.error for r in results]
-    rows["batch"] = {
-        "verify": verified,
-        "plan": planned,
-        "verify_cpu": verified_cpu,
-        "plan_cpu": planned_cpu,
-        "units": len(all_targets),
-    }
+    undo = None if verified else _plain()
+    try:
+        start, c0 = time.perf_counter(), cpu()
+        if verified:
+            pipeline.preflight_rendered(ws, all_targets, env, jobs=jobs)
+        else:
+            preflight.check(ws, [(t.path, t.executor) for t in all_targets])
+        pre, pre_cpu = time.perf_counter() - start, cpu() - c0
+        if kind == "per_unit":
+            for t in all_targets:
+                result = plan_unit(t, out, env)
+                assert result.status in ("changes", "no-changes"), result.error
+        else:
+            results = run_batch(all_targets, out, env, jobs=jobs)
+            assert all(r.status in ("changes", "no-changes") for r in results), [
+                r.error for r in results
+            ]
+        total, total_cpu = time.perf_counter() - start, cpu() - c0
+    finally:
+        verify.forget_prerendered()
+        if undo is not None:
+            undo()
+    return {"pre": pre, "pre_cpu": pre_cpu, "total": total, "total_cpu": total_cpu}
+
+
+def one_repeat(ws: Workspace, jobs: int, out: Path, index: int) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for kind in ("per_unit", "batch"):
+        order = (True, False) if index % 2 == 0 else (False, True)
+        rows[kind] = {
+            ("verified" if v else "plain"): one_path(
+                ws, kind, v, jobs, out / f"{kind}-{'v' if v else 'p'}"
+            )
+            for v in order
+        }
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
@@ -119,24 +143,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         os.environ.setdefault("IAC_CACHE_DIR", str(Path(tmp) / "cache"))
         ws = Workspace(build_tree(Path(tmp) / "infra"))
-        repeats = [one_repeat(ws, args.jobs, Path(tmp) / f"out{i}") for i in range(args.repeat)]
+        repeats = [one_repeat(ws, args.jobs, Path(tmp) / f"out{i}", i) for i in range(args.repeat)]
+    print(f"load average at the end: {os.getloadavg()}")
     for label, picked in (("cold", repeats[:1]), ("warm", repeats[1:])):
         if not picked:
             continue
-        for kind in ("", "_cpu"):
-            units = [v for r in picked for v in r["per_unit"].values()]
-            verifies = [v["verify" + kind] for v in units]
-            plans = [v["plan" + kind] for v in units]
-            shares = [v["verify" + kind] / (v["plan" + kind] - v["verify" + kind]) for v in units]
-            bv = statistics.median(r["batch"]["verify" + kind] for r in picked)
-            bp = statistics.median(r["batch"]["plan" + kind] for r in picked)
-            print(
-                f"{label} {'CPU' if kind else 'wall'}: per unit verify median "
-                f"{statistics.median(verifies):.2f} s (max {max(verifies):.2f}), its plan median "
-                f"{statistics.median(plans):.2f} s, share median {statistics.median(shares):.0%} "
-                f"(max {max(shares):.0%}); batch of 7: verify {bv:.2f} s of {bp:.2f} s "
-                f"({bv / (bp - bv):.0%})"
-            )
+        for kind in ("per_unit", "batch"):
+            for unit in ("", "_cpu"):
+                v = statistics.median(r[kind]["verified"]["total" + unit] for r in picked)
+                p = statistics.median(r[kind]["plain"]["total" + unit] for r in picked)
+                shares = [
+                    (r[kind]["verified"]["total" + unit] - r[kind]["plain"]["total" + unit])
+                    / r[kind]["plain"]["total" + unit]
+                    for r in picked
+                ]
+                print(
+                    f"{label} {kind} {'CPU' if unit else 'wall'}: verified {v:.2f} s, plain "
+                    f"{p:.2f} s (medians), share of the pairs median "
+                    f"{statistics.median(shares):+.0%} (min {min(shares):+.0%}, max {max(shares):+.0%})"
+                )
     if args.json:
         args.json.write_text(json.dumps(repeats, indent=2))
 

@@ -20,10 +20,11 @@ from urllib.parse import parse_qs
 
 import boto3
 import pytest
-from infra_fixtures import invoke, serving
+from infra_fixtures import commit_all, edit, invoke, serving
 
 from tooling.commands import preflight
 from tooling.core.executors import Executor
+from tooling.core.policy import CheckPolicy
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
 
@@ -421,3 +422,132 @@ def test_a_rejected_token_exchange_is_an_actionable_error(
         ToolingError, match=r"preflight: cannot obtain Google Cloud credentials .*invalid_grant"
     ):
         preflight.check_identity(LAN_GCP)
+
+
+# --------------------------------------------------------------------------- the role a unit runs as
+
+ORG_ROLE = "arn:aws:iam::999999999999:role/OrganizationAccountAccessRole"
+LAN_IAM_ROLE = "arn:aws:iam::123456789012:role/infra-lan-executor"
+
+
+def test_role_problems_accept_only_the_executors_own_role_or_one_allowlisted_for_the_tier() -> None:
+    lan = Executor("lan", ("self-hosted",), ("arn:aws:sts::*:assumed-role/infra-lan-executor/*",))
+    policy = CheckPolicy(allowed_roles={"cloud": {"arn:aws:iam::*:role/dns-admin": "why"}})
+    dns_admin = "arn:aws:iam::123456789012:role/dns-admin"
+    ok = [
+        ("live/a", "cluster", None),
+        ("live/b", "cluster", LAN_IAM_ROLE),
+        ("live/c", "cloud", dns_admin),
+    ]
+    assert preflight.role_problems(ok, lan, policy) == []
+    refused = preflight.role_problems(
+        [("live/d", "cluster", ORG_ROLE), ("live/e", "cluster", dns_admin)], lan, policy
+    )
+    assert len(refused) == 2
+    assert refused[0].startswith(f"unit live/d would run as role {ORG_ROLE} (iam_role)")
+    assert "[check.allowed_roles.cluster]" in refused[0]
+    assert "unit live/e would run as role" in refused[1]  # allowlisted for another tier only
+    # no executor (local use): only an allowlisted role
+    assert len(preflight.role_problems(ok, None, policy)) == 1
+    assert preflight.assumed_arn(LAN_IAM_ROLE, "s") == (
+        "arn:aws:sts::123456789012:assumed-role/infra-lan-executor/s"
+    )
+
+
+def _root_role(repo: Path, role: str) -> None:
+    edit(repo, "root.hcl", "locals {", f'iam_role = "{role}"\n\nlocals {{')
+
+
+def test_a_role_root_hcl_declares_for_every_unit_is_refused_by_the_preflight_before_any_plan(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
+    # the verifier lets it through (the unit sets what root.hcl declares); the preflight not
+    _root_role(example_repo, ORG_ROLE)
+    commit_all(example_repo, "every unit runs as the org role")
+    out = example_repo / "out"
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(out),
+        env={"IAC_EXECUTOR": "lan", **_assumed(LAN_ROLE, "vault-lan-2")},
+    )
+    assert ran.returncode == 1, ran.output
+    assert f"unit live/cluster/network would run as role {ORG_ROLE} (iam_role)" in ran.stderr
+    assert "[check.allowed_roles.cluster]" in ran.stderr
+    assert "Traceback" not in ran.output
+    assert not (out / "summary.json").exists()
+    assert not (example_repo / ".iac" / "state" / "live").exists()
+
+
+def test_a_unit_running_as_its_executors_own_role_is_planned(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
+    _root_role(example_repo, LAN_IAM_ROLE)
+    commit_all(example_repo, "every unit runs as the lan role")
+    out = example_repo / "out"
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--unit",
+        "live/cluster/network",
+        "--out",
+        str(out),
+        env={"IAC_EXECUTOR": "lan", **_assumed(LAN_ROLE, "vault-lan-3")},
+    )
+    assert ran.returncode == 0, ran.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(u["path"], u["status"]) for u in summary["units"]] == [
+        ("live/cluster/network", "changes")
+    ]
+
+
+def test_apply_refuses_a_unit_whose_role_changed_to_one_its_executor_may_not_use(
+    example_repo: Path, aws_env: dict[str, str]
+) -> None:
+    out = example_repo / "out"
+    creds = {"IAC_EXECUTOR": "lan", **_assumed(LAN_ROLE, "vault-lan-4")}
+    planned = invoke(
+        example_repo, "plan", "--unit", "live/cluster/network", "--out", str(out), env=creds
+    )
+    assert planned.returncode == 0, planned.output
+    _root_role(example_repo, ORG_ROLE)  # after the plan, before the apply
+    ran = invoke(example_repo, "apply", "--plans", str(out), env=creds)
+    assert ran.returncode != 0, ran.output
+    record = json.loads((out / "apply.json").read_text())
+    unit = next(u for u in record["units"] if u["path"] == "live/cluster/network")
+    assert unit["result"] == "refused"
+    assert f"would run as role {ORG_ROLE}" in unit["reason"]
+    assert not (
+        example_repo / ".iac" / "state" / "live" / "cluster" / "network" / "terraform.tfstate"
+    ).exists()
+
+
+def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier(
+    example_repo: Path,
+) -> None:
+    # drift plans unit by unit (the per-unit planner): one `render --all` pair for the
+    # run, made beside the preflight, instead of two renders before each unit's plan
+    out = example_repo / "drift"
+    ran = invoke(
+        example_repo,
+        "drift",
+        "--executor",
+        "lan",
+        "--out",
+        str(out),
+        env={"IAC_ECHO_COMMANDS": "1"},
+    )
+    assert ran.returncode == 0, ran.output
+    renders = [line for line in ran.stderr.splitlines() if line.startswith("+ terragrunt render")]
+    assert len(renders) == 2, renders
+    assert all("--all" in line for line in renders)
+    report = json.loads((out / "drift.json").read_text())
+    assert sorted(u["path"] for u in report["units"]) == [
+        "live/cluster/gitops",
+        "live/cluster/network",
+        "live/cluster/os",
+        "live/cluster/vms",
+    ]

@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline, preflight, workcopies
+from tooling.commands import pipeline, verify, workcopies
 from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.drift import (
@@ -195,29 +195,34 @@ def run(
         )
         pipeline.refuse_unparsable(model, [t.path for t in targets])
         pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
-        preflight.check(ws, [(t.path, t.executor) for t in targets])
-        workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
-        targets, env = workcopies.guarded(
-            targets,
-            ws.tool_env,
-            root=ws.root,
-            cache_dir=ws.settings.cache_dir,
-            reads={p: u.reads for p, u in model.units.items()},
-        )
-        folder.reset()  # only now: a run that fails before this keeps the last report
-        # the attributes policy.toml declares are redacted like sensitive ones
-        declared = parse_declared(ws.policy)
-        planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
-        # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
-        with _without_github_tokens(), proc.forwarding_interrupts("the drift plans"):
-            results = run_all(
+        env = ws.tool_env if targets else {}
+        # the units rendered once, beside the preflight; each plan's verifier uses its render
+        pipeline.preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
+        try:
+            workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
+            targets, env = workcopies.guarded(
                 targets,
-                out_dir,
-                env if targets else {},
-                jobs=jobs or os.cpu_count() or 2,
-                progress=Progress(len(targets)),
-                planner=planner,
+                env,
+                root=ws.root,
+                cache_dir=ws.settings.cache_dir,
+                reads={p: u.reads for p, u in model.units.items()},
             )
+            folder.reset()  # only now: a run that fails before this keeps the last report
+            # the attributes policy.toml declares are redacted like sensitive ones
+            declared = parse_declared(ws.policy)
+            planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
+            # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
+            with _without_github_tokens(), proc.forwarding_interrupts("the drift plans"):
+                results = run_all(
+                    targets,
+                    out_dir,
+                    env if targets else {},
+                    jobs=jobs or os.cpu_count() or 2,
+                    progress=Progress(len(targets)),
+                    planner=planner,
+                )
+        finally:
+            verify.forget_prerendered()
         interrupted = proc.interrupted()
         for t in targets:  # a drift plan is never applied, and saved plans hold variable values
             unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)

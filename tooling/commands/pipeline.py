@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, workcopies
+from tooling.commands import preflight, verify, workcopies
 from tooling.commands.batch import run_batch
 from tooling.commands.plans import Progress
 from tooling.core import binding
 from tooling.core.changes import Affected, affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import check_options, never_run_loops, select_targets
+from tooling.core.targets import Target, check_options, never_run_loops, select_targets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir, proc
 from tooling.io.config import Settings
@@ -266,6 +266,24 @@ def plan(
         )
 
 
+def preflight_rendered(
+    ws: Workspace, targets: Sequence[Target], env: dict[str, str], *, jobs: int
+) -> None:
+    """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
+    in a thread): the roles the units will run as are checked once both are done, and the
+    renders serve the verifier before each plan (no second render per unit)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    planned = [(t.run_dir, t.path, t.tier) for t in targets if not t.destroy and not t.preset]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rendering = pool.submit(verify.prerender, [(d, p) for d, p, _ in planned], env, jobs=jobs)
+        try:
+            preflight.check(ws, [(t.path, t.executor) for t in targets])
+        finally:
+            renders = rendering.result()
+    preflight.check_roles(ws, verify.roles_of(planned, renders))
+
+
 def _plan_into(
     ws: Workspace,
     folder: outdir.ReportDir,
@@ -323,7 +341,9 @@ def _plan_into(
         targets = never_run_loops(targets, model)
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
-        preflight.check(ws, [(t.path, t.executor) for t in targets])
+        # the base revision's modules too: a deleted unit's destroy plan fetches them
+        env = ws.env_for(t.source for t in targets if t.source) if targets else {}
+        preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
         # after the checks: a plan that is refused removes nothing
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
@@ -333,8 +353,6 @@ def _plan_into(
         folder.reset()
         if not targets:
             say("nothing to plan")
-        # the base revision's modules too: a deleted unit's destroy plan fetches them
-        env = ws.env_for(t.source for t in targets if t.source) if targets else {}
         targets, env = workcopies.guarded(
             targets,
             env,
@@ -358,6 +376,7 @@ def _plan_into(
             )
         interrupted = proc.interrupted()
     finally:
+        verify.forget_prerendered()
         if worktree is not None:
             git.remove_worktree(root, worktree)
     results = with_gates(_explain_lock_errors(ws, results), parse_policy(ws.policy))

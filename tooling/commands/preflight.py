@@ -16,7 +16,15 @@
    audience are compared with ``gcp_service_account_pattern`` and
    ``gcp_audience_pattern``.
 
-4. With S3 state (``IAC_STATE_BUCKET``), the bucket is reachable, exists and
+4. The role each unit will run as (``iam_role`` in what ``terragrunt render``
+   resolves for it, :func:`tooling.commands.verify.roles_of`) is the executor's
+   own (its ``aws_role_arn_pattern``) or one ``[check.allowed_roles.TIER]``
+   lists for the unit's tier; a unit without ``iam_role`` runs as the job's
+   identity, checked in 3. This holds for a role the root file declares too,
+   which the verifier (comparing the unit with what the root file declares)
+   lets through.
+
+5. With S3 state (``IAC_STATE_BUCKET``), the bucket is reachable, exists and
    accepts the credentials in the environment (``HeadBucket``, short timeouts),
    once, before any unit runs or any lock is taken.
 
@@ -28,12 +36,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tooling.core import executors
 from tooling.core.executors import Executor
+from tooling.core.policy import CheckPolicy, parse_policy
+from tooling.core.policy.enforce import allowed_role
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.io.ui import say
@@ -86,6 +97,47 @@ def identity_problems(
             f"Google Cloud credentials for audience {gcp_audience or '(none: not external account credentials)'} "
             f"are not the workload identity provider of executor {name} (policy.toml [executors.{name}] "
             f"gcp_audience_pattern: {', '.join(executor.gcp_audience_patterns)})"
+        )
+    return problems
+
+
+_ROLE_ARN = re.compile(
+    r"arn:(?P<partition>[^:]+):iam::(?P<account>\d+):role/(?:.*/)?(?P<name>[^/]+)"
+)
+
+
+def assumed_arn(role: str, session: str = "terragrunt") -> str:
+    """The STS identity a job holds once it assumed ``role`` (what ``aws_role_arn_pattern``
+    is written for), or ``role`` itself when it is not an IAM role ARN. Pure."""
+    m = _ROLE_ARN.fullmatch(role)
+    if m is None:
+        return role
+    return f"arn:{m['partition']}:sts::{m['account']}:assumed-role/{m['name']}/{session}"
+
+
+def role_problems(
+    roles: Iterable[tuple[str, str, str | None]], executor: Executor | None, policy: CheckPolicy
+) -> list[str]:
+    """Why each ``(path, tier, role)`` unit may not assume its role here (empty: all may):
+    the role must be the executor's own or allowlisted for the unit's tier. Pure."""
+    problems: list[str] = []
+    for path, tier, role in roles:
+        if role is None or allowed_role(policy, tier, role) is not None:
+            continue
+        if executor is not None and executors.matches(
+            assumed_arn(role), executor.aws_role_arn_patterns
+        ):
+            continue
+        own = (
+            f"executor {executor.name}'s aws_role_arn_pattern "
+            f"({', '.join(executor.aws_role_arn_patterns) or 'none declared'})"
+            if executor is not None
+            else "the executor's role (IAC_EXECUTOR unset)"
+        )
+        problems.append(
+            f"unit {path} would run as role {role} (iam_role), which is neither {own} nor listed "
+            f"under [check.allowed_roles.{tier}] in policy.toml; remove iam_role or list the role "
+            "there with the reason"
         )
     return problems
 
@@ -257,8 +309,19 @@ def check_state_backend(settings: config.Settings) -> None:
     raise ToolingError(problem)
 
 
+def check_roles(ws: Workspace, roles: Iterable[tuple[str, str, str | None]]) -> None:
+    """Refuse unless each ``(path, tier, role)`` unit (its role as its render resolved it)
+    may run as that role on this job's executor (:func:`role_problems`)."""
+    name = os.environ.get(ENV_EXECUTOR, "").strip()
+    executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR) if name else None
+    refused = role_problems(roles, executor, parse_policy(ws.policy))
+    if refused:
+        raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
+
+
 def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:
-    """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs).
+    """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs);
+    the roles they run as are :func:`check_roles`' (once they are rendered).
 
     Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).
     """

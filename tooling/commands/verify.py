@@ -2,8 +2,10 @@
 
 One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
 drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
-before its ``run --all``) and :func:`before_apply`. Each renders the unit
-twice with the pinned Terragrunt, in parallel:
+before its ``run --all``) and :func:`before_apply`. ``invoke plan`` renders all
+its units first (:func:`prerender`, beside the preflight); the first two use
+those renders once, otherwise each renders the unit twice with the pinned
+Terragrunt, in parallel (:func:`before_apply` always does):
 
 - ``terragrunt render --format json`` in the unit's folder: the configuration
   OpenTofu will run with (includes, locals, ``generate`` contents, extra
@@ -18,6 +20,7 @@ refuses the unit with the rule's name, ``file:line`` and the fix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -27,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooling.commands import preflight
+from tooling.core import executors
+from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.errors import ToolingError
 from tooling.io import config, terragrunt
@@ -43,6 +49,7 @@ class Settings:
 
     policy: CheckPolicy
     root_file: str
+    executors: Mapping[str, Executor]
 
 
 _SETTINGS: dict[Path, Settings] = {}
@@ -54,7 +61,9 @@ def settings_of(root: Path) -> Settings:
     with _LOCK:
         if key not in _SETTINGS:
             data = config.read_policy(key)
-            _SETTINGS[key] = Settings(parse_policy(data), layout_from(data).root_file)
+            _SETTINGS[key] = Settings(
+                parse_policy(data), layout_from(data).root_file, executors.parse(data)
+            )
         return _SETTINGS[key]
 
 
@@ -114,12 +123,99 @@ def _render_pair(
         ref.unlink(missing_ok=True)
 
 
-def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
-    """The unit's violations of the rule, as Terragrunt resolves its configuration now."""
+Pair = tuple[dict[str, Any], dict[str, Any]]
+#: renders made for this run's plans before the first one (:func:`prerender`), each used once
+_PRERENDERED: dict[Path, Pair] = {}
+
+
+def render_units(
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
+) -> dict[Path, Pair]:
+    """Both renders of each ``(run_dir, path)`` unit: one ``render --all`` pair per folder
+    tree, then a unit those left without a file on its own (``jobs`` at a time). A unit
+    that cannot be rendered is left out (its plan renders it again and names the error)."""
+    out: dict[Path, Pair] = {}
+    trees: dict[Path, list[Path]] = {}
+    for run_dir, path in units:
+        if run_dir.is_dir():
+            trees.setdefault(repo_root(run_dir, path).resolve(), []).append(run_dir)
+    alone: list[tuple[Path, Path]] = []
+    for root, dirs in trees.items():
+        conf = settings_of(root)
+        with contextlib.suppress(ToolingError):  # then each unit on its own below
+            out.update(render_tree(root, dirs, env, conf))
+        alone += [(root, d) for d in dirs if d.resolve() not in out]
+
+    def one(item: tuple[Path, Path]) -> tuple[Path, Pair | None]:
+        root, run_dir = item
+        conf = settings_of(root)
+        try:
+            return run_dir.resolve(), _render_pair(
+                run_dir, env, declared_text(conf.root_file, _allowed_files(root, conf.policy))
+            )
+        except ToolingError:
+            return run_dir.resolve(), None
+
+    if alone:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(alone)))) as pool:
+            for key, pair in pool.map(one, alone):
+                if pair is not None:
+                    out[key] = pair
+    return out
+
+
+def prerender(
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
+) -> dict[Path, Pair]:
+    """:func:`render_units`, kept for the plans of this run: each unit's next
+    :func:`before_plan` (or batch verification) uses its render once instead of rendering
+    again. Plans change no state, so what Terragrunt resolves is the same at the plan.
+    Never used on apply, where an upstream's apply may change what a unit resolves."""
+    found = render_units(units, env, jobs=jobs)
+    with _LOCK:
+        _PRERENDERED.update(found)
+    return found
+
+
+def forget_prerendered() -> None:
+    """Drop the renders :func:`prerender` kept that no plan used."""
+    with _LOCK:
+        _PRERENDERED.clear()
+
+
+def _take(run_dir: Path) -> Pair | None:
+    with _LOCK:
+        return _PRERENDERED.pop(run_dir.resolve(), None)
+
+
+def roles_of(
+    units: Sequence[tuple[Path, str, str]], renders: Mapping[Path, Pair]
+) -> list[tuple[str, str, str | None]]:
+    """``(path, tier, role)`` of each rendered unit: the role Terragrunt assumes for it."""
+    out: list[tuple[str, str, str | None]] = []
+    for run_dir, path, tier in units:
+        pair = renders.get(run_dir.resolve())
+        if pair is not None:
+            out.append((path, tier, enforce.role_of(pair[0])))
+    return out
+
+
+def _renders(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> tuple[Pair, Path, Settings]:
+    """Both renders of the unit (kept by :func:`prerender`, or made now), its repository
+    and that repository's settings."""
     root = repo_root(run_dir, unit_path)
     conf = settings_of(root)
-    declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
-    rendered, reference = _render_pair(run_dir, env, declared)
+    kept = _take(run_dir)
+    if kept is None:
+        declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+        kept = _render_pair(run_dir, env, declared)
+    return kept, root, conf
+
+
+def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
+    """The unit's violations of the rule, as Terragrunt resolves its configuration now
+    (or as :func:`prerender` found it before this run's first plan)."""
+    (rendered, reference), root, conf = _renders(run_dir, unit_path, env)
     facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
     return enforce.verify(rendered, reference, facts, conf.policy)
 
@@ -132,12 +228,23 @@ def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]
 
 
 def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[str]:
-    """Why the unit may not be applied now (empty: it keeps the rule)."""
+    """Why the unit may not be applied now (empty: it keeps the rule); always a new render."""
+    _take(run_dir)
     try:
-        found = violations(run_dir, unit_path, tier, env)
+        (rendered, reference), root, conf = _renders(run_dir, unit_path, env)
+        name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
+        executor = (
+            executors.get(conf.executors, name, what=preflight.ENV_EXECUTOR) if name else None
+        )
     except ToolingError as exc:
         return [str(exc)]
-    return [enforce.refusal(unit_path, found)] if found else []
+    facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
+    found = enforce.verify(rendered, reference, facts, conf.policy)
+    # the role the unit runs as, from this render: the executor's own or allowlisted
+    roles = preflight.role_problems(
+        [(unit_path, tier, enforce.role_of(rendered))], executor, conf.policy
+    )
+    return ([enforce.refusal(unit_path, found)] if found else []) + roles
 
 
 def verify_many(
@@ -155,7 +262,10 @@ def verify_many(
     alone: list[tuple[Path, str, str]] = []
     for root, items in trees.items():
         conf = settings_of(root)
-        renders = render_tree(root, [i[0] for i in items], env, conf)
+        renders = {k: v for k, v in ((i[0].resolve(), _take(i[0])) for i in items) if v}
+        missing = [i[0] for i in items if i[0].resolve() not in renders]
+        if missing:
+            renders.update(render_tree(root, missing, env, conf))
         for run_dir, path, tier in items:
             pair = renders.get(run_dir.resolve())
             if pair is None:
