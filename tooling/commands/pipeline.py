@@ -27,6 +27,7 @@ from tooling.io import git, outdir, proc
 from tooling.io.config import Settings
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
+from tooling.model.evaluator import READ_CYCLE
 from tooling.model.repo import Model
 
 SUMMARY_VERSION = 1
@@ -275,6 +276,11 @@ def preflight_rendered(
     from concurrent.futures import ThreadPoolExecutor
 
     planned = [(t.run_dir, t.path, t.tier) for t in targets if not t.destroy and not t.preset]
+    verify.avoid_loops(
+        ws.root / path
+        for path, unit in ws.current_model.units.items()
+        if unit.error and READ_CYCLE in unit.error
+    )
     with ThreadPoolExecutor(max_workers=1) as pool:
         rendering = pool.submit(verify.prerender, [(d, p) for d, p, _ in planned], env, jobs=jobs)
         try:

@@ -24,7 +24,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +181,19 @@ def forget_prerendered() -> None:
     """Drop the renders :func:`prerender` kept that no plan used."""
     with _LOCK:
         _PRERENDERED.clear()
+        _LOOPS.clear()
+
+
+#: unit folders whose files read each other in a loop: Terragrunt never returns on them,
+#: so no ``render --all`` runs from a folder above one (:func:`avoid_loops`)
+_LOOPS: set[Path] = set()
+
+
+def avoid_loops(unit_dirs: Iterable[Path]) -> None:
+    """Render no folder tree holding one of ``unit_dirs`` with ``render --all`` in this run
+    (each other unit is rendered on its own instead)."""
+    with _LOCK:
+        _LOOPS.update(d.resolve() for d in unit_dirs)
 
 
 def _take(run_dir: Path) -> Pair | None:
@@ -265,7 +278,8 @@ def verify_many(
         renders = {k: v for k, v in ((i[0].resolve(), _take(i[0])) for i in items) if v}
         missing = [i[0] for i in items if i[0].resolve() not in renders]
         if missing:
-            renders.update(render_tree(root, missing, env, conf))
+            with contextlib.suppress(ToolingError):  # then each unit on its own below
+                renders.update(render_tree(root, missing, env, conf))
         for run_dir, path, tier in items:
             pair = renders.get(run_dir.resolve())
             if pair is None:
@@ -306,6 +320,13 @@ def render_tree(
     declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
     dirs = [d.resolve() for d in run_dirs]
     base = Path(os.path.commonpath([str(d) for d in dirs]))
+    with _LOCK:
+        looping = [d for d in _LOOPS if d.is_relative_to(base)]
+    if looping:
+        raise ToolingError(
+            f"not rendered at once: {looping[0]} reads itself in a loop, on which Terragrunt "
+            "never returns; each unit is rendered on its own"
+        )
     out: dict[Path, tuple[dict[str, Any], dict[str, Any]]] = {}
     try:
         for d in dirs:  # what an earlier run (or a commit) left there is never read

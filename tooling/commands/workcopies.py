@@ -264,10 +264,12 @@ def armed(
     *,
     root: Path,
     cache_dir: Path,
+    unreadable: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
     source). A unit whose expectation cannot be worked out (a tag that does not exist,
-    a source that is no git tag) is in the manifest with why: the hook refuses it.
+    a source that is no git tag, a unit the model cannot evaluate: ``unreadable``, its
+    error) is in the manifest with why: the hook refuses it.
 
     The manifest (what each checkout must hold) is written under ``cache_dir``,
     named by its content, so concurrent runs never share a file they disagree on.
@@ -277,6 +279,12 @@ def armed(
     manifest: dict[str, Expected] = {}
     for unit, unit_dir, source in units:
         try:
+            if unit in (unreadable or {}):
+                raise ToolingError(
+                    f"the model cannot evaluate this unit ({(unreadable or {})[unit]}), so its "
+                    "module is not known and its working copy cannot be compared with it; fix "
+                    "it (`invoke check` names the file and line) and plan again"
+                )
             manifest[os.path.realpath(unit_dir)] = expectation(
                 unit, unit_dir, source, repos, generated
             )
@@ -333,7 +341,8 @@ def guarded(
     todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
     if not todo:
         return list(targets), dict(env)
-    armed_env = armed(todo, env, root=root, cache_dir=cache_dir)
+    unreadable = {t.path: t.model_error for t in targets if t.model_error}
+    armed_env = armed(todo, env, root=root, cache_dir=cache_dir, unreadable=unreadable)
     refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
