@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -41,6 +42,11 @@ from tooling.core import binding
 from tooling.io import git as gitio
 
 pytestmark = pytest.mark.e2e
+
+
+def _shown(report: Path) -> str:
+    """apply.md as a reader sees it: the page escapes & < > in reasons as HTML entities."""
+    return html.unescape(report.read_text())
 
 
 def _tool_env(repo: Path) -> dict[str, str]:
@@ -265,7 +271,7 @@ def test_a_state_backend_dying_mid_apply_keeps_errored_tfstate_and_the_runbook_r
     assert len(kept) == 1
     push = f"cd live/cloud/slow && terragrunt state push {copy}"
     assert f"wrote it to {kept[0]} (copied to {copy})" in slow["reason"]
-    assert push in slow["reason"] and push in (out / "apply.md").read_text()
+    assert push in slow["reason"] and push in _shown(out / "apply.md")
     assert "The state could not be saved" in slow["reason"]
     # OpenTofu's cause, whole (it used to be cut mid-sentence), and the lock it left
     assert slow["reason"].endswith("connect: connection refused"), slow["reason"]
@@ -388,7 +394,7 @@ def test_opentofu_killed_mid_apply_the_record_names_created_objects_absent_from_
     )
     named = killed["reason"].split('(docs/runbooks.md, "OpenTofu was killed")')[0]
     assert "terraform_data.slow" not in named  # never reported created
-    assert command in (out / "apply.md").read_text()
+    assert command in _shown(out / "apply.md")
 
     # the same plans again: refused while the object is missing from the state (no duplicate)
     code, results, output = _apply(example_repo, out)

@@ -309,7 +309,7 @@ def _plan_into(
     # plans read the working tree: its uncommitted changes are planned, and the report says so
     pending = git.uncommitted(root)
     # before any tool runs: the files planned are these, not HEAD's when the tree is dirty
-    tree_state = binding.worktree_record(*git.worktree_changes(root))
+    tree_state = binding.worktree_record(*git.worktree_changes(root, besides=out_dir))
     model = (
         ws.current_model
     )  # the one load of the head model: affected and the tool environment share it

@@ -112,6 +112,12 @@ def _sources(run_dir: Path, root: Path) -> dict[str, str]:
 def _render_pair(
     run_dir: Path, env: Mapping[str, str], declared: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    if not run_dir.is_dir():  # a unit deleted since its plan: say so, not a write error
+        what = "is not a folder" if run_dir.exists() else "does not exist"
+        raise ToolingError(
+            f"{run_dir}: the folder terragrunt was to run in {what}; "
+            "restore it, or plan again from the current tree"
+        )
     ref = run_dir / DECLARED_CONFIG
     ref.write_text(declared, encoding="utf-8")
     try:

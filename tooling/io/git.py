@@ -293,19 +293,39 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
     return out
 
 
-def worktree_changes(repo: Path) -> tuple[list[str], str, list[tuple[str, bytes]]]:
+def worktree_changes(
+    repo: Path, *, besides: Path | None = None
+) -> tuple[list[str], str, list[tuple[str, bytes]]]:
     """The uncommitted difference of ``repo``'s working tree: the changed paths (tracked
-    and untracked, not ignored), ``git diff HEAD --binary``, and each untracked file's content."""
-    files = [c.path for c in uncommitted(repo)]
+    and untracked, not ignored), ``git diff HEAD --binary``, and each untracked file's
+    content; untracked files under ``besides`` (the run's own report folder) left out."""
+    inside = _under(repo, besides)
+
+    def mine(path: str) -> bool:
+        return inside is not None and (path == inside or path.startswith(inside + "/"))
+
+    files = [c.path for c in uncommitted(repo) if not mine(c.path.rstrip("/"))]
     if not files:
         return [], "", []
     diff = git(repo, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff").stdout
     listed = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout
     untracked = []
     for path in zsplit(listed):
+        if mine(path):
+            continue
         full = repo / path
         content = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
         if full.is_symlink():
             content = os.readlink(full).encode()
         untracked.append((path, content))
     return files, diff, untracked
+
+
+def _under(repo: Path, folder: Path | None) -> str | None:
+    """``folder`` relative to ``repo`` (POSIX), or None when it is not inside it."""
+    if folder is None:
+        return None
+    try:
+        return folder.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return None
