@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import sys
 import tempfile
@@ -43,26 +42,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchenv import sh  # noqa: E402
+from benchenv import example_tree  # noqa: E402
 
 from tooling.commands import pipeline, preflight, verify  # noqa: E402
 from tooling.commands.batch import run_batch  # noqa: E402
 from tooling.commands.plans import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
-
-
-def build_tree(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    for name in ("root.hcl", ".tool-versions", "policy.toml", "tasks.py", ".gitignore"):
-        shutil.copy2(REPO / name, dest / name)
-    shutil.copytree(
-        REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache")
-    )
-    sh(dest, "git", "init", "--quiet", "--initial-branch=main", check=True)
-    sh(dest, "git", "add", "--all", check=True)
-    sh(dest, "git", "commit", "--quiet", "-m", "example", check=True)
-    return dest
 
 
 def targets(ws: Workspace) -> list[Target]:
@@ -142,7 +128,7 @@ def main() -> None:
     toolchain.ensure_bin_dir_on_path()
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         os.environ.setdefault("IAC_CACHE_DIR", str(Path(tmp) / "cache"))
-        ws = Workspace(build_tree(Path(tmp) / "infra"))
+        ws = Workspace(example_tree(Path(tmp) / "infra"))
         repeats = [one_repeat(ws, args.jobs, Path(tmp) / f"out{i}", i) for i in range(args.repeat)]
     print(f"load average at the end: {os.getloadavg()}")
     for label, picked in (("cold", repeats[:1]), ("warm", repeats[1:])):

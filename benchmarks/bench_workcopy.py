@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import statistics
 import sys
 import tempfile
@@ -35,27 +34,11 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from benchenv import sh  # noqa: E402
+from benchenv import example_tree, sh  # noqa: E402
 
 from tooling.commands import workcopies  # noqa: E402
 from tooling.io import terragrunt  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
-
-FILES = ("root.hcl", "policy.toml", ".tool-versions", "tasks.py", ".gitignore")
-
-
-def tree(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    for name in FILES:
-        shutil.copy2(REPO / name, dest / name)
-    shutil.copytree(
-        REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache")
-    )
-    sh(dest, "git", "init", "--quiet", "--initial-branch=main", check=True)
-    sh(dest, "git", "add", "--all", check=True)
-    sh(dest, "git", "commit", "--quiet", "-m", "bench", check=True)
-    return dest
-
 
 CPU: list[float] = []  # CPU seconds (user + system) of the child processes of each timed call
 
@@ -80,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-workcopy-") as tmp:
-        root = tree(Path(tmp) / "infra")
+        root = example_tree(Path(tmp) / "infra")
         ws = Workspace(root)
         model = ws.model()
         units = [(p, root / p, model.units[p].source) for p in model.order]

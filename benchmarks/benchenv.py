@@ -1,10 +1,14 @@
-"""What the benchmark scripts share: a git identity for the trees they build, and one runner."""
+"""What the benchmark scripts share: a git identity for the trees they build, one runner,
+and a committed copy of the example tree."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
@@ -32,3 +36,18 @@ def sh(
             f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
         )
     return result
+
+
+def example_tree(dest: Path) -> Path:
+    """A git repository at ``dest`` holding the example (root.hcl, live/, policy.toml and
+    what the tasks need), committed once, no working copies."""
+    dest.mkdir(parents=True)
+    for name in ("root.hcl", ".tool-versions", "policy.toml", "tasks.py", ".gitignore"):
+        shutil.copy2(REPO / name, dest / name)
+    shutil.copytree(
+        REPO / "live", dest / "live", ignore=shutil.ignore_patterns(".terragrunt-cache")
+    )
+    sh(dest, "git", "init", "--quiet", "--initial-branch=main", check=True)
+    sh(dest, "git", "add", "--all", check=True)
+    sh(dest, "git", "commit", "--quiet", "-m", "example", check=True)
+    return dest
