@@ -111,7 +111,7 @@ def unavailable(entry: Mapping[str, Any]) -> str | None:
     return (
         f"executor {entry.get('executor')}: no online self-hosted runner with labels [{labels}] "
         f"({seen}); start the runner service on the LAN host (docs/runbooks.md, "
-        f'"The LAN runner is offline") and re-run the job'
+        f'"The LAN runner is down") and re-run the job'
     )
 
 
@@ -144,7 +144,7 @@ def issue_body(entry: Mapping[str, Any], *, checked_at: str, run_url: str | None
         "",
         reason,
         "",
-        'Runbook: docs/runbooks.md, "The LAN runner is offline". This issue closes itself '
+        'Runbook: docs/runbooks.md, "The LAN runner is down". This issue closes itself '
         "on the first scheduled check that finds a runner online.",
     ]
     if run_url:
