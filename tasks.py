@@ -237,6 +237,23 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
 
 @task(
     help={
+        "since": "only records written on or after this day (YYYY-MM-DD, UTC)",
+        "json": 'print the records as JSON on stdout ({"records": [...]})',
+    }
+)
+def audit(c: Context, since: str = "", json_: bool = False) -> None:
+    """The audit trail: one line per apply (commit, result, who approved, run, units), oldest first.
+
+    Every `invoke apply` appends one record under audit/ in the state bucket
+    (IAC_STATE_BUCKET), else under .iac/state/audit/.
+    """
+    from tooling.commands import audit as trail
+
+    run(lambda: trail.run(workspace(), since=since or None, as_json=json_))
+
+
+@task(
+    help={
         "json": "print the JSON document on stdout (tooling/schemas/runners.schema.json)",
         "require": "exit 1 with one line when this executor is self-hosted and none of its runners is online",
         "issue": "keep one issue per self-hosted executor open while it has no online runner (GITHUB_TOKEN)",
@@ -600,6 +617,7 @@ ns = Collection(
     drift,
     matrix,
     runners,
+    audit,
     apply_base,
     plan_comment,
     apply_report,

@@ -46,7 +46,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight
+from tooling.commands import audit, preflight
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
@@ -478,6 +478,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         )
         run = applier.execute()
         finish(folder, applier.document(), run, applier.summary)
+        audit.append(ws, applier.document(), applier.summary)  # one record per apply
     if run.interrupted:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not
