@@ -284,11 +284,47 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
 
 @task(
     help={
-        "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)",
-        "routes": "JSON {executor: [runner labels]}: refuse a leg routed elsewhere; write matrix/any to $GITHUB_OUTPUT",
+        "since": "only records written on or after this day (YYYY-MM-DD, UTC)",
+        "json": 'print the records as JSON on stdout ({"records": [...]})',
     }
 )
-def matrix(c: Context, base: str = "", routes: str = "") -> None:
+def audit(c: Context, since: str = "", json_: bool = False) -> None:
+    """The audit trail: one line per apply (commit, result, who approved, run, units), oldest first.
+
+    Every `invoke apply` appends one record under audit/ in the state bucket
+    (IAC_STATE_BUCKET), else under .iac/state/audit/.
+    """
+    from tooling.commands import audit as trail
+
+    run(lambda: trail.run(workspace(), since=since or None, as_json=json_))
+
+
+@task(
+    help={
+        "json": "print the JSON document on stdout (tooling/schemas/runners.schema.json)",
+        "require": "exit 1 with one line when this executor is self-hosted and none of its runners is online",
+        "issue": "keep one issue per self-hosted executor open while it has no online runner (GITHUB_TOKEN)",
+    }
+)
+def runners(c: Context, json_: bool = False, require: str = "", issue: bool = False) -> None:
+    """Each executor's runners and their state (busy, idle, offline), from GitHub's API.
+
+    Needs IAC_RUNNERS_TOKEN (Administration: read; bootstrap/README.md) and
+    GITHUB_REPOSITORY. GitHub-hosted executors are listed without runners.
+    """
+    from tooling.commands import runners as health
+
+    run(lambda: health.run(workspace(), as_json=json_, require=require or None, issue=issue))
+
+
+@task(
+    help={
+        "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)",
+        "routes": "JSON {executor: [runner labels]}: refuse a leg routed elsewhere; write matrix/any to $GITHUB_OUTPUT",
+        "runners": "with --routes: leave out self-hosted legs without an online runner (IAC_RUNNERS_TOKEN) and write them to the `unavailable` output",
+    }
+)
+def matrix(c: Context, base: str = "", routes: str = "", runners: bool = False) -> None:
     """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml).
 
     With --routes (the workflows' routing guard), a leg on other runners than
@@ -301,8 +337,12 @@ def matrix(c: Context, base: str = "", routes: str = "") -> None:
     def go() -> int:
         ws = workspace()
         ws.check_tools()
+        if runners and not routes:
+            from tooling.errors import UsageError
+
+            raise UsageError("--runners needs --routes (it writes the job outputs)")
         if routes:
-            doc = ci.checked_matrix(ws, base=base or None, routes=routes)
+            doc = ci.checked_matrix(ws, base=base or None, routes=routes, check_runners=runners)
         else:
             doc = matrices.matrix(ws, base=base or None)
         print(json.dumps(doc, indent=2))
@@ -658,6 +698,8 @@ ns = Collection(
     apply,
     drift,
     matrix,
+    runners,
+    audit,
     apply_base,
     plan_comment,
     apply_report,

@@ -16,6 +16,11 @@ tooling uses, with GitHub's response shapes:
   ``branch``/``status``, newest first; seed with :meth:`RepoState.add_run`) and
   the pull requests of a commit (``GET /commits/{sha}/pulls``: those whose
   ``merge_commit_sha`` is the commit);
+- the repository's self-hosted runners (``GET /actions/runners``:
+  ``{"total_count", "runners"}``, each with ``status`` online/offline, ``busy``
+  and ``labels`` of type ``read-only`` (self-hosted, Linux, X64) or
+  ``custom``; seed with :meth:`RepoState.add_runner`, change with
+  :meth:`RepoState.set_runner`);
 - pagination (``per_page`` up to 100, default 30, ``page``) with ``Link``
   headers;
 - 401 without the right ``Authorization`` header, 404 for anything else
@@ -115,6 +120,8 @@ class RepoState:
     runs: list[JSON] = field(default_factory=list)
     #: commit statuses, oldest first: ``{"id", "sha", "state", "context", "description", "target_url"}``
     statuses: list[JSON] = field(default_factory=list)
+    #: self-hosted runners by id
+    runners: dict[int, JSON] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _failures: list[_Failure] = field(default_factory=list, repr=False)
     _next_number: int = 1
@@ -227,6 +234,45 @@ class RepoState:
             }
             self.runs.append(run)
             return dict(run)
+
+    def add_runner(
+        self,
+        name: str,
+        labels: Iterable[str] = ("lan",),
+        *,
+        status: str = "online",
+        busy: bool = False,
+    ) -> JSON:
+        """Register a self-hosted Linux x64 runner with ``labels`` as its custom labels."""
+        with self.lock:
+            runner_id = len(self.runners) + 1
+            names = [("self-hosted", "read-only"), ("Linux", "read-only"), ("X64", "read-only")]
+            names += [(label, "custom") for label in labels]
+            self.runners[runner_id] = {
+                "id": runner_id,
+                "name": name,
+                "os": "Linux",
+                "status": status,
+                "busy": busy,
+                "ephemeral": False,
+                "labels": [
+                    {"id": i + 1, "name": label, "type": kind}
+                    for i, (label, kind) in enumerate(names)
+                ],
+            }
+            return dict(self.runners[runner_id])
+
+    def set_runner(self, name: str, *, status: str | None = None, busy: bool | None = None) -> None:
+        """Change a runner's ``status`` (online | offline) or ``busy``."""
+        with self.lock:
+            for runner in self.runners.values():
+                if runner["name"] == name:
+                    if status is not None:
+                        runner["status"] = status
+                    if busy is not None:
+                        runner["busy"] = busy
+                    return
+            raise KeyError(f"no runner {name!r}")
 
     def merge(self, number: int, merge_commit_sha: str) -> JSON:
         """Mark pull request ``number`` merged as ``merge_commit_sha``."""
@@ -756,6 +802,13 @@ def list_runs(call: _Call) -> tuple[int, Any]:
     return code, {"total_count": len(runs), "workflow_runs": page}
 
 
+def list_runners(call: _Call) -> tuple[int, Any]:
+    with call.state.lock:
+        runners = [dict(r) for _, r in sorted(call.state.runners.items())]
+    code, page = call.page(runners)
+    return code, {"total_count": len(runners), "runners": page}
+
+
 def commit_pulls(call: _Call) -> tuple[int, Any]:
     sha = call.params["sha"]
     with call.state.lock:
@@ -810,6 +863,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
         ("GET", r"/pulls", list_pulls),
         ("POST", r"/pulls", create_pull),
         ("GET", r"/actions/workflows/(?P<workflow>[^/]+)/runs", list_runs),
+        ("GET", r"/actions/runners", list_runners),
         ("GET", r"/commits/(?P<sha>[0-9a-fA-F]{7,40})/pulls", commit_pulls),
         ("POST", r"/statuses/(?P<sha>[0-9a-fA-F]{40})", create_status),
         ("GET", r"/commits/(?P<sha>[0-9a-fA-F]{40})/statuses", list_statuses),

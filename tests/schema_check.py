@@ -20,7 +20,12 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "tooling" / "schemas"
 #: the documents with a schema: the name of a report-folder file, or the task of a --json document
 KINDS = ("summary", "apply", "affected", "units", "outdated")
 FOLDER_FILES = {"summary.json": "summary", "apply.json": "apply"}
-JSON_TASKS = {"units": "units", "affected": "affected", "outdated": "outdated"}
+JSON_TASKS = {
+    "units": "units",
+    "affected": "affected",
+    "outdated": "outdated",
+    "runners": "runners",
+}
 
 
 @cache

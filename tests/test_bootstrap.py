@@ -397,9 +397,11 @@ def test_lan_role_trusts_the_runner_host_and_touches_cluster_state_only(boot: Bo
                     resource == f"{bucket}/live/cloud/dns/*"
                     and statement["Action"] == "s3:GetObject"
                 )
+                # the apply's audit record: added only, never read or deleted
+                or (resource == f"{bucket}/audit/*" and statement["Action"] == "s3:PutObject")
             ), resource
     objects = [s for s in document["Statement"] if "s3:PutObject" in s["Action"]]
-    assert [s["Resource"] for s in objects] == [f"{bucket}/live/cluster/*"]
+    assert [s["Resource"] for s in objects] == [f"{bucket}/live/cluster/*", f"{bucket}/audit/*"]
     deletes = [s for s in document["Statement"] if "s3:DeleteObject" in s["Action"]]
     assert [s["Resource"] for s in deletes] == [f"{bucket}/live/cluster/*.tflock"]
     # gitops reads the dns unit's outputs from its state: read-only, that prefix only

@@ -690,3 +690,41 @@ def test_every_invoke_call_names_a_task_that_exists(name: str) -> None:
                 r"(?:^|[\s;&|])invoke\s+([a-z][a-z0-9-]*)", step.get("run", "")
             ):
                 assert task_name in known, f"{name}: invoke {task_name} is not a task"
+
+
+@pytest.mark.parametrize("name", ["plan.yml", "apply.yml"])
+def test_a_lan_leg_without_online_runner_fails_in_a_hosted_job_while_the_others_go_on(
+    name: str,
+) -> None:
+    wf = jobs(load(name))
+    step = next(s for s in steps(wf["matrix"]) if "invoke matrix" in s.get("run", ""))
+    assert "--runners" in step["run"]
+    assert "secrets.IAC_RUNNERS_TOKEN" in step["env"]["IAC_RUNNERS_TOKEN"]
+    if name == "plan.yml":  # a fork's pull request never gets it
+        assert step["env"]["IAC_RUNNERS_TOKEN"].startswith(
+            "${{ github.event.pull_request.head.repo.full_name == github.repository && "
+        )
+    assert wf["matrix"]["outputs"]["unavailable"] == "${{ steps.matrix.outputs.unavailable }}"
+    job = wf["no-runner"]
+    assert job["runs-on"] == "ubuntu-latest" and job["permissions"] == {}
+    assert job["if"] == "needs.matrix.outputs.any_unavailable == 'true'"
+    assert job["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.unavailable) }}"
+    (fail,) = steps(job)
+    assert fail["env"]["MESSAGE"] == "${{ matrix.message }}" and "exit 1" in fail["run"]
+    # the legs that run never wait for the missing ones
+    legs = "plan" if name == "plan.yml" else "apply"
+    assert "no-runner" not in str(wf[legs]["needs"])
+
+
+def test_runner_health_is_checked_on_a_schedule_from_a_hosted_runner() -> None:
+    wf = load("runners.yml")
+    assert "schedule" in wf[True] and "workflow_dispatch" in wf[True]
+    (job,) = jobs(wf).values()
+    assert job["runs-on"] == "ubuntu-latest"
+    assert job["permissions"] == {"contents": "read", "issues": "write"}
+    step = next(s for s in steps(job) if "invoke runners" in s.get("run", ""))
+    assert "invoke runners --issue" in step["run"]
+    assert step["env"] == {
+        "GITHUB_TOKEN": "${{ github.token }}",
+        "IAC_RUNNERS_TOKEN": "${{ secrets.IAC_RUNNERS_TOKEN }}",
+    }

@@ -397,6 +397,9 @@ class World:
             "--json",
             "--secret",
             f"GITHUB_TOKEN={self.api.token}",
+            # the runners token (Administration: read): the routing jobs list the runners
+            "--secret",
+            f"IAC_RUNNERS_TOKEN={self.api.token}",
         ]
         if job:
             args += ["--job", job]
@@ -498,6 +501,7 @@ def world(stage: Stage, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
             Bucket=bucket, Key=obj["Key"], CopySource={"Bucket": stage.baseline, "Key": obj["Key"]}
         )
     with GitHubAPI() as api:
+        api.state.add_runner("lan-1", ["lan"])  # the LAN runner, online (runners.yml, matrix)
         yield World(stage, tmp_path, repo, remotes, bucket, api)
 
 
@@ -1011,3 +1015,62 @@ def test_check_workflow_runs_pre_commit_invoke_check_and_crosscheck(world: World
     assert failed.returncode != 0
     assert [j.result for j in failed.jobs] == ["failure"]
     assert "terragrunt hcl fmt" in failed.output
+
+
+# --------------------------------------------------------------------------- 8. LAN runner health
+
+
+def test_a_lan_leg_without_online_runner_fails_fast_with_the_reason_while_the_hosted_leg_plans(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    api.state.set_runner("lan-1", status="offline")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "--quiet", "-b", "change")
+    change_dns_and_vms(repo)
+    commit_all(repo, "DNS: move api; VMs: more memory for node-3")
+    head = world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record and node-3 memory")["number"])
+
+    run = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert run.returncode != 0, run.output[-6000:]  # the LAN leg failed
+    assert run.result("affected executors") == ["success"]
+    assert run.result("no online runner (") == ["failure"]
+    assert run.result("plan (") == ["success"]  # the hosted leg alone
+    assert "plan-hosted" in run.artifact_names() and "plan-lan" not in run.artifact_names()
+    assert (
+        "executor lan: no online self-hosted runner with labels [self-hosted, lan] "
+        "(1 runner(s) carry its labels, all offline (lan-1))" in run.output
+    )
+    listed = [r for r in api.requests if r.path.endswith("/actions/runners")]
+    assert listed and all(r.header("Authorization") == f"Bearer {api.token}" for r in listed)
+
+
+def test_scheduled_runner_check_opens_one_issue_then_closes_it_when_the_runner_is_back(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    head = git(repo, "rev-parse", "HEAD").strip()
+    api.state.set_runner("lan-1", status="offline")
+    event = schedule_event("*/15 * * * *")
+    run = world.act("runners.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.result("LAN runner health") == ["success"]
+    created = api_posts(api, f"/repos/{DEFAULT_REPOSITORY}/issues")
+    assert len(created) == 1
+    (number,) = [n for n, i in api.state.issues.items() if not i["is_pull"]]
+    assert api.state.issues[number]["state"] == "open"
+    assert api.state.issues[number]["title"] == "No online runner for executor lan"
+
+    api.state.set_runner("lan-1", status="online", busy=True)  # busy is online
+    run2 = world.act("runners.yml", "schedule", event, sha=head, ref="refs/heads/main")
+    assert run2.returncode == 0, run2.output[-6000:]
+    assert len(api_posts(api, f"/repos/{DEFAULT_REPOSITORY}/issues")) == 1  # nothing new opened
+    assert api.state.issues[number]["state"] == "closed"
+    assert "online again (lan-1" in api.state.comments_on(number)[-1]["body"]

@@ -56,7 +56,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import applysafety, preflight, secrets, verify, workcopies
+from tooling.commands import applysafety, audit, preflight, secrets, verify, workcopies
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core import binding, declared, review
 from tooling.core.approval import cascade_wait
@@ -480,6 +480,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         )
         run = applier.execute()
         finish(folder, applier.document(), run, applier.summary)
+        audit.append(ws, applier.document(), applier.summary)  # one record per apply
     if run.interrupted:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not

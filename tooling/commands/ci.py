@@ -34,11 +34,32 @@ def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None =
         say(f"output {name}={value}")
 
 
-def checked_matrix(ws: Workspace, *, base: str | None, routes: str) -> dict[str, Any]:
-    """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say."""
+def checked_matrix(
+    ws: Workspace, *, base: str | None, routes: str, check_runners: bool = False
+) -> dict[str, Any]:
+    """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say.
+
+    With ``check_runners``, a self-hosted leg without an online runner is not
+    dispatched (it would wait in GitHub's queue for a day): it goes to the
+    ``unavailable`` output (``{"include": [{"executor", "message"}]}``) for a
+    hosted job that fails with its message; the other legs go on.
+    """
     doc = matrices.matrix(ws, base=base)
     legs = ci.checked_legs(doc, ci.parse_routes(routes))
-    write_outputs(ci.matrix_outputs(legs))
+    missing: list[dict[str, Any]] = []
+    if check_runners:
+        from tooling.commands import runners
+
+        missing = runners.unavailable_legs(ws, legs)
+        for leg in missing:
+            say(f"::error::{leg['message']}")
+        gone = {leg["executor"] for leg in missing}
+        legs = [leg for leg in legs if leg["executor"] not in gone]
+    outputs = ci.matrix_outputs(legs)
+    if check_runners:
+        outputs["unavailable"] = json.dumps({"include": missing}, separators=(",", ":"))
+        outputs["any_unavailable"] = "true" if missing else "false"
+    write_outputs(outputs)
     return {"include": legs}
 
 

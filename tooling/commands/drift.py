@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline, verify, workcopies
+from tooling.commands import issues, pipeline, verify, workcopies
 from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.drift import (
@@ -86,39 +86,15 @@ def sync_issue(
 
     ``action``: ``created | updated | unchanged | closed | none``.
     """
-    issue = forge.find_issue(MARKER, labels=[LABEL]) or forge.find_issue(MARKER)
+    issue = issues.find(forge, MARKER, LABEL)
     previous = parse_state(str(issue.get("body") or "")) if issue else {}
     merged = merge(previous, units, order=order, head=head, today=today, run_url=run_url)
-    if issue is None:
-        if not merged.entries:
-            return {"number": None, "url": None, "action": "none"}
-        created = forge.create_issue(
-            issue_title(merged.entries), issue_body(merged.entries), labels=[LABEL]
-        )
-        return {
-            "number": int(created["number"]),
-            "url": created.get("html_url"),
-            "action": "created",
-        }
-    number = int(issue["number"])
-    url = issue.get("html_url")
-    labels = {
-        str(label.get("name") if isinstance(label, dict) else label)
-        for label in issue.get("labels") or ()
-    }
-    if LABEL not in labels:
-        forge.add_labels(number, [LABEL])
-    if not merged.entries:
-        forge.comment(number, change_comment(merged, head=head, executor=executor, run_url=run_url))
-        forge.update_issue(number, state="closed")
-        return {"number": number, "url": url, "action": "closed"}
-    if merged.added or merged.resolved or merged.gone:
-        forge.comment(number, change_comment(merged, head=head, executor=executor, run_url=run_url))
-    title, body = issue_title(merged.entries), issue_body(merged.entries)
-    if title == issue.get("title") and body == issue.get("body"):
-        return {"number": number, "url": url, "action": "unchanged"}
-    forge.update_issue(number, title=title, body=body)
-    return {"number": number, "url": url, "action": "updated"}
+    wanted = (issue_title(merged.entries), issue_body(merged.entries)) if merged.entries else None
+    changed = not merged.entries or merged.added or merged.resolved or merged.gone
+    comment = (
+        change_comment(merged, head=head, executor=executor, run_url=run_url) if changed else None
+    )
+    return issues.keep(forge, issue, LABEL, wanted, comment=comment)
 
 
 def run_url_from_env(env: Mapping[str, str]) -> str | None:

@@ -235,26 +235,10 @@ class S3Store:
 
 
 def s3_client(settings: config.Settings, *, quick: bool = False) -> Any:
-    """A boto3 S3 client with the tooling's settings (path-style addressing for an endpoint).
+    """A boto3 S3 client with the tooling's settings (:func:`tooling.io.s3.client`)."""
+    from tooling.io import s3
 
-    ``quick``: short timeouts and one retry, for a check that must fail fast.
-    """
-    import boto3
-    from botocore.config import Config
-
-    options: dict[str, Any] = {}
-    if settings.state_endpoint:
-        options["s3"] = {"addressing_style": "path"}
-    if quick:
-        options.update(
-            connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"}
-        )
-    return boto3.client(
-        "s3",
-        region_name=settings.state_region,
-        endpoint_url=settings.state_endpoint,
-        config=Config(**options) if options else None,
-    )
+    return s3.client(settings, quick=quick)
 
 
 def store_for(

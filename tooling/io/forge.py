@@ -21,12 +21,14 @@ from tooling.io.githubapi import (
     DEFAULT_API_URL,
     MAX_BODY,
     MAX_RETRY_WAIT,
+    PER_PAGE,
     TOKEN_HELP,
     USER_AGENT,
     ApiClient,
     JSONObject,
     check_body,
     json_objects,
+    next_link,
 )
 
 __all__ = [
@@ -292,6 +294,25 @@ class Forge(ApiClient):
         payload = _changes(title=title, body=body, state=state, what=f"issue #{number}")
         return self._object("PATCH", f"{self._repo_path}/issues/{number}", payload)
 
+    # -- runners --------------------------------------------------------------
+
+    def list_runners(self) -> list[JSONObject]:
+        """The repository's self-hosted runners (all pages): ``id``, ``name``,
+        ``status``, ``busy``, ``labels``. Needs a token with Administration: read."""
+        url: str | None = self._url(f"{self._repo_path}/actions/runners", {"per_page": PER_PAGE})
+        out: list[JSONObject] = []
+        while url is not None:
+            result, headers = self._send("GET", url, None)
+            runners = result.get("runners") if isinstance(result, dict) else None
+            out.extend(json_objects(runners, f"GET {self._shown(url)} (runners)"))
+            url = next_link(headers.get("link", ""))
+            if url is not None and not (url + "/").startswith(self.api_url + "/"):
+                raise ToolingError(
+                    "GitHub API GET /actions/runners: the next page is outside "
+                    f"{self.api_url}; refusing to send the token there (check GITHUB_API_URL)"
+                )
+        return out
+
 
 # -- module-level convenience ------------------------------------------------
 
@@ -339,6 +360,23 @@ def post_sticky_pages(
                 "used, the current report fits in the comments above._\n",
             )
     return done
+
+
+RUNNERS_TOKEN_HELP = (
+    "set IAC_RUNNERS_TOKEN to a token that may read the repository's self-hosted runners "
+    '(fine-grained, Administration: read; bootstrap/README.md, "The runners token"); '
+    "the workflow's GITHUB_TOKEN cannot"
+)
+
+
+def runners_forge_from_env(environ: Mapping[str, str] | None = None) -> Forge:
+    """A client whose token may list runners: ``IAC_RUNNERS_TOKEN``, else ``GITHUB_TOKEN``."""
+    env = dict(os.environ if environ is None else environ)
+    token = env.get("IAC_RUNNERS_TOKEN", "").strip() or token_from_env(env)
+    if not token:
+        raise ToolingError(f"no token to list the runners: {RUNNERS_TOKEN_HELP}")
+    env["GITHUB_TOKEN"] = token
+    return Forge.from_env(env)
 
 
 def token_from_env(environ: Mapping[str, str] | None = None) -> str | None:

@@ -130,7 +130,7 @@ class ApiClient:
         while url is not None:
             result, headers = self._send("GET", url, None)
             yield from json_objects(result, f"GET {self._shown(url)}")
-            url = _next_link(headers.get("link", ""))
+            url = next_link(headers.get("link", ""))
             if url is not None and not (url + "/").startswith(self.api_url + "/"):
                 raise ToolingError(
                     f"GitHub API GET {path}: the next page is outside {self.api_url}; "
@@ -271,7 +271,7 @@ def _decode(raw: bytes, method: str, shown: str) -> Any:
         ) from None
 
 
-def _next_link(header: str) -> str | None:
+def next_link(header: str) -> str | None:
     for url, rels in _LINK.findall(header):
         if "next" in rels.split():
             return str(url)
