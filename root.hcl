@@ -80,7 +80,7 @@ locals {
       keys = key_provider.pbkdf2.passphrase
     }
   EOT
-  enc_kms_blocks = local.enc_kms_key_id == "" ? "" : <<-EOT
+  enc_kms_blocks        = local.enc_kms_key_id == "" ? "" : <<-EOT
     key_provider "aws_kms" "kms" {
       kms_key_id = "${local.enc_kms_key_id}"
       key_spec   = "AES_256"
@@ -99,12 +99,12 @@ locals {
       method = method.${local.enc_fallback}
     }
   EOT
-  enc_target = <<-EOT
+  enc_target         = <<-EOT
     method   = method.${local.enc_method}
     enforced = ${local.enc_from_plain ? "false" : "true"}
     ${local.enc_fallback_block}
   EOT
-  enc_variable = !local.enc_passphrase ? "" : <<-EOT
+  enc_variable       = !local.enc_passphrase ? "" : <<-EOT
     variable "iac_encryption_passphrase" {
       type      = string
       sensitive = true
@@ -116,7 +116,7 @@ locals {
     # State and plan files are plain: set IAC_ENCRYPTION_PASSPHRASE or
     # IAC_ENCRYPTION_KMS_KEY_ID to encrypt them (docs/runbooks.md).
   EOT
-  encryption_on = <<-EOT
+  encryption_on    = <<-EOT
     ${local.enc_variable}
     terraform {
       encryption {

@@ -76,6 +76,7 @@ def test_only_a_set_passphrase_reaches_opentofu_as_the_generated_variable() -> N
 
 # ------------------------------------------------------------------ with the real tools
 
+
 def _plan(repo: Path, out: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     ran = invoke(repo, "plan", "--out", str(out), *args, env=env)
     assert ran.returncode == 0, ran.output
@@ -133,9 +134,10 @@ def test_the_example_plans_plain_by_default_and_encrypted_with_a_passphrase(
 ) -> None:
     plain = _plan(example_repo, tmp_path / "plain", "--unit", UNIT)
     assert _plan_file(tmp_path / "plain").read_bytes().startswith(encryption.ZIP_MAGIC)
-    assert "State and plan files are plain" in (
-        _work_copy(example_repo) / contract.GENERATED_FILE
-    ).read_text()
+    assert (
+        "State and plan files are plain"
+        in (_work_copy(example_repo) / contract.GENERATED_FILE).read_text()
+    )
 
     env = {contract.PASSPHRASE_ENV: PASSPHRASE}
     out = tmp_path / "encrypted"
@@ -151,14 +153,16 @@ def test_the_example_plans_plain_by_default_and_encrypted_with_a_passphrase(
     # the key is on no disk: not in the working copy, the report or its logs
     work = _work_copy(example_repo)
     generated = (work / contract.GENERATED_FILE).read_text()
-    assert "key_provider \"pbkdf2\"" in generated and PASSPHRASE not in generated
+    assert 'key_provider "pbkdf2"' in generated and PASSPHRASE not in generated
     for path in [*out.rglob("*"), *work.rglob("*.tf")]:
         if path.is_file():
             assert PASSPHRASE.encode() not in path.read_bytes(), path
     assert not (example_repo / "pwned").exists()
 
     plan = _plan_file(out)
-    shown = _tofu_show(work, plan, {**_without_key(), "TF_VAR_iac_encryption_passphrase": PASSPHRASE})
+    shown = _tofu_show(
+        work, plan, {**_without_key(), "TF_VAR_iac_encryption_passphrase": PASSPHRASE}
+    )
     assert shown.returncode == 0 and '"resource_changes"' in shown.stdout, shown.stderr
     no_key = _tofu_show(work, plan, _without_key())
     assert no_key.returncode != 0 and "resource_changes" not in no_key.stdout
@@ -282,3 +286,23 @@ def test_the_runbook_switches_plain_state_to_encrypted_and_works_without_the_fal
     applied = invoke(example_repo, "apply", "--plans", str(tmp_path / "change"), env=env)
     assert applied.returncode == 0, applied.output
     assert encryption.is_encrypted(_state(s3, bucket)["body"])
+
+
+# ------------------------------------------------------------------ the workflows pass the key
+
+#: the jobs that run OpenTofu on the foundation: they plan, apply or check drift
+KEYED_JOBS = {"plan.yml": {"plan"}, "apply.yml": {"apply", "apply-manual"}, "drift.yml": {"drift"}}
+
+
+def test_only_the_jobs_that_run_opentofu_receive_the_encryption_key() -> None:
+    from test_workflows import jobs, load
+
+    for workflow, keyed in KEYED_JOBS.items():
+        for name, job in jobs(load(workflow)).items():
+            env = job.get("env") or {}
+            if name in keyed:
+                assert env[contract.PASSPHRASE_ENV] == "${{ secrets.IAC_ENCRYPTION_PASSPHRASE }}"
+                assert env[contract.KMS_KEY_ENV] == "${{ vars.IAC_ENCRYPTION_KMS_KEY_ID }}"
+            else:
+                text = json.dumps(job)
+                assert "IAC_ENCRYPTION" not in text, f"{workflow}: job {name} gets the key"
