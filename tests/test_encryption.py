@@ -74,6 +74,45 @@ def test_only_a_set_passphrase_reaches_opentofu_as_the_generated_variable() -> N
     }
 
 
+@pytest.mark.parametrize(
+    ("environ", "words"),
+    [
+        pytest.param({contract.PASSPHRASE_ENV: "short $(x)"}, "has 10 characters", id="short"),
+        pytest.param(
+            {contract.KMS_KEY_ENV: 'k" } resource "x" "y" {'}, "not a KMS key id", id="hcl-quote"
+        ),
+        pytest.param({contract.KMS_KEY_ENV: "$(touch pwned)"}, "not a KMS key id", id="shell"),
+        pytest.param({contract.KMS_KEY_ENV: "key id"}, "not a KMS key id", id="space"),
+        pytest.param(
+            {contract.FROM_PLAIN_ENV: "yes", contract.PASSPHRASE_ENV: "p" * 16},
+            "use 'true'",
+            id="from-plain-yes",
+        ),
+        pytest.param({contract.FROM_PLAIN_ENV: "true"}, "without a key", id="from-plain-no-key"),
+    ],
+)
+def test_unusable_encryption_variables_are_refused_by_name_without_the_passphrase(
+    environ: dict[str, str], words: str
+) -> None:
+    message = contract.problem(environ)
+    assert message is not None and words in message
+    assert "\n" not in message
+    if contract.PASSPHRASE_ENV in environ:
+        assert environ[contract.PASSPHRASE_ENV] not in message
+
+
+def test_usable_encryption_variables_pass_and_say_what_encrypts() -> None:
+    arn = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    good = {contract.PASSPHRASE_ENV: "p" * 16, contract.KMS_KEY_ENV: arn}
+    assert contract.problem(good) is None
+    assert contract.problem({contract.KMS_KEY_ENV: "alias/iac-state"}) is None
+    assert contract.problem({}) is None and contract.describe({}) == ""
+    assert contract.describe(good) == "state and plans encrypted (AWS KMS, passphrase as fallback)"
+    assert contract.describe(
+        {contract.PASSPHRASE_ENV: "p" * 16, contract.FROM_PLAIN_ENV: "true"}
+    ) == ("state and plans encrypted (passphrase, plain still read)")
+
+
 # ------------------------------------------------------------------ with the real tools
 
 
@@ -142,6 +181,9 @@ def test_the_example_plans_plain_by_default_and_encrypted_with_a_passphrase(
     env = {contract.PASSPHRASE_ENV: PASSPHRASE}
     out = tmp_path / "encrypted"
     summary = _plan(example_repo, out, "--unit", UNIT, env=env)
+    assert summary["settings"]["description"].endswith(  # type: ignore[index]
+        "(embedded default), state and plans encrypted (passphrase)"
+    )
     data = _plan_file(out).read_bytes()
     assert encryption.key_providers(data) == {"pbkdf2"}
     # the report is written as before, from the encrypted plan (`tofu show` with the key)
@@ -171,6 +213,24 @@ def test_the_example_plans_plain_by_default_and_encrypted_with_a_passphrase(
     )
     assert wrong.returncode != 0 and "resource_changes" not in wrong.stdout
     assert "decrypt" in wrong.stderr.lower(), wrong.stderr
+
+
+@pytest.mark.e2e
+def test_a_kms_key_id_that_would_break_the_generated_file_stops_every_task_before_it_writes(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plans"
+    for env in (
+        {contract.KMS_KEY_ENV: 'k"\n}\nresource "terraform_data" "x" {'},
+        {contract.PASSPHRASE_ENV: "too short"},
+    ):
+        ran = invoke(example_repo, "plan", "--unit", UNIT, "--out", str(out), env=env)
+        assert ran.returncode == 2, ran.output
+        errors = [line for line in ran.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "IAC_ENCRYPTION_" in errors[0], ran.output
+        assert "too short" not in ran.output and "Traceback" not in ran.output
+        assert not out.exists()
+        assert not list(example_repo.rglob(contract.GENERATED_FILE))
 
 
 @pytest.mark.e2e
