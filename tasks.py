@@ -215,7 +215,9 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
     versions, the plan's state key is the unit's own); a mismatch refuses the
     unit. Plans made from a tree with uncommitted changes are refused (no
-    override: commit, then plan again). Manual units wait unless
+    override: commit, then plan again). Encrypted plans need the key they were
+    made with (IAC_ENCRYPTION_PASSPHRASE or IAC_ENCRYPTION_KMS_KEY_ID): without
+    it nothing is applied. Manual units wait unless
     --approve-manual. Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
     """

@@ -278,6 +278,10 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, iac_cache: Path) -> None:
         "GITHUB_API_URL",
         "GITHUB_EVENT_PATH",
         "GITHUB_SERVER_URL",
+        "IAC_ENCRYPTION_PASSPHRASE",
+        "IAC_ENCRYPTION_KMS_KEY_ID",
+        "IAC_ENCRYPTION_FROM_PLAIN",
+        "TF_VAR_iac_encryption_passphrase",
     ):
         monkeypatch.delenv(key, raising=False)
 

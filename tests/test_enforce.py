@@ -347,8 +347,9 @@ def test_the_batch_verification_renders_every_unit_at_once_and_leaves_no_file_be
     )
     assert set(renders) == set(dirs)  # no unit fell back to a render of its own
     mine, declared = renders[(tricks_repo / "live/cloud/gen-base64").resolve()]
-    assert set(mine["generate"]) == {"backend", "extra"}
-    assert set(declared["generate"]) == {"backend"}
+    # root.hcl declares the backend and the encryption of state and plans
+    assert set(mine["generate"]) == {"backend", "encryption", "extra"}
+    assert set(declared["generate"]) == {"backend", "encryption"}
     assert mine["generate"]["extra"]["contents"] == 'resource "terraform_data" "injected" {}\n'
     left = [
         p

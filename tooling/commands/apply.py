@@ -56,7 +56,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import applysafety, audit, preflight, secrets, verify, workcopies
+from tooling.commands import applysafety, atrest, audit, preflight, secrets, verify, workcopies
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
 from tooling.core import binding, declared, review
 from tooling.core.approval import cascade_wait
@@ -472,6 +472,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         raise ToolingError(
             f"{folder_path / 'summary.json'}: no summary.json; run `invoke plan --out {plans_dir}` first"
         )
+    atrest.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(ws, folder.path, approve_manual=approve_manual)

@@ -13,7 +13,7 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tooling.core import binding, statecheck
+from tooling.core import binding, encryption, statecheck
 from tooling.core.record import applied_cleanly
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, terragrunt
@@ -38,12 +38,25 @@ def unbound_plan(
     plan_file: Path, shown: str, state_key: str | None, bucket: str | None
 ) -> str | None:
     """Why the saved plan is not bound to the unit's state (None: it is); ``shown``: the
-    plan file as the record names it; ``bucket``: this run's state bucket (None: local)."""
+    plan file as the record names it; ``bucket``: this run's state bucket (None: local).
+
+    An encrypted plan's backend cannot be read without decrypting it: such a plan is
+    bound by its digest in summary.json alone (checked before this)."""
+    if encryption.is_encrypted(_head(plan_file)):
+        return None
     try:
         backend = plan_backend(plan_file)
     except ToolingError as exc:
         return str(exc)
     return binding.backend_problem(shown, backend, state_key, bucket)
+
+
+def _head(plan_file: Path) -> bytes:
+    """The bytes of a plan file, or none when it cannot be read (refused as a plan later)."""
+    try:
+        return plan_file.read_bytes()
+    except OSError:
+        return b""
 
 
 def errored_states(*places: Path) -> list[Path]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
+from tooling.model import encryption
 from tooling.model.policyfile import POLICY_FILE, check_tables
 
 
@@ -39,6 +40,8 @@ class Settings:
     #: where `providers lock` looks for providers instead of their origin registries
     #: (IAC_PROVIDER_MIRROR: a filesystem mirror folder, or an https:// network mirror)
     provider_mirror: str | None = None
+    #: what encrypts state and plans (root.hcl's encryption.tf); "" when plain
+    encryption: str = ""
 
     @property
     def state_backend(self) -> str:
@@ -71,7 +74,8 @@ class Settings:
         else:
             state = "local state under .iac/state/"
         default = " (embedded default)" if self.embedded_default else ""
-        return f"using {modules}, {state}{default}"
+        encrypted = f", {self.encryption}" if self.encryption else ""
+        return f"using {modules}, {state}{default}{encrypted}"
 
 
 def cache_root() -> Path:
@@ -144,6 +148,9 @@ def load() -> Settings:
     sources = os.environ.get("IAC_MODULE_SOURCES", "sandbox")
     if sources not in ("sandbox", "remote"):
         raise UsageError(f"IAC_MODULE_SOURCES={sources!r}: use 'sandbox' or 'remote'")
+    wrong = encryption.problem(os.environ)
+    if wrong:
+        raise UsageError(wrong)
     return Settings(
         module_sources=sources,
         module_rewrites=parse_rewrites(os.environ.get("IAC_MODULE_REWRITE", "")),
@@ -153,6 +160,7 @@ def load() -> Settings:
         cache_dir=cache_root(),
         plugin_cache=Path(os.environ.get("TF_PLUGIN_CACHE_DIR") or cache_root() / "providers"),
         provider_mirror=os.environ.get("IAC_PROVIDER_MIRROR") or None,
+        encryption=encryption.describe(os.environ),
     )
 
 

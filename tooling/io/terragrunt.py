@@ -20,6 +20,7 @@ from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc
+from tooling.model import encryption
 
 _COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
 
@@ -263,6 +264,8 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     cli_config = os.environ.get("TF_CLI_CONFIG_FILE")
     if cli_config and not Path(cli_config).exists():
         env["TF_CLI_CONFIG_FILE"] = os.devnull
+    # the key of root.hcl's encryption.tf, from the environment only (never a file)
+    env.update(encryption.tofu_env(os.environ))
     env.update(extra or {})
     return env
 
