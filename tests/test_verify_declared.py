@@ -210,3 +210,41 @@ def test_a_declared_answer_is_none_when_the_root_file_reads_another_file(tmp_pat
     assert declared_model.declared(tmp_path, "live/u", ["root.hcl"], {}, ".x.hcl") is None
     (tmp_path / "root.hcl").write_text('remote_state {\n  backend = "local"\n}\n')
     assert declared_model.declared(tmp_path, "live/u", ["root.hcl"], {}, ".x.hcl") is None
+
+
+HOOKS = {
+    "after-hook": 'after_hook "x" {\n    commands = ["plan"]\n    execute  = ["touch", "MARK"]\n  }\n',
+    "before-hook-init": 'before_hook "x" {\n    commands = ["init"]\n    execute  = ["touch", "MARK"]\n  }\n',
+    "error-hook": 'error_hook "x" {\n    commands  = ["plan"]\n    execute   = ["touch", "MARK"]\n    on_errors = [".*"]\n  }\n',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOOKS))
+def test_a_units_own_hook_is_refused_before_terragrunt_runs_it_on_both_planners(
+    tmp_path: Path, tools: None, kind: str
+) -> None:
+    from tooling.commands.batch import run_batch
+    from tooling.commands.plans import Target, plan_unit
+
+    repo = make_example_repo(tmp_path / "infra")
+    mark = tmp_path / "ran $(id)"
+    path = _unit(repo, "hooked", "")
+    unit_file = repo / path / "terragrunt.hcl"
+    text = unit_file.read_text().replace(
+        "terraform {\n", "terraform {\n  " + HOOKS[kind].replace("MARK", str(mark)), 1
+    )
+    unit_file.write_text(text)
+    commit_all(repo, kind)
+    ws = Workspace(repo)
+    model = ws.model()
+    target = Target(path, "cloud", model.units[path].executor, "named", repo / path)
+    dns = model.units["live/cloud/dns"]
+    other = Target("live/cloud/dns", dns.tier, dns.executor, "named", repo / "live/cloud/dns")
+    result = plan_unit(target, tmp_path / "one", ws.tool_env)
+    assert result.status == "error" and result.plan_file is None
+    assert result.error and ": enforce-hooks: " in result.error, result.error
+    assert f"{path}/terragrunt.hcl:" in result.error
+    results = {r.path: r for r in run_batch([other, target], tmp_path / "all", ws.tool_env, jobs=2)}
+    assert results[path].status == "error" and "enforce-hooks" in (results[path].error or "")
+    assert results["live/cloud/dns"].status == "changes", results["live/cloud/dns"].error
+    assert not mark.exists()  # the hook never ran

@@ -4,18 +4,21 @@ One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
 drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
 before its ``run --all``) and :func:`before_apply`. ``invoke plan`` renders all
 its units first (:func:`prerender`, beside the preflight); the first two use
-those renders once, otherwise each renders the unit twice with the pinned
-Terragrunt, in parallel (:func:`before_apply` always does):
+those renders once, otherwise each renders the unit now with the pinned
+Terragrunt (:func:`before_apply` always does). Two sides per unit:
 
 - ``terragrunt render --format json`` in the unit's folder: the configuration
   OpenTofu will run with (includes, locals, ``generate`` contents, extra
   arguments and their ``env_vars``, ``iam_*``, ``errors``, dependency mocks);
-- the same render of a file written beside it for the duration
-  (:data:`DECLARED_CONFIG`) that includes only the root file and the files
-  ``[check.allowed_generate]`` lists: what they *declare* for this unit.
+- what the root file and the files ``[check.allowed_generate]`` lists *declare*
+  for this unit: worked out by the model (:func:`model_declared`), or, when the
+  model cannot be exact, the same render of a file written beside the unit for
+  the duration (:data:`DECLARED_CONFIG`) that includes only those files.
 
 :func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
-refuses the unit with the rule's name, ``file:line`` and the fix.
+refuses the unit with the rule's name, ``file:line`` and the fix. A violation
+found against the model's side is judged again against Terragrunt's render of
+the declared file (:func:`judged`): the model never refuses a unit on its own.
 """
 
 from __future__ import annotations
@@ -182,8 +185,9 @@ _PRERENDERED: dict[Path, Pair] = {}
 def render_units(
     units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
 ) -> dict[Path, Pair]:
-    """Both renders of each ``(run_dir, path)`` unit: one ``render --all`` pair per folder
-    tree, then a unit those left without a file on its own (``jobs`` at a time). A unit
+    """Both sides of each ``(run_dir, path)`` unit (its render, what the root file
+    declares): one ``render --all`` per folder tree (two when the model cannot work out
+    the declared side), then a unit those left without a file on its own (``jobs`` at a time). A unit
     that cannot be rendered is left out (its plan renders it again and names the error)."""
     out: dict[Path, Pair] = {}
     trees: dict[Path, list[Path]] = {}
@@ -383,8 +387,10 @@ DECLARED_OUT = ".iac-declared.json"
 def render_tree(
     root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
 ) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
-    """Both renders of every unit in ``run_dirs`` through two ``terragrunt render --all``
-    processes, in parallel, from the folder holding them all: run dir -> (rendered,
+    """Both sides of every unit in ``run_dirs``: one ``terragrunt render --all`` of the
+    units and what the root file declares from the model (:func:`model_declared`), or,
+    when the model cannot work it out for every unit, a second ``render --all`` of the
+    declared file, in parallel; from the folder holding them all: run dir -> (rendered,
     declared). Every file written for it is removed before it returns."""
     declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
     dirs = [d.resolve() for d in run_dirs]
