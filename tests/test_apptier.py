@@ -508,8 +508,7 @@ def test_a_disallowed_type_from_a_remote_module_is_refused_on_the_plan_and_never
     commit_all(modules, "queue module")
     git(modules, "tag", "v1.0.0")
     rewrite = {
-        "IAC_MODULE_REWRITE": "https://git.example.com/platform-modules/="
-        f"file://{modules.parent}/"
+        "IAC_MODULE_REWRITE": f"https://git.example.com/platform-modules/=file://{modules.parent}/"
     }
     (app_dir / "queue.tf").write_text(
         'module "queue" {\n  source = '
