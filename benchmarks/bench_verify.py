@@ -6,20 +6,24 @@ interleaved (which of the pair goes first alternates between repeats):
 
   verified  what `invoke plan` does before the first plan: the preflight with
             every unit rendered meanwhile (`pipeline.preflight_rendered`: one
-            `terragrunt render --all` pair in a thread beside the preflight,
-            then the roles checked), then the plans, whose verifier uses those
-            renders;
+            `terragrunt render --all` in a thread beside the preflight, what
+            root.hcl declares from the model, then the roles checked), the
+            working-copy check armed (`workcopies.armed`: the tags' trees and
+            the manifest; root.hcl's hook then runs the check before each init
+            and plan), then the plans, whose verifier uses those renders;
   plain     the preflight alone (`preflight.check`), then the same plans with
-            the verifier switched off (this script only).
+            the verifier switched off (this script only) and the hook unarmed
+            (root.hcl runs `true`, as a plain `terragrunt plan` does).
 
   per-unit  the 7 units planned one after the other by the per-unit planner
             (`plan_unit`);
   batch     the 7 units planned by the batch planner (`run_batch`, `--jobs`).
 
-The verifier's share is (verified - plain) / plain, of the whole run (pre-plan
-work plus plans). The first repeat starts with empty `.terragrunt-cache`
+The rule's share is (verified - plain) / plain, of the whole run (pre-plan
+work plus plans): the renders and the working-copy check together. The load
+average is sampled before each pair. The first repeat starts with empty `.terragrunt-cache`
 folders (module fetch, `tofu init`); later repeats plan warm. Wall seconds, and
-CPU seconds (user + system of every child process).
+CPU seconds (user + system of this process and of every child process).
 
 Usage (from the repository root, after ./dev setup):
 
@@ -44,7 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import example_tree  # noqa: E402
 
-from tooling.commands import pipeline, preflight, verify  # noqa: E402
+from tooling.commands import pipeline, preflight, verify, workcopies  # noqa: E402
 from tooling.commands.batch import run_batch  # noqa: E402
 from tooling.commands.plans import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
@@ -54,15 +58,21 @@ from tooling.io.workspace import Workspace  # noqa: E402
 def targets(ws: Workspace) -> list[Target]:
     model = ws.model()
     return [
-        Target(p, u.tier, u.executor, "named", ws.root / p, u.dependencies)
+        Target(p, u.tier, u.executor, "named", ws.root / p, u.dependencies, source=u.source)
         for p, u in ((p, model.units[p]) for p in model.order)
     ]
 
 
 def cpu() -> float:
-    """CPU seconds (user + system) of every child process this one waited for, so far."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+    """CPU seconds (user + system) of this process (the verifier's Python work: the
+    model, the JSON) and of every child process it waited for, so far."""
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+            resource.getrusage(resource.RUSAGE_SELF),
+        )
+    )
 
 
 def _plain() -> Any:
@@ -86,6 +96,12 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
         start, c0 = time.perf_counter(), cpu()
         if verified:
             pipeline.preflight_rendered(ws, all_targets, env, jobs=jobs)
+            env = workcopies.armed(
+                [(t.path, t.run_dir, t.source) for t in all_targets],
+                env,
+                root=ws.root,
+                cache_dir=ws.settings.cache_dir,
+            )
         else:
             preflight.check(ws, [(t.path, t.executor) for t in all_targets])
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0
@@ -109,6 +125,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
 def one_repeat(ws: Workspace, jobs: int, out: Path, index: int) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for kind in ("per_unit", "batch"):
+        rows[f"{kind}_load"] = os.getloadavg()[0]
         order = (True, False) if index % 2 == 0 else (False, True)
         rows[kind] = {
             ("verified" if v else "plain"): one_path(
@@ -146,8 +163,12 @@ def main() -> None:
                 print(
                     f"{label} {kind} {'CPU' if unit else 'wall'}: verified {v:.2f} s, plain "
                     f"{p:.2f} s (medians), share of the pairs median "
-                    f"{statistics.median(shares):+.0%} (min {min(shares):+.0%}, max {max(shares):+.0%})"
+                    f"{statistics.median(shares):+.1%} (min {min(shares):+.1%}, max {max(shares):+.1%})"
                 )
+            loads = [r[f"{kind}_load"] for r in picked]
+            print(
+                f"{label} {kind} load average (1 min) before the pairs: {min(loads):.1f} to {max(loads):.1f}"
+            )
     if args.json:
         args.json.write_text(json.dumps(repeats, indent=2))
 

@@ -496,16 +496,23 @@ def test_a_disallowed_resource_type_in_the_config_is_refused_before_init(
 def test_a_disallowed_type_from_a_remote_module_is_refused_on_the_plan_and_never_applied(
     example_repo: Path, app_dir: Path, tmp_path: Path
 ) -> None:
-    # a module in its own git repository: the config scan cannot see inside it, the plan can
-    modules = tmp_path / "modules"
+    # a module in its own git repository: the config scan cannot see inside it, the plan can.
+    # Pinned by tag from an allowed repository (the app tier refuses any other remote
+    # module before init), served from a local folder through IAC_MODULE_REWRITE.
+    modules = tmp_path / "platform-modules" / "queue.git"
     (modules / "queue").mkdir(parents=True)
     (modules / "queue" / "main.tf").write_text(
         'resource "terraform_data" "queue" {\n  input = "jobs"\n}\n'
     )
     git(tmp_path, "init", "--quiet", "--initial-branch=main", str(modules))
     commit_all(modules, "queue module")
+    git(modules, "tag", "v1.0.0")
+    rewrite = {
+        "IAC_MODULE_REWRITE": f"https://git.example.com/platform-modules/=file://{modules.parent}/"
+    }
     (app_dir / "queue.tf").write_text(
-        f'module "queue" {{\n  source = "git::file://{modules}//queue"\n}}\n'
+        'module "queue" {\n  source = '
+        '"git::https://git.example.com/platform-modules/queue.git//queue?ref=v1.0.0"\n}\n'
     )
     policy = example_repo / "policy.toml"
     policy.write_text(policy.read_text().replace('  "terraform_data",\n', "", 1))
@@ -514,7 +521,7 @@ def test_a_disallowed_type_from_a_remote_module_is_refused_on_the_plan_and_never
     ).unlink()  # the sample's own terraform_data would be refused by the config scan
     commit_all(app_dir.parent, "only the module")
     out = tmp_path / "plan"
-    ran, summary = _plan(example_repo, app_dir, out)
+    ran, summary = _plan(example_repo, app_dir, out, env=rewrite)
     assert ran.returncode == 1
     unit = summary["units"][0]
     assert unit["status"] == "error" and unit["plan_file"] is None
@@ -523,7 +530,7 @@ def test_a_disallowed_type_from_a_remote_module_is_refused_on_the_plan_and_never
         in unit["error"]
     )
     assert not list(out.rglob("*.tfplan"))
-    ran, doc = _apply(example_repo, app_dir, out)
+    ran, doc = _apply(example_repo, app_dir, out, env=rewrite)
     assert ran.returncode == 1 and doc["units"][0]["result"] == "refused"
     assert not (
         example_repo / ".iac" / "app-state" / "apps" / "sample" / "terraform.tfstate"

@@ -528,8 +528,9 @@ def test_apply_refuses_a_unit_whose_role_changed_to_one_its_executor_may_not_use
 def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier(
     example_repo: Path,
 ) -> None:
-    # drift plans unit by unit (the per-unit planner): one `render --all` pair for the
-    # run, made beside the preflight, instead of two renders before each unit's plan
+    # drift plans unit by unit (the per-unit planner): one `render --all` for the run,
+    # made beside the preflight, instead of two renders before each unit's plan; what
+    # root.hcl declares comes from the model (no second `render --all` of it)
     out = example_repo / "drift"
     ran = invoke(
         example_repo,
@@ -542,8 +543,8 @@ def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier
     )
     assert ran.returncode == 0, ran.output
     renders = [line for line in ran.stderr.splitlines() if line.startswith("+ terragrunt render")]
-    assert len(renders) == 2, renders
-    assert all("--all" in line for line in renders)
+    assert len(renders) == 1, renders
+    assert all("--all" in line and "--config" not in line for line in renders)
     report = json.loads((out / "drift.json").read_text())
     assert sorted(u["path"] for u in report["units"]) == [
         "live/cluster/gitops",

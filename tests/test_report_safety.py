@@ -160,6 +160,15 @@ def test_a_second_plan_into_the_same_folder_refuses_while_the_first_runs(
     text = unit.read_text()
     hook = '  before_hook "slow" {\n    commands = ["plan"]\n    execute  = ["sleep", "8"]\n  }\n'
     unit.write_text(text.replace("terraform {\n", "terraform {\n" + hook, 1))
+    # a unit's own hook is refused unless policy.toml allowlists its file (enforce-hooks)
+    policy = example_repo / "policy.toml"
+    policy.write_text(
+        policy.read_text().replace(
+            "[check.allowed_run_at_parse]\n",
+            '[check.allowed_run_at_parse]\n"live/cloud/dns/terragrunt.hcl" = "a slow plan, for this test"\n',
+            1,
+        )
+    )
     commit_all(example_repo, "a slow plan")
     out = tmp_path / "out"
     first = subprocess.Popen(

@@ -142,6 +142,39 @@ def test_the_hooks_blob_hash_is_the_models() -> None:
         assert workcopy.blob_sha(data) == hcl.blob_sha(data)
 
 
+def test_the_hook_process_hashes_and_verifies_without_loading_openssl_or_typing(
+    tmp_path: Path,
+) -> None:
+    """The hook runs once per unit and command: what it imports is paid on every plan.
+    Run as Terragrunt runs it, on a copy that keeps the rule (exit 0)."""
+    import os
+    import subprocess
+    import sys
+
+    unit, copy = tmp_path / "unit", tmp_path / "copy"
+    unit.mkdir()
+    copy.mkdir()
+    (copy / "main.tf").write_text(EVIL)
+    expected = Expected(DNS, "local", None, "", {"main.tf": hcl.blob_sha(EVIL.encode())})
+    manifest = tmp_path / "manifest.bin"
+    manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
+    hook = Path(__file__).resolve().parent.parent / "tooling" / "commands" / "workcopy_hook.py"
+    ran = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", str(hook), str(manifest), str(unit)],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr
+    loaded = {
+        line.rsplit("|", 1)[1].strip()
+        for line in ran.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "tooling.core.workcopy" in loaded
+    assert not loaded & {"hashlib", "_hashlib", "typing", "pathlib", "json", "dataclasses"}
+
+
 def test_the_manifest_round_trips() -> None:
     expected = {"/x/live/cloud/dns": _expected()}
     assert workcopy.read_manifest(workcopy.manifest_bytes(expected)) == expected

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tooling.commands import apprule
 from tooling.core.apps import (
     APPS_PREFIX,
     CONFIG_SUFFIXES,
@@ -183,12 +184,14 @@ def prepare(ws: Workspace, app: str, directory: Path) -> Prepared:
     state = state_for(name, ws.root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
     buckets = foundation_buckets(policy, os.environ)
+    found, env = scan_config(app_dir), app_env(ws, name)
     refuse(
         state_problems(state, buckets)
-        + config_problems(scan_config(app_dir), name, policy, buckets),
+        + config_problems(found, name, policy, buckets)
+        + apprule.before_tofu(ws.policy, found, env),
         name,
     )
-    return Prepared(name, app_dir, policy, state, app_env(ws, name))
+    return Prepared(name, app_dir, policy, state, env)
 
 
 def _init(prep: Prepared, log: Path) -> None:
@@ -226,6 +229,7 @@ class AppPlan:
 
     def prepare(self, log: Path) -> None:
         _init(self.prep, log)
+        refuse(apprule.after_init(self.prep.env, self.prep.state), self.prep.app)
 
     def plan_args(self, plan_path: Path) -> list[str]:
         return plan_args(self.prep.app_dir, plan_path, lock=self.lock)
@@ -321,6 +325,10 @@ def _apply_one(
     try:
         with backend_override(prep.app_dir, prep.state.backend):
             _init(prep, log)
+            refused = apprule.after_init(prep.env, prep.state)
+            if refused:
+                record("refused", "; ".join(refused), claimed)
+                return
             shown = _show(prep, plan_file)
             secrets.register(redact.sensitive_in_plan(shown))
             secrets.register(values_in_plan(shown, parse_declared(ws.policy)))

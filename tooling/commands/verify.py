@@ -4,18 +4,21 @@ One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
 drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
 before its ``run --all``) and :func:`before_apply`. ``invoke plan`` renders all
 its units first (:func:`prerender`, beside the preflight); the first two use
-those renders once, otherwise each renders the unit twice with the pinned
-Terragrunt, in parallel (:func:`before_apply` always does):
+those renders once, otherwise each renders the unit now with the pinned
+Terragrunt (:func:`before_apply` always does). Two sides per unit:
 
 - ``terragrunt render --format json`` in the unit's folder: the configuration
   OpenTofu will run with (includes, locals, ``generate`` contents, extra
   arguments and their ``env_vars``, ``iam_*``, ``errors``, dependency mocks);
-- the same render of a file written beside it for the duration
-  (:data:`DECLARED_CONFIG`) that includes only the root file and the files
-  ``[check.allowed_generate]`` lists: what they *declare* for this unit.
+- what the root file and the files ``[check.allowed_generate]`` lists *declare*
+  for this unit: worked out by the model (:func:`model_declared`), or, when the
+  model cannot be exact, the same render of a file written beside the unit for
+  the duration (:data:`DECLARED_CONFIG`) that includes only those files.
 
 :func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
-refuses the unit with the rule's name, ``file:line`` and the fix.
+refuses the unit with the rule's name, ``file:line`` and the fix. A violation
+found against the model's side is judged again against Terragrunt's render of
+the declared file (:func:`judged`): the model never refuses a unit on its own.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.errors import ToolingError
 from tooling.io import config, terragrunt
+from tooling.model import declared as declared_model
 from tooling.model.layout import layout_from
 
 #: the file written beside a unit for one render: it includes what may declare generated files
 DECLARED_CONFIG = ".iac-declared.hcl"
 _LOCK = threading.Lock()
+Pair = tuple[dict[str, Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,50 @@ def _sources(run_dir: Path, root: Path) -> dict[str, str]:
     return out
 
 
+#: the key of a declared configuration the model worked out (:func:`model_declared`)
+FROM_MODEL = "iac_from_model"
+
+
+def model_declared(
+    root: Path, unit_path: str, env: Mapping[str, str], conf: Settings
+) -> dict[str, Any] | None:
+    """What the root file (and the allowlisted files) declare for the unit, worked out by
+    the model (:mod:`tooling.model.declared`) instead of a second Terragrunt process;
+    None when the model cannot be exact. Marked :data:`FROM_MODEL`: a unit it would
+    refuse is judged again against Terragrunt's own render (:func:`judged`)."""
+    if not unit_path:
+        return None
+    files = [conf.root_file] + [
+        p.relative_to(root).as_posix() for p in _allowed_files(root, conf.policy)
+    ]
+    found = declared_model.declared(root, unit_path, files, env, DECLARED_CONFIG)
+    return None if found is None else {**found, FROM_MODEL: True}
+
+
+def _render_declared(run_dir: Path, env: Mapping[str, str], declared: str) -> dict[str, Any]:
+    ref = run_dir / DECLARED_CONFIG
+    ref.write_text(declared, encoding="utf-8")
+    try:
+        return terragrunt.render_json(run_dir, env, ref)
+    finally:
+        ref.unlink(missing_ok=True)
+
+
+def judged(
+    run_dir: Path, pair: Pair, facts: enforce.UnitFacts, conf: Settings, env: Mapping[str, str]
+) -> list[Violation]:
+    """The unit's violations; where the declared side came from the model and finds any,
+    Terragrunt renders what the root file declares and that render decides."""
+    found = enforce.verify(pair[0], pair[1], facts, conf.policy)
+    if found and pair[1].get(FROM_MODEL):
+        root = repo_root(run_dir, facts.path)
+        text = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+        found = enforce.verify(pair[0], _render_declared(run_dir, env, text), facts, conf.policy)
+    return found
+
+
 def _render_pair(
-    run_dir: Path, env: Mapping[str, str], declared: str
+    run_dir: Path, env: Mapping[str, str], declared: str, model: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     if not run_dir.is_dir():  # a unit deleted since its plan: say so, not a write error
         what = "is not a folder" if run_dir.exists() else "does not exist"
@@ -118,6 +165,8 @@ def _render_pair(
             f"{run_dir}: the folder terragrunt was to run in {what}; "
             "restore it, or plan again from the current tree"
         )
+    if model is not None:  # the model knows what the root file declares: one render
+        return terragrunt.render_json(run_dir, env), model
     ref = run_dir / DECLARED_CONFIG
     ref.write_text(declared, encoding="utf-8")
     try:
@@ -129,7 +178,6 @@ def _render_pair(
         ref.unlink(missing_ok=True)
 
 
-Pair = tuple[dict[str, Any], dict[str, Any]]
 #: renders made for this run's plans before the first one (:func:`prerender`), each used once
 _PRERENDERED: dict[Path, Pair] = {}
 
@@ -137,8 +185,9 @@ _PRERENDERED: dict[Path, Pair] = {}
 def render_units(
     units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
 ) -> dict[Path, Pair]:
-    """Both renders of each ``(run_dir, path)`` unit: one ``render --all`` pair per folder
-    tree, then a unit those left without a file on its own (``jobs`` at a time). A unit
+    """Both sides of each ``(run_dir, path)`` unit (its render, what the root file
+    declares): one ``render --all`` per folder tree (two when the model cannot work out
+    the declared side), then a unit those left without a file on its own (``jobs`` at a time). A unit
     that cannot be rendered is left out (its plan renders it again and names the error)."""
     out: dict[Path, Pair] = {}
     trees: dict[Path, list[Path]] = {}
@@ -156,8 +205,12 @@ def render_units(
         root, run_dir = item
         conf = settings_of(root)
         try:
+            model = model_declared(root, _unit_path(root, run_dir), env, conf)
             return run_dir.resolve(), _render_pair(
-                run_dir, env, declared_text(conf.root_file, _allowed_files(root, conf.policy))
+                run_dir,
+                env,
+                declared_text(conf.root_file, _allowed_files(root, conf.policy)),
+                model,
             )
         except ToolingError:
             return run_dir.resolve(), None
@@ -227,16 +280,25 @@ def _renders(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> tuple[Pai
     kept = _take(run_dir)
     if kept is None:
         declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
-        kept = _render_pair(run_dir, env, declared)
+        model = model_declared(root, unit_path, env, conf) if run_dir.is_dir() else None
+        kept = _render_pair(run_dir, env, declared, model)
     return kept, root, conf
+
+
+def _unit_path(root: Path, run_dir: Path) -> str:
+    """The unit's path inside ``root`` ("" when it is not below it: then no model)."""
+    try:
+        return run_dir.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return ""
 
 
 def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
     """The unit's violations of the rule, as Terragrunt resolves its configuration now
     (or as :func:`prerender` found it before this run's first plan)."""
-    (rendered, reference), root, conf = _renders(run_dir, unit_path, env)
+    pair, root, conf = _renders(run_dir, unit_path, env)
     facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-    return enforce.verify(rendered, reference, facts, conf.policy)
+    return judged(run_dir, pair, facts, conf, env)
 
 
 def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> None:
@@ -250,15 +312,16 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
     """Why the unit may not be applied now (empty: it keeps the rule); always a new render."""
     _take(run_dir)
     try:
-        (rendered, reference), root, conf = _renders(run_dir, unit_path, env)
+        pair, root, conf = _renders(run_dir, unit_path, env)
+        rendered = pair[0]
         name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
         executor = (
             executors.get(conf.executors, name, what=preflight.ENV_EXECUTOR) if name else None
         )
+        facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
+        found = judged(run_dir, pair, facts, conf, env)
     except ToolingError as exc:
         return [str(exc)]
-    facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-    found = enforce.verify(rendered, reference, facts, conf.policy)
     # the role the unit runs as, from this render: the executor's own or allowlisted
     roles = preflight.role_problems(
         [(unit_path, tier, enforce.role_of(rendered))], executor, conf.policy
@@ -292,7 +355,11 @@ def verify_many(
                 alone.append((run_dir, path, tier))
                 continue
             facts = enforce.UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
-            found = enforce.verify(pair[0], pair[1], facts, conf.policy)
+            try:
+                found = judged(run_dir, pair, facts, conf, env)
+            except ToolingError:
+                alone.append((run_dir, path, tier))  # verified on its own, which names the error
+                continue
             if found:
                 refused[path] = enforce.refusal(path, found)
 
@@ -320,11 +387,16 @@ DECLARED_OUT = ".iac-declared.json"
 def render_tree(
     root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
 ) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
-    """Both renders of every unit in ``run_dirs`` through two ``terragrunt render --all``
-    processes, in parallel, from the folder holding them all: run dir -> (rendered,
+    """Both sides of every unit in ``run_dirs``: one ``terragrunt render --all`` of the
+    units and what the root file declares from the model (:func:`model_declared`), or,
+    when the model cannot work it out for every unit, a second ``render --all`` of the
+    declared file, in parallel; from the folder holding them all: run dir -> (rendered,
     declared). Every file written for it is removed before it returns."""
     declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
     dirs = [d.resolve() for d in run_dirs]
+    # what the root file declares per unit, from the model: then one render --all, not two
+    models = {d: model_declared(root, _unit_path(root, d), env, conf) for d in dirs}
+    exact = all(m is not None for m in models.values())
     base = Path(os.path.commonpath([str(d) for d in dirs]))
     with _LOCK:
         looping = [d for d in _LOOPS if d.is_relative_to(base)]
@@ -338,23 +410,32 @@ def render_tree(
         for d in dirs:  # what an earlier run (or a commit) left there is never read
             (d / RENDERED_OUT).unlink(missing_ok=True)
             (d / DECLARED_OUT).unlink(missing_ok=True)
-            (d / DECLARED_CONFIG).write_text(declared, encoding="utf-8")
+            if not exact:
+                (d / DECLARED_CONFIG).write_text(declared, encoding="utf-8")
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = [
-                pool.submit(terragrunt.run, terragrunt.render_all_args(RENDERED_OUT), base, env),
-                pool.submit(
-                    terragrunt.run,
-                    terragrunt.render_all_args(DECLARED_OUT, DECLARED_CONFIG),
-                    base,
-                    env,
-                ),
+                pool.submit(terragrunt.run, terragrunt.render_all_args(RENDERED_OUT), base, env)
             ]
+            if not exact:
+                runs.append(
+                    pool.submit(
+                        terragrunt.run,
+                        terragrunt.render_all_args(DECLARED_OUT, DECLARED_CONFIG),
+                        base,
+                        env,
+                    )
+                )
             for ran in runs:
                 ran.result()
         for d in dirs:
             try:
                 mine = json.loads((d / RENDERED_OUT).read_text(encoding="utf-8"))
-                theirs = json.loads((d / DECLARED_OUT).read_text(encoding="utf-8"))
+                model = models[d]
+                theirs = (
+                    model
+                    if exact and model is not None
+                    else json.loads((d / DECLARED_OUT).read_text(encoding="utf-8"))
+                )
             except (OSError, ValueError):
                 continue  # verified alone, which names the error
             out[d] = (mine, theirs)

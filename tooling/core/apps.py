@@ -221,7 +221,7 @@ def apply_args(app_dir: Path, plan_file: Path, *, lock_timeout: str = "0s") -> l
 class Found:
     """One thing in the app's configuration that the checks look at."""
 
-    kind: str  # resource | backend | remote_state | tfbackend
+    kind: str  # resource | backend | remote_state | tfbackend | module (a remote one)
     where: str  # file:line
     label: str  # the resource type, the backend type...
     settings: tuple[tuple[str, str], ...] = ()  # (attribute, static string value)
@@ -303,6 +303,10 @@ def scan_hcl(body: Mapping[str, Any], where: str, found: list[Found], modules: l
             source = _static(inner["a"].get("source", [None])[0])
             if source and source.startswith(("./", "../")):
                 modules.append(source)
+            else:  # a remote module: its source, a literal only, is checked (core.appverify)
+                expr = inner["a"].get("source", [None])[0]
+                literal = expr[1] if expr and expr[0] == "lit" and isinstance(expr[1], str) else ""
+                found.append(Found("module", at, literal))
 
 
 def scan_json(doc: Any, where: str, found: list[Found], modules: list[str]) -> None:
@@ -337,6 +341,10 @@ def scan_json(doc: Any, where: str, found: list[Found], modules: list[str]) -> N
                     source = item.get("source") if isinstance(item, dict) else None
                     if isinstance(source, str) and source.startswith(("./", "../")):
                         modules.append(source)
+                    else:
+                        found.append(
+                            Found("module", where, source if isinstance(source, str) else "")
+                        )
 
 
 def config_problems(
@@ -346,6 +354,8 @@ def config_problems(
     problems: list[str] = []
     own = f"{APPS_PREFIX}{app}/"
     for item in found:
+        if item.kind == "module":
+            continue  # core.appverify.module_problems
         if item.kind == "resource":
             if not policy.allows(item.label):
                 problems.append(

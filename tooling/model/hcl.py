@@ -42,7 +42,7 @@ Expr = tuple[Any, ...]
 
 _PARSER: Any = None
 _CALLS: Any = None
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 
 #: the operator tokens of binary and unary operations
 _OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "!"})
@@ -162,6 +162,8 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 
 def _unescape(text: str) -> str:
+    if "$${" in text or "%%{" in text:  # HCL's template escapes
+        text = text.replace("$${", "${").replace("%%{", "%{")
     if "\\" not in text:
         return text
     out: list[str] = []
@@ -271,14 +273,7 @@ class _Converter:
         if t == "literal_value":
             lit = kids[0]
             if lit.type == "string_lit":
-                return (
-                    "lit",
-                    _unescape(
-                        "".join(
-                            self.text(c) for c in lit.named_children if c.type == "template_literal"
-                        )
-                    ),
-                )
+                return ("lit", _unescape(self.quoted_text(lit)))
             if lit.type == "numeric_lit":
                 raw = self.text(lit)
                 return ("lit", float(raw) if any(c in raw for c in ".eE") else int(raw))
@@ -363,22 +358,117 @@ class _Converter:
         value = exprs[-1] if exprs else ("unknown", node.start_point[0] + 1)
         return ("for", names, coll, key, value, cond)
 
+    def quoted_text(self, node: Any) -> str:
+        """The text between a quoted string's quotes (blanks kept: the syntax tree's
+        literals leave out those beside an interpolation)."""
+        kids = node.children
+        if len(kids) >= 2 and kids[0].type == "quoted_template_start":
+            end = kids[-1].start_byte if kids[-1].type == "quoted_template_end" else node.end_byte
+            return self.data[kids[0].end_byte : end].decode(errors="replace")
+        return "".join(self.text(c) for c in node.named_children if c.type == "template_literal")
+
     def template(self, node: Any) -> Expr:
+        if node.type == "heredoc_template":
+            return self.heredoc(node)
+        kids = node.children
+        start = kids[0].end_byte if kids and kids[0].type == "quoted_template_start" else None
+        end = kids[-1].start_byte if kids and kids[-1].type == "quoted_template_end" else None
         parts: list[Expr] = []
-        heredoc = node.type == "heredoc_template"
+        at = start
         for kid in node.named_children:
             if kid.type == "template_literal":
-                text = self.text(kid)
-                parts.append(("lit", text if heredoc else _unescape(text)))
-            elif kid.type == "template_interpolation":
+                if at is None:  # not a quoted template: its literals as the tree has them
+                    parts.append(("lit", _unescape(self.text(kid))))
+                continue
+            if kid.type not in ("template_interpolation", "template_directive"):
+                continue
+            if at is not None and kid.start_byte > at:
+                parts.append(
+                    ("lit", _unescape(self.data[at : kid.start_byte].decode(errors="replace")))
+                )
+            if kid.type == "template_interpolation":
                 inner = [e for e in kid.named_children if e.type == "expression"]
                 if inner:
                     parts.append(self.expr(inner[0]))
-            elif kid.type == "template_directive":
+            else:
                 parts.append(("unknown", kid.start_point[0] + 1))
-        if len(parts) == 1 and parts[0][0] == "lit" and not heredoc:
+            if at is not None:
+                at = kid.end_byte
+        if at is not None and end is not None and end > at:
+            parts.append(("lit", _unescape(self.data[at:end].decode(errors="replace"))))
+        if len(parts) == 1 and parts[0][0] == "lit":
             return parts[0]
         return ("tmpl", parts)
+
+    def heredoc(self, node: Any) -> Expr:
+        """A heredoc exactly as HCL reads it: its text between the marker lines (the
+        syntax tree leaves out the blanks between literals), ``<<-`` indentation removed."""
+        kids = node.children
+        markers = [k for k in kids if k.type == "heredoc_identifier"]
+        flush = any(k.type == "heredoc_start" and self.text(k) == "<<-" for k in kids)
+        if len(markers) < 2:
+            return ("unknown", node.start_point[0] + 1)
+        start = markers[0].end_byte + 1  # after the newline that ends the opening line
+        end = self.data.rfind(b"\n", start - 1, markers[-1].start_byte) + 1
+        tokens: list[Any] = []  # str: a line of literal text (ending in a newline or not); Expr
+        at = start
+        for kid in node.named_children:
+            if kid.type not in ("template_interpolation", "template_directive"):
+                continue
+            tokens += _lines(self.data[at : kid.start_byte].decode(errors="replace"))
+            if kid.type == "template_directive":
+                return ("unknown", kid.start_point[0] + 1)
+            inner = [e for e in kid.named_children if e.type == "expression"]
+            tokens.append(self.expr(inner[0]) if inner else ("lit", ""))
+            at = kid.end_byte
+        tokens += _lines(self.data[at:end].decode(errors="replace"))
+        if flush:
+            tokens = _flush(tokens)
+        parts: list[Expr] = []
+        for tok in tokens:
+            if isinstance(tok, str):
+                text = tok.replace("$${", "${").replace("%%{", "%{")
+                if parts and parts[-1][0] == "lit":
+                    parts[-1] = ("lit", parts[-1][1] + text)
+                elif text:
+                    parts.append(("lit", text))
+            else:
+                parts.append(tok)
+        return ("tmpl", parts)
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` cut after each newline, as HCL's scanner cuts a heredoc's literal text."""
+    return [line for line in text.splitlines(keepends=True) if line]
+
+
+def _flush(tokens: list[Any]) -> list[Any]:
+    """HCL's ``<<-`` rule: the fewest leading blanks of any line (a line of blanks only
+    does not count; a line starting with an interpolation counts as none) are removed
+    from every line."""
+    least: int | None = None
+    newline = True
+    for tok in tokens:
+        if newline:
+            newline = False
+            if isinstance(tok, str):
+                stripped = tok.lstrip()
+                if not (stripped == "" and tok.endswith("\n")):
+                    blanks = len(tok) - len(stripped)
+                    least = blanks if least is None else min(least, blanks)
+            else:
+                least = 0
+        if isinstance(tok, str) and tok.endswith("\n"):
+            newline = True
+    cut = least or 0
+    out: list[Any] = []
+    newline = True
+    for tok in tokens:
+        if newline and isinstance(tok, str) and not (tok.strip() == "" and tok.endswith("\n")):
+            tok = tok[cut:]
+        newline = isinstance(tok, str) and tok.endswith("\n")
+        out.append(tok)
+    return out
 
 
 class ParseCache:

@@ -31,7 +31,7 @@ from tooling.model.units import (
     dag_order,
 )
 
-MODEL_CACHE_VERSION = 9
+MODEL_CACHE_VERSION = 10
 
 
 class Loader:

@@ -16,7 +16,8 @@ feeds the same rules a static evaluation (:func:`static_render`), so check and
 plan never disagree on a rule both can see.
 
 Rules (docs/rules.md): ``enforce-generate``, ``enforce-state``,
-``enforce-role``, ``enforce-errors``, ``enforce-mocks``, ``enforce-runtime``.
+``enforce-role``, ``enforce-errors``, ``enforce-mocks``, ``enforce-runtime``,
+``enforce-hooks``.
 """
 
 from __future__ import annotations
@@ -389,6 +390,44 @@ def check_runtime(
     return out
 
 
+_HOOK_KINDS = ("before_hook", "after_hook", "error_hook")
+
+
+def check_hooks(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
+) -> list[Violation]:
+    """The unit runs exactly the hooks the root file declares for it (the working-copy
+    check): a hook of its own runs any program on the runner, around OpenTofu. A unit
+    one of whose files ``[check.allowed_run_at_parse]`` lists may run its hooks."""
+    files = [facts.unit_file, *(facts.sources or {})]
+    if any(fnmatch.fnmatchcase(f, p) for f in files for p in policy.allowed_run_at_parse):
+        return []
+    out: list[Violation] = []
+    mine = rendered.get("terraform") if isinstance(rendered.get("terraform"), Mapping) else {}
+    theirs = declared.get("terraform") if isinstance(declared.get("terraform"), Mapping) else {}
+    for kind in _HOOK_KINDS:
+        got = (mine or {}).get(kind) or {}
+        want = (theirs or {}).get(kind) or {}
+        if not isinstance(got, Mapping) or not isinstance(want, Mapping):
+            continue
+        for name in sorted(got):
+            if got[name] == want.get(name):
+                continue
+            what = "differs from the one" if name in want else "is not one"
+            out.append(
+                _v(
+                    facts,
+                    (f'{kind} "{name}"', kind),
+                    "enforce-hooks",
+                    f"{kind} {name!r} {what} {facts.root_file} declares: Terragrunt would run "
+                    f"{got[name].get('execute') if isinstance(got[name], Mapping) else '?'} on the "
+                    "runner around OpenTofu",
+                    f"remove the hook; units run no hooks ({facts.root_file}'s working-copy check aside)",
+                )
+            )
+    return out
+
+
 def verify(
     rendered: Mapping[str, Any],
     declared: Mapping[str, Any],
@@ -403,6 +442,7 @@ def verify(
         + check_errors(rendered, declared, facts, policy)
         + check_mocks(rendered, facts)
         + check_runtime(rendered, declared, facts)
+        + (check_hooks(rendered, declared, facts, policy) if "terraform" in declared else [])
     )
     return sorted(set(found))
 

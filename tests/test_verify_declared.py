@@ -1,0 +1,250 @@
+"""What the root file declares for a unit, worked out by the model instead of a second
+``terragrunt render``: equal to Terragrunt's own render where the model answers, a render
+where it cannot, and Terragrunt's render as the judge wherever the two would differ.
+
+Every comparison is against the pinned Terragrunt rendering the same files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from infra_fixtures import commit_all, make_example_repo
+
+from tooling.commands import verify
+from tooling.io import terragrunt
+from tooling.io.workspace import Workspace
+from tooling.model import declared as declared_model
+from tooling.model import hcl
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from tooling.io import toolchain
+
+    toolchain.ensure_bin_dir_on_path()
+    yield make_example_repo(tmp_path_factory.mktemp("declared") / "infra")
+
+
+def _terragrunt_declared(root: Path, unit: str, env: dict[str, str]) -> dict[str, Any]:
+    conf = verify.settings_of(root)
+    return verify._render_declared(
+        root / unit,
+        env,
+        verify.declared_text(conf.root_file, verify._allowed_files(root, conf.policy)),
+    )
+
+
+def _compared(render: dict[str, Any]) -> dict[str, Any]:
+    hooks = render["terraform"]
+    return {
+        "generate": render["generate"],
+        "hooks": {k: hooks[k] for k in ("before_hook", "after_hook", "error_hook")},
+    }
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"IAC_STATE_BUCKET": "state $(id) bucket", "IAC_STATE_ENDPOINT": "http://127.0.0.1:9"},
+        {"IAC_WORKCOPY_HOOK": json.dumps(["python3", "-I", "-S", "a dir/hook.py", "m f"])},
+    ],
+    ids=["local-state", "s3-state-with-endpoint", "armed-hook"],
+)
+def test_the_model_declares_what_terragrunt_renders_for_every_example_unit(
+    repo: Path, extra: dict[str, str]
+) -> None:
+    ws = Workspace(repo)
+    env = {**ws.tool_env, **extra}
+    conf = verify.settings_of(repo)
+    for unit in ws.model().order:
+        model = verify.model_declared(repo, unit, env, conf)
+        assert model is not None, unit
+        assert model[verify.FROM_MODEL] is True
+        assert _compared(model) == _compared(_terragrunt_declared(repo, unit, env)), unit
+
+
+ROOT_VARIANTS = {
+    # blanks beside interpolations, escapes, and flush heredocs with blank and deeper lines
+    "quoted-blanks": 'contents = "a ${local.x} b\\t$${not} %%{x} ${local.x} "',
+    "flush-heredoc": "contents = <<-EOT\n      one ${local.x}\n\n        two\n\t    three $${x}\n    EOT",
+    "plain-heredoc": "contents = <<EOT\n  keep ${local.x}  \n    this\nEOT",
+    "heredoc-interp-first": "contents = <<-EOT\n    ${local.x} first\n      second\n    EOT",
+    "numbers-and-bools": 'contents = "${1 + 1} ${local.x == "v"} ${2.5}"\ncomment_prefix = "// "',
+}
+
+
+@pytest.mark.parametrize("variant", sorted(ROOT_VARIANTS))
+def test_templates_keep_their_blanks_and_escapes_as_terragrunt_reads_them(
+    tmp_path: Path, tools: None, variant: str
+) -> None:
+    repo = make_example_repo(tmp_path / "infra")
+    text = (repo / "root.hcl").read_text()
+    text = (
+        text.replace("locals {\n", 'locals {\n  x = "v a l"\n', 1)
+        + f'\ngenerate "probe" {{\n  path      = "probe.txt"\n  if_exists = "overwrite"\n  {ROOT_VARIANTS[variant]}\n}}\n'
+    )
+    (repo / "root.hcl").write_text(text)
+    commit_all(repo, variant)
+    env = Workspace(repo).tool_env
+    model = verify.model_declared(repo, "live/cloud/dns", env, verify.settings_of(repo))
+    rendered = _terragrunt_declared(repo, "live/cloud/dns", env)
+    assert model is not None
+    assert model["generate"]["probe"] == rendered["generate"]["probe"]
+
+
+def test_the_parser_keeps_the_blanks_beside_an_interpolation() -> None:
+    body = hcl.parse(b'a = "x ${y} z"\nb = " pad "\n', "t.hcl")
+    assert body["a"]["a"][0] == ("tmpl", [("lit", "x "), ("var", "y", []), ("lit", " z")])
+    assert body["a"]["b"][0] == ("lit", " pad ")
+
+
+def _count_renders(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Record each Terragrunt process the verifier starts (they still run)."""
+    seen: list[list[str]] = []
+    real_run = terragrunt.run
+
+    def run(args: list[str], *rest: Any, **kw: Any) -> Any:
+        seen.append(list(args))
+        return real_run(args, *rest, **kw)
+
+    monkeypatch.setattr(terragrunt, "run", run)
+    return seen
+
+
+def test_one_terragrunt_render_per_run_in_the_batch_and_per_unit_alone(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = Workspace(repo)
+    model = ws.model()
+    dirs = [(repo / p).resolve() for p in model.order]
+    seen = _count_renders(monkeypatch)
+    renders = verify.render_tree(repo.resolve(), dirs, ws.tool_env, verify.settings_of(repo))
+    assert len(seen) == 1 and "--config" not in seen[0]  # no declared render --all
+    assert set(renders) == set(dirs)
+    seen.clear()
+    unit = model.units["live/cloud/dns"]
+    assert (
+        verify.violations(repo / "live/cloud/dns", "live/cloud/dns", unit.tier, ws.tool_env) == []
+    )
+    # the unit's own render only: the root file's side came from the model
+    assert len(seen) == 1 and "--config" not in seen[0]
+    assert not list(repo.rglob(verify.DECLARED_CONFIG))
+
+
+def _unit(repo: Path, name: str, body: str) -> str:
+    path = f"live/cloud/{name}"
+    (repo / "testmods" / name).mkdir(parents=True, exist_ok=True)
+    (repo / "testmods" / name / "main.tf").write_text('resource "terraform_data" "own" {}\n')
+    (repo / path).mkdir(parents=True)
+    (repo / path / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'terraform {{\n  source = "${{get_repo_root()}}/testmods/{name}"\n}}\n\n{body}'
+    )
+    return path
+
+
+def _smuggled(contents: str) -> str:
+    return f'generate "extra" {{\n  path      = "extra.tf"\n  if_exists = "overwrite"\n  contents  = {contents}\n}}\n'
+
+
+@pytest.mark.parametrize(
+    ("variant", "root_extra", "from_model"),
+    [
+        # the model cannot follow sha256(): it answers None and Terragrunt renders
+        (
+            "model-cannot",
+            'generate "stamp" {\n  path = "stamp.txt"\n  if_exists = "overwrite"\n'
+            "  contents = sha256(path_relative_to_include())\n}\n",
+            False,
+        ),
+        # the model answers, wrongly (its format() knows no widths): Terragrunt decides
+        (
+            "model-wrong",
+            'generate "stamp" {\n  path = "stamp.txt"\n  if_exists = "overwrite"\n'
+            '  contents = format("%8s", "w")\n}\n',
+            True,
+        ),
+    ],
+    ids=["model-cannot", "model-wrong"],
+)
+def test_terragrunt_decides_where_the_model_cannot_or_would_differ(
+    tmp_path: Path, tools: None, variant: str, root_extra: str, from_model: bool
+) -> None:
+    repo = make_example_repo(tmp_path / "infra")
+    with (repo / "root.hcl").open("a") as fh:
+        fh.write("\n" + root_extra)
+    clean = _unit(repo, "clean", "")
+    trick = _unit(repo, "trick", _smuggled('"resource \\"terraform_data\\" \\"x\\" {}\\n"'))
+    commit_all(repo, variant)
+    ws = Workspace(repo)
+    env = ws.tool_env
+    model = verify.model_declared(repo, clean, env, verify.settings_of(repo))
+    assert (model is not None) is from_model
+    assert verify.violations(repo / clean, clean, "cloud", env) == []
+    found = verify.violations(repo / trick, trick, "cloud", env)
+    assert [v.rule for v in found] == ["enforce-generate"]
+    assert found[0].file == f"{trick}/terragrunt.hcl"
+    dirs = [(repo / p).resolve() for p in (clean, trick)]
+    refused = verify.verify_many(
+        [(repo / clean, clean, "cloud"), (repo / trick, trick, "cloud")], env, jobs=2
+    )
+    assert list(refused) == [trick] and "enforce-generate" in refused[trick]
+    assert not [p for d in dirs for p in d.glob(".iac-*")]
+
+
+def test_a_declared_answer_is_none_when_the_root_file_reads_another_file(tmp_path: Path) -> None:
+    (tmp_path / "live" / "u").mkdir(parents=True)
+    (tmp_path / "other.hcl").write_text('locals {\n  c = "x"\n}\n')
+    (tmp_path / "root.hcl").write_text(
+        'locals {\n  o = read_terragrunt_config("${get_parent_terragrunt_dir()}/other.hcl")\n}\n'
+        'generate "g" {\n  path = "g.txt"\n  if_exists = "overwrite"\n  contents = local.o.locals.c\n}\n'
+    )
+    assert declared_model.declared(tmp_path, "live/u", ["root.hcl"], {}, ".x.hcl") is None
+    (tmp_path / "root.hcl").write_text('remote_state {\n  backend = "local"\n}\n')
+    assert declared_model.declared(tmp_path, "live/u", ["root.hcl"], {}, ".x.hcl") is None
+
+
+HOOKS = {
+    "after-hook": 'after_hook "x" {\n    commands = ["plan"]\n    execute  = ["touch", "MARK"]\n  }\n',
+    "before-hook-init": 'before_hook "x" {\n    commands = ["init"]\n    execute  = ["touch", "MARK"]\n  }\n',
+    "error-hook": 'error_hook "x" {\n    commands  = ["plan"]\n    execute   = ["touch", "MARK"]\n    on_errors = [".*"]\n  }\n',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOOKS))
+def test_a_units_own_hook_is_refused_before_terragrunt_runs_it_on_both_planners(
+    tmp_path: Path, tools: None, kind: str
+) -> None:
+    from tooling.commands.batch import run_batch
+    from tooling.commands.plans import Target, plan_unit
+
+    repo = make_example_repo(tmp_path / "infra")
+    mark = tmp_path / "ran $(id)"
+    path = _unit(repo, "hooked", "")
+    unit_file = repo / path / "terragrunt.hcl"
+    text = unit_file.read_text().replace(
+        "terraform {\n", "terraform {\n  " + HOOKS[kind].replace("MARK", str(mark)), 1
+    )
+    unit_file.write_text(text)
+    commit_all(repo, kind)
+    ws = Workspace(repo)
+    model = ws.model()
+    target = Target(path, "cloud", model.units[path].executor, "named", repo / path)
+    dns = model.units["live/cloud/dns"]
+    other = Target("live/cloud/dns", dns.tier, dns.executor, "named", repo / "live/cloud/dns")
+    result = plan_unit(target, tmp_path / "one", ws.tool_env)
+    assert result.status == "error" and result.plan_file is None
+    assert result.error and ": enforce-hooks: " in result.error, result.error
+    assert f"{path}/terragrunt.hcl:" in result.error
+    results = {r.path: r for r in run_batch([other, target], tmp_path / "all", ws.tool_env, jobs=2)}
+    assert results[path].status == "error" and "enforce-hooks" in (results[path].error or "")
+    assert results["live/cloud/dns"].status == "changes", results["live/cloud/dns"].error
+    assert not mark.exists()  # the hook never ran
