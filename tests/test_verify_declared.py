@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import commit_all, make_example_repo
+from infra_fixtures import commit_all, invoke, make_example_repo, read_summary
 
 from tooling.commands import verify
 from tooling.io import terragrunt
@@ -198,6 +198,50 @@ def test_terragrunt_decides_where_the_model_cannot_or_would_differ(
     )
     assert list(refused) == [trick] and "enforce-generate" in refused[trick]
     assert not [p for d in dirs for p in d.glob(".iac-*")]
+
+
+def test_the_model_reads_the_environment_terragrunt_inherits_not_only_the_runs_own(
+    tmp_path: Path, tools: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terragrunt's process sees the caller's environment plus the run's variables; a
+    ``get_env()`` in root.hcl set only in the caller's environment (a key such as
+    IAC_ENCRYPTION_PASSPHRASE) must read the same in the model, or every unit differs."""
+    repo = make_example_repo(tmp_path / "infra")
+    with (repo / "root.hcl").open("a") as fh:
+        fh.write(
+            '\ngenerate "stamp" {\n  path = "stamp.txt"\n  if_exists = "overwrite"\n'
+            '  contents = get_env("IAC_TEST_INHERITED", "unset")\n}\n'
+        )
+    clean = _unit(repo, "clean", "")
+    commit_all(repo, "inherited")
+    monkeypatch.setenv("IAC_TEST_INHERITED", "set by the caller")
+    env = Workspace(repo).tool_env
+    assert "IAC_TEST_INHERITED" not in env
+    model = verify.model_declared(repo, clean, env, verify.settings_of(repo))
+    assert model is not None and model["generate"]["stamp"]["contents"] == "set by the caller"
+    assert verify.violations(repo / clean, clean, "cloud", env) == []
+
+
+def test_a_plan_where_the_model_answers_wrongly_is_judged_under_the_armed_hook_on_both_sides(
+    tmp_path: Path, tools: None
+) -> None:
+    """The units are rendered before the run arms its working-copy hook; when the model's
+    declared side is wrong and Terragrunt decides, both sides are rendered under one
+    environment, so root.hcl's own hook is never taken for a unit's."""
+    repo = make_example_repo(tmp_path / "infra")
+    with (repo / "root.hcl").open("a") as fh:
+        fh.write(
+            '\ngenerate "stamp" {\n  path = "stamp.txt"\n  if_exists = "overwrite"\n'
+            '  contents = format("%8s", "w")\n}\n'
+        )
+    clean = _unit(repo, "clean", "")
+    commit_all(repo, "model-wrong")
+    out = tmp_path / "plans"
+    ran = invoke(repo, "plan", "--unit", clean, "--out", str(out))
+    units = read_summary(out)["units"]
+    assert isinstance(units, list)
+    unit = {u["path"]: u for u in units}[clean]
+    assert unit["status"] == "changes", (unit.get("error"), ran.stdout)
 
 
 def test_a_declared_answer_is_none_when_the_root_file_reads_another_file(tmp_path: Path) -> None:

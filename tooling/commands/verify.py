@@ -38,7 +38,7 @@ from tooling.core import executors
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.errors import ToolingError
-from tooling.io import config, terragrunt
+from tooling.io import config, proc, terragrunt
 from tooling.model import declared as declared_model
 from tooling.model.layout import layout_from
 
@@ -130,7 +130,8 @@ def model_declared(
     files = [conf.root_file] + [
         p.relative_to(root).as_posix() for p in _allowed_files(root, conf.policy)
     ]
-    found = declared_model.declared(root, unit_path, files, env, DECLARED_CONFIG)
+    # Terragrunt's process sees our environment plus ``env``: the model reads the same
+    found = declared_model.declared(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
     return None if found is None else {**found, FROM_MODEL: True}
 
 
@@ -150,9 +151,12 @@ def judged(
     Terragrunt renders what the root file declares and that render decides."""
     found = enforce.verify(pair[0], pair[1], facts, conf.policy)
     if found and pair[1].get(FROM_MODEL):
+        # both sides rendered again under one environment (the unit's side may have been
+        # rendered before the run armed its working-copy hook)
         root = repo_root(run_dir, facts.path)
         text = declared_text(conf.root_file, _allowed_files(root, conf.policy))
-        found = enforce.verify(pair[0], _render_declared(run_dir, env, text), facts, conf.policy)
+        again = (terragrunt.render_json(run_dir, env), _render_declared(run_dir, env, text))
+        found = enforce.verify(again[0], again[1], facts, conf.policy)
     return found
 
 
