@@ -35,7 +35,13 @@ def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None =
 
 
 def checked_matrix(
-    ws: Workspace, *, base: str | None, routes: str, check_runners: bool = False
+    ws: Workspace,
+    *,
+    base: str | None,
+    routes: str,
+    check_runners: bool = False,
+    max_legs: int | None = None,
+    timings: Path | None = None,
 ) -> dict[str, Any]:
     """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say.
 
@@ -44,7 +50,7 @@ def checked_matrix(
     ``unavailable`` output (``{"include": [{"executor", "message"}]}``) for a
     hosted job that fails with its message; the other legs go on.
     """
-    doc = matrices.matrix(ws, base=base)
+    doc = matrices.matrix(ws, base=base, max_legs=max_legs, timings=timings)
     legs = ci.checked_legs(doc, ci.parse_routes(routes))
     missing: list[dict[str, Any]] = []
     if check_runners:

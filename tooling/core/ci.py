@@ -82,9 +82,11 @@ def checked_legs(
                 f"executor {executor} must run on {list(routes[executor])}, not {leg.get('runs_on')!r}: "
                 f"policy.toml and the workflow's ROUTES disagree"
             )
-        if executor in seen:
-            raise ToolingError(f"the matrix lists executor {executor} twice")
-        seen.add(executor)
+        name = leg.get("leg") or executor
+        if name in seen:
+            what = "leg" if leg.get("leg") else "executor"
+            raise ToolingError(f"the matrix lists {what} {name} twice")
+        seen.add(name)
     return [dict(leg) for leg in include]
 
 
