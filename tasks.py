@@ -234,7 +234,7 @@ def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
             raise UsageError("report needs --merge DIR for each leg's folder")
         ws = workspace()
         target = Path(out) if out else ws.root / ".iac" / "plans"
-        legs.merge(ws, [Path(m) for m in merge], target)
+        legs.merge(ws.root, [Path(m) for m in merge], target)
         return 0
 
     run(go)

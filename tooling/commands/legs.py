@@ -107,7 +107,7 @@ def _plan_texts(folder: Path, units: Sequence[Mapping[str, Any]]) -> dict[str, s
     return texts
 
 
-def merge(ws: Workspace, folders: Sequence[Path], out: Path) -> dict[str, Any]:
+def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
     """``invoke report --merge DIR... --out OUT``: the legs' reports as one in OUT
     (summary.json, comment.md, the unit folders), or a one-line refusal."""
     if not folders:
@@ -118,7 +118,7 @@ def merge(ws: Workspace, folders: Sequence[Path], out: Path) -> dict[str, Any]:
     docs = [(str(f), _load(f)) for f in folders]
     doc = legs.merged(docs)
     texts: dict[str, str] = {}
-    with outdir.ReportDir.claim(out.resolve(), outdir.PLAN_LAYOUT, root=ws.root) as folder:
+    with outdir.ReportDir.claim(out.resolve(), outdir.PLAN_LAYOUT, root=root) as folder:
         folder.reset()
         for (_, leg_doc), source in zip(docs, resolved, strict=True):
             texts.update(_plan_texts(source, leg_doc["units"]))
@@ -147,7 +147,7 @@ def merge(ws: Workspace, folders: Sequence[Path], out: Path) -> dict[str, Any]:
     return doc
 
 
-def merge_matrix(ws: Workspace, plans: Path, matrix: Mapping[str, Any]) -> list[str]:
+def merge_matrix(root: Path, plans: Path, matrix: Mapping[str, Any]) -> list[str]:
     """Before the workflows' report steps: each split executor's ``plan-<leg>`` folders
     under ``plans`` merged into ``plan-<executor>``. A leg missing or refused leaves the
     executor without a report (the report says it did not finish), with the reason as
@@ -160,7 +160,7 @@ def merge_matrix(ws: Workspace, plans: Path, matrix: Mapping[str, Any]) -> list[
     for executor, ids in by_executor.items():
         try:
             folders = [plans / f"plan-{leg}" for leg in ids]
-            merge(ws, folders, plans / f"plan-{executor}")
+            merge(root, folders, plans / f"plan-{executor}")
             done.append(executor)
         except ToolingError as exc:
             say(f"::error::executor {executor}: its legs cannot be merged: {exc}")

@@ -163,3 +163,34 @@ def result_of(unit: Mapping[str, Any], plan_text: str | None) -> Result:
         else None,
         plan_text=plan_text,
     )
+
+
+def leg_names(include: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Each executor's legs in a matrix's ``include``: the ``leg`` ids of a split executor,
+    the executor's own name otherwise (the suffix of its artifacts)."""
+    out: dict[str, list[str]] = {}
+    for entry in include:
+        executor = str(entry.get("executor"))
+        out.setdefault(executor, []).append(str(entry.get("leg") or executor))
+    return out
+
+
+def per_executor(
+    include: Sequence[Mapping[str, Any]], docs: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, dict[str, Any] | None]:
+    """The legs' records (``docs`` by leg name, None when a leg left none) combined per
+    executor: None when one of its legs left none (the executor did not finish),
+    else their units together, interrupted when one leg was."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for executor, names in leg_names(include).items():
+        found = [docs.get(name) for name in names]
+        if any(doc is None for doc in found):
+            out[executor] = None
+            continue
+        present = [doc for doc in found if doc is not None]
+        out[executor] = {
+            **present[0],
+            "units": [u for doc in present for u in doc.get("units") or ()],
+            "interrupted": any(bool(doc.get("interrupted")) for doc in present),
+        }
+    return out
