@@ -128,7 +128,7 @@ def affected(
         "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
         "GitHub's 65,536 characters continues in follow-up comments, edited in place",
-        "units_from_matrix": "`invoke matrix`'s JSON, or a file holding it: with --leg, plan only that leg's affected units",
+        "units_from_matrix": "`invoke matrix`'s JSON (or one entry of it), or a file holding it: with --leg, plan only that leg's affected units",
         "leg": "with --units-from-matrix: the leg to plan (its `leg` id, e.g. hosted-2-of-4, or the executor of an unsplit one)",
     },
 )
@@ -169,8 +169,9 @@ def plan(
     paths and addresses are never rewritten (docs/commands.md).
 
     One leg of a split matrix (--units-from-matrix M --leg ID): the affected
-    units the matrix gave that leg, as its executor; summary.json records the
-    leg, and `invoke report --merge` combines the legs' folders.
+    units the matrix gave that leg, as its executor (--executor, if given, must
+    be the leg's); summary.json records the leg, and `invoke report --merge`
+    combines the legs' folders.
     """
     from tooling.commands import pipeline
 
@@ -179,16 +180,16 @@ def plan(
         from tooling.errors import UsageError
 
         def one_leg() -> int:
-            if not units_from_matrix or all_ or unit or executor or comment:
+            if not units_from_matrix or all_ or unit or comment:
                 raise UsageError(
-                    "--units-from-matrix and --leg go together, without --all, --unit, "
-                    "--executor or --comment (the leg names its units and executor; "
-                    "the merged report is commented)"
+                    "--units-from-matrix and --leg go together, without --all, --unit "
+                    "or --comment (the leg names its units; the merged report is commented)"
                 )
             return legs.plan_leg(
                 workspace(),
                 matrix=units_from_matrix,
                 leg=leg,
+                executor=executor or None,
                 base=base or None,
                 jobs=pipeline.parse_jobs(jobs),
                 out=Path(out) if out else None,

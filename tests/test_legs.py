@@ -131,7 +131,9 @@ def test_each_leg_plans_only_its_units_and_the_merge_is_one_report_of_the_same_s
     folders = []
     for leg in ("hosted-1-of-2", "hosted-2-of-2"):
         out = tmp_path / f"plan-{leg}"
-        source = str(matrix_file) if leg.startswith("hosted-1") else json.dumps(doc)
+        # leg 1 from the matrix's file; leg 2 from its own entry, as the workflow passes it
+        entry = next(e for e in doc["include"] if e.get("leg") == leg)
+        source = str(matrix_file) if leg.startswith("hosted-1") else json.dumps(entry)
         ran = invoke(
             example_repo,
             "plan",
@@ -148,7 +150,12 @@ def test_each_leg_plans_only_its_units_and_the_merge_is_one_report_of_the_same_s
         summary = read_summary(out)
         assert [u["path"] for u in summary["units"]] == _units(doc)[leg]  # type: ignore[index]
         assert summary["executor"] == "hosted"
-        assert summary["leg"]["id"] == leg  # type: ignore[index]
+        assert summary["leg"] == {  # type: ignore[index]
+            "id": leg,
+            "index": int(leg.split("-")[1]),
+            "count": 2,
+            "units": _units(doc)[leg],
+        }
         assert all(u["seconds"] > 0 for u in summary["units"])  # type: ignore[index,union-attr]
         folders.append(out)
     merged = tmp_path / "merged"
@@ -327,6 +334,18 @@ def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
     )
     ran = invoke(example_repo, "plan", "--units-from-matrix", "no such file", "--leg", "x")
     assert ran.returncode == 2 and "not JSON and not a readable file" in ran.stderr
+    ran = invoke(
+        example_repo,
+        "plan",
+        "--units-from-matrix",
+        json.dumps(doc),
+        "--leg",
+        "hosted-1-of-2",
+        "--executor",
+        "lan",
+    )
+    assert ran.returncode == 2
+    assert "--leg hosted-1-of-2 is a leg of executor hosted, not lan" in ran.stderr
     ran = invoke(example_repo, "plan", "--leg", "hosted-1-of-2")
     assert ran.returncode == 2 and "--units-from-matrix and --leg go together" in ran.stderr
     ran = invoke(

@@ -42,6 +42,8 @@ def read_matrix(text: str) -> dict[str, Any]:
         doc = json.loads(raw)
     except ValueError as exc:
         raise UsageError(f"{source}: not JSON ({exc}): pass `invoke matrix`'s output") from None
+    if isinstance(doc, dict) and isinstance(doc.get("units"), list) and "include" not in doc:
+        doc = {"include": [doc]}  # one entry: the workflow's `toJSON(matrix)` of its own leg
     if not isinstance(doc, dict) or not isinstance(doc.get("include"), list):
         raise UsageError(f'{source}: no "include" list: pass `invoke matrix`\'s output')
     return doc
@@ -55,6 +57,7 @@ def plan_leg(
     base: str | None,
     jobs: int | None,
     out: Path | None,
+    executor: str | None = None,
 ) -> int:
     """Plan leg ``leg`` of ``matrix``: the affected units it lists, as its executor; the
     folder's summary.json records the leg (``leg``) for :func:`merge`."""
@@ -63,7 +66,12 @@ def plan_leg(
             "--units-from-matrix needs --leg ID (a `leg` of the matrix, or an executor)"
         )
     doc = read_matrix(matrix)
-    executor, units = shards.leg_units(doc, leg)
+    own, units = shards.leg_units(doc, leg)
+    if executor is not None and executor != own:
+        raise UsageError(
+            f"--leg {leg} is a leg of executor {own}, not {executor}: this job runs {executor}'s legs only"
+        )
+    executor = own
     index, count = legs.position(doc["include"], leg)
     code = pipeline.plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=(leg, units))
     summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"

@@ -11,6 +11,7 @@ a split missing; a folder without a readable summary.json.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result
 from tooling.errors import ToolingError
 
+_LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
 #: the fields every leg must agree on: what the plans were made from
 _SAME = ("version", "head", "base", "tools", "settings")
 
@@ -29,11 +31,23 @@ def leg_record(leg: str, index: int, count: int, units: Sequence[str]) -> dict[s
 
 
 def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
-    """Leg ``leg``'s 1-based index among its executor's legs in a matrix's ``include``, and
-    how many legs that executor has (1, 1 for an executor that was not split)."""
+    """Leg ``leg``'s 1-based index among its executor's legs, and how many legs that
+    executor has: from its id (``hosted-2-of-4``, :func:`tooling.core.shards.leg_id`), so
+    one entry alone (the workflow's own leg) says it; (1, 1) for an executor that was
+    not split."""
     entry = next(e for e in include if (e.get("leg") or e.get("executor")) == leg)
-    mine = [e for e in include if e.get("executor") == entry.get("executor")]
-    return mine.index(entry) + 1, len(mine)
+    if not entry.get("leg"):
+        return 1, 1
+    found = _LEG_ID.fullmatch(str(entry["leg"]))
+    if not found or found.group(1) != entry.get("executor"):
+        raise ToolingError(
+            f"leg {leg}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
+            "pass the matrix as `invoke matrix` wrote it"
+        )
+    index, count = int(found.group(2)), int(found.group(3))
+    if not 1 <= index <= count:
+        raise ToolingError(f"leg {leg}: leg {index} of {count} does not exist")
+    return index, count
 
 
 def _leg_name(name: str, doc: Mapping[str, Any]) -> str:
