@@ -76,6 +76,28 @@ def test_max_legs_splits_an_executor_keeping_dependent_units_together(example_re
     }
 
 
+def test_a_deleted_unit_shares_a_leg_with_the_units_it_read_at_the_base(
+    example_repo: Path,
+) -> None:
+    """registry (which read iam) is deleted while iam changes: the head's graph no longer
+    links them, the base's does, so the destroy and the update are in one leg."""
+    git(example_repo, "checkout", "--quiet", "-b", "retire")
+    shutil.rmtree(example_repo / "live/cloud/registry")
+    edit(
+        example_repo,
+        "live/cloud/iam/terragrunt.hcl",
+        'github_org = "example-org"',
+        'github_org = "example-org" # x',
+    )
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    commit_all(example_repo, "retire the registry; touch iam and dns")
+    legs = _units(_matrix(example_repo, "--max-legs", "4"))
+    assert sorted(map(sorted, legs.values())) == [
+        ["live/cloud/dns"],
+        ["live/cloud/iam", "live/cloud/registry"],
+    ]
+
+
 def test_max_legs_in_policy_toml_splits_without_the_flag_and_the_flag_overrides_it(
     example_repo: Path,
 ) -> None:
