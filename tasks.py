@@ -128,8 +128,8 @@ def affected(
         "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
         "GitHub's 65,536 characters continues in follow-up comments, edited in place",
-        "units_from_matrix": "`invoke matrix`'s JSON (or one entry of it), or a file holding it: with --leg, plan only that leg's affected units",
-        "leg": "with --units-from-matrix: the leg to plan (its `leg` id, e.g. hosted-2-of-4, or the executor of an unsplit one)",
+        "from_matrix": "`invoke matrix`'s JSON (or one entry of it), or a file holding it: with --leg, plan only that leg's affected units",
+        "leg": "with --from-matrix: the leg to plan (its `leg` id, e.g. hosted-2-of-4, or the executor of an unsplit one)",
     },
 )
 def plan(
@@ -141,7 +141,7 @@ def plan(
     jobs: str = "",
     out: str = "",
     comment: bool = False,
-    units_from_matrix: str = "",
+    from_matrix: str = "",
     leg: str = "",
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
@@ -168,26 +168,26 @@ def plan(
     than 4 characters only whole between quotes (a warning names it). Unit
     paths and addresses are never rewritten (docs/commands.md).
 
-    One leg of a split matrix (--units-from-matrix M --leg ID): the affected
+    One leg of a split matrix (--from-matrix M --leg ID): the affected
     units the matrix gave that leg, as its executor (--executor, if given, must
     be the leg's); summary.json records the leg, and `invoke report --merge`
     combines the legs' folders.
     """
     from tooling.commands import pipeline
 
-    if units_from_matrix or leg:
+    if from_matrix or leg:
         from tooling.commands import legs
         from tooling.errors import UsageError
 
         def one_leg() -> int:
-            if not units_from_matrix or all_ or unit or comment:
+            if not from_matrix or all_ or unit or comment:
                 raise UsageError(
-                    "--units-from-matrix and --leg go together, without --all, --unit "
+                    "--from-matrix and --leg go together, without --all, --unit "
                     "or --comment (the leg names its units; the merged report is commented)"
                 )
             return legs.plan_leg(
                 workspace(),
-                matrix=units_from_matrix,
+                matrix=from_matrix,
                 leg=leg,
                 executor=executor or None,
                 base=base or None,

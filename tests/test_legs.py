@@ -1,4 +1,4 @@
-"""A split matrix end to end: `invoke matrix --max-legs`, `invoke plan --units-from-matrix --leg`,
+"""A split matrix end to end: `invoke matrix --max-legs`, `invoke plan --from-matrix --leg`,
 `invoke report --merge`, and the workflows' report steps merging the legs (real git,
 tofu and terragrunt; the local GitHub API server)."""
 
@@ -161,7 +161,7 @@ def test_each_leg_plans_only_its_units_and_the_merge_is_one_report_of_the_same_s
             "plan",
             "--base",
             "main",
-            "--units-from-matrix",
+            "--from-matrix",
             source,
             "--leg",
             leg,
@@ -335,7 +335,7 @@ def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
         "plan",
         "--base",
         "main",
-        "--units-from-matrix",
+        "--from-matrix",
         json.dumps(doc),
         "--leg",
         "hosted-2-of-2",
@@ -347,19 +347,17 @@ def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
         "leg hosted-2-of-2 lists live/cloud/ns-gone, which this change does not affect"
         in ran.stderr
     )
-    ran = invoke(
-        example_repo, "plan", "--units-from-matrix", json.dumps(doc), "--leg", "hosted-9-of-2"
-    )
+    ran = invoke(example_repo, "plan", "--from-matrix", json.dumps(doc), "--leg", "hosted-9-of-2")
     assert (
         ran.returncode == 1
         and "the matrix has no such leg (legs: hosted-1-of-2, hosted-2-of-2)" in ran.stderr
     )
-    ran = invoke(example_repo, "plan", "--units-from-matrix", "no such file", "--leg", "x")
+    ran = invoke(example_repo, "plan", "--from-matrix", "no such file", "--leg", "x")
     assert ran.returncode == 2 and "not JSON and not a readable file" in ran.stderr
     ran = invoke(
         example_repo,
         "plan",
-        "--units-from-matrix",
+        "--from-matrix",
         json.dumps(doc),
         "--leg",
         "hosted-1-of-2",
@@ -369,11 +367,11 @@ def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
     assert ran.returncode == 2
     assert "--leg hosted-1-of-2 is a leg of executor hosted, not lan" in ran.stderr
     ran = invoke(example_repo, "plan", "--leg", "hosted-1-of-2")
-    assert ran.returncode == 2 and "--units-from-matrix and --leg go together" in ran.stderr
+    assert ran.returncode == 2 and "--from-matrix and --leg go together" in ran.stderr
     ran = invoke(
         example_repo,
         "plan",
-        "--units-from-matrix",
+        "--from-matrix",
         json.dumps(doc),
         "--leg",
         "hosted-1-of-2",

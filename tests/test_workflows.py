@@ -461,7 +461,7 @@ def test_after_the_approval_job_a_job_without_credentials_moves_the_merge_commit
 
 def test_each_leg_plans_only_its_own_units_and_uploads_an_artifact_named_by_its_leg() -> None:
     """A split executor's legs: each plan step passes its own matrix entry and leg id to
-    `invoke plan --units-from-matrix --leg`; every artifact name carries the leg, so two
+    `invoke plan --from-matrix --leg`; every artifact name carries the leg, so two
     legs of one executor never write the same artifact."""
     for workflow, job_name in (("plan.yml", "plan"), ("apply.yml", "apply")):
         job = jobs(load(workflow))[job_name]
@@ -469,7 +469,7 @@ def test_each_leg_plans_only_its_own_units_and_uploads_an_artifact_named_by_its_
         plan_steps = [s for s in steps(job) if "invoke plan" in s.get("run", "")]
         assert len(plan_steps) == 2
         for step in plan_steps:
-            assert '--units-from-matrix "${LEG_ENTRY}" --leg "${LEG}"' in step["run"]
+            assert '--from-matrix "${LEG_ENTRY}" --leg "${LEG}"' in step["run"]
             assert step["env"]["LEG_ENTRY"] == "${{ toJSON(matrix) }}"
             assert step["env"]["LEG"] == "${{ matrix.leg || matrix.executor }}"
             assert "--executor" in step["run"]  # a hosted step never plans a lan leg

@@ -1,6 +1,6 @@
 """A split executor's legs: plan one leg, merge the legs' reports.
 
-``invoke plan --units-from-matrix M --leg ID`` plans the affected units the
+``invoke plan --from-matrix M --leg ID`` plans the affected units the
 matrix gave leg ID (:func:`plan_leg`); ``invoke report --merge DIR...`` combines
 the legs' folders into one report (:func:`merge`); the workflows' report steps
 merge each split executor's legs first (:func:`merge_matrix`). The checks are
@@ -25,19 +25,19 @@ from tooling.io.workspace import Workspace
 
 
 def read_matrix(text: str) -> dict[str, Any]:
-    """``--units-from-matrix``: the matrix JSON itself, or a file holding it."""
+    """``--from-matrix``: the matrix JSON itself, or a file holding it."""
     raw = text.strip()
-    source = "--units-from-matrix"
+    source = "--from-matrix"
     if not raw.startswith("{"):
         path = Path(raw)
         try:
             raw = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(
-                f"--units-from-matrix {text}: not JSON and not a readable file ({exc.strerror}): "
+                f"--from-matrix {text}: not JSON and not a readable file ({exc.strerror}): "
                 "pass `invoke matrix`'s output or the file holding it"
             ) from None
-        source = f"--units-from-matrix {path}"
+        source = f"--from-matrix {path}"
     try:
         doc = json.loads(raw)
     except ValueError as exc:
@@ -62,9 +62,7 @@ def plan_leg(
     """Plan leg ``leg`` of ``matrix``: the affected units it lists, as its executor; the
     folder's summary.json records the leg (``leg``) for :func:`merge`."""
     if not leg:
-        raise UsageError(
-            "--units-from-matrix needs --leg ID (a `leg` of the matrix, or an executor)"
-        )
+        raise UsageError("--from-matrix needs --leg ID (a `leg` of the matrix, or an executor)")
     doc = read_matrix(matrix)
     own, units = shards.leg_units(doc, leg)
     if executor is not None and executor != own:
@@ -75,6 +73,8 @@ def plan_leg(
     index, count = legs.position(doc["include"], leg)
     code = pipeline.plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=(leg, units))
     summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"
+    if not summary.is_file():
+        return code
     written = json.loads(summary.read_text(encoding="utf-8"))
     written["leg"] = legs.leg_record(leg, index, count, units)
     outdir.write_json(summary, written)
@@ -135,7 +135,6 @@ def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
                     shutil.copytree(
                         source / sub, folder.path / sub, symlinks=True, dirs_exist_ok=True
                     )
-        folder.write_json("summary.json", doc)
         results = [legs.result_of(u, texts.get(str(u.get("path")))) for u in doc["units"]]
         comment = report.render(
             results,
@@ -146,6 +145,8 @@ def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
             plans_dir=None,
         )
         folder.write_text("comment.md", comment)
+        # last: a folder with a summary.json is a whole merge, even after a kill
+        folder.write_json("summary.json", doc)
         folder.job_summary(comment)
     show(report.table(results))
     say(

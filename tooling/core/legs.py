@@ -1,7 +1,7 @@
 """The legs' plan reports merged into one. Pure.
 
 Each leg of a split executor (:mod:`tooling.core.shards`) plans its units into
-its own folder (``invoke plan --units-from-matrix M --leg ID``), whose
+its own folder (``invoke plan --from-matrix M --leg ID``), whose
 summary.json records the leg (``leg``: its ``id``, ``index``, ``count`` and
 ``units``). ``invoke report --merge DIR...`` combines them into one summary.json
 of the same schema and one comment. It refuses, one line each: legs of
