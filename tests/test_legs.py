@@ -419,3 +419,32 @@ def test_the_plan_comment_merges_a_split_executors_legs_and_says_when_one_is_mis
     flow.plan_comment(plans=plans, matrix=json.dumps(matrix), forge=forge, environ=env)
     (comment,) = [c for c in github_api.state.comments_on(pr)]
     assert "**No report**: the hosted plan did not finish" in comment["body"]
+
+
+def test_a_merge_too_large_for_one_comment_keeps_the_plan_reports_size_rules(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """Four legs of 100 units, each with a 3 KB plan text: the merged comment.md stays
+    within GitHub's 65,536 characters and still lists every unit in its table."""
+    folders = []
+    for n in range(1, 5):
+        units = [f"live/cloud/u{n}-{i:03}" for i in range(100)]
+        folder = _leg_folder(tmp_path, f"leg{n}", _leg(n, 4, units), units)
+        doc = json.loads((folder / "summary.json").read_text())
+        for unit in doc["units"]:
+            unit["status"] = "changes"
+            unit["counts"]["update"] = 1
+            unit["changes"] = [{"address": "terraform_data.x", "action": "update"}]
+            unit["text_file"] = f"units/{unit['path']}/plan.txt"
+            (folder / unit["text_file"]).parent.mkdir(parents=True)
+            (folder / unit["text_file"]).write_text("  ~ update in-place\n" * 150)
+        (folder / "summary.json").write_text(json.dumps(doc))
+        folders.append(folder)
+    merged = tmp_path / "merged"
+    args = [a for f in folders for a in ("--merge", str(f))]
+    ran = invoke(example_repo, "report", *args, "--out", str(merged))
+    assert ran.returncode == 0, ran.output
+    comment = (merged / "comment.md").read_text()
+    assert len(comment) <= 65_536
+    assert "live/cloud/u1-000" in comment and "live/cloud/u4-099" in comment
+    assert len(read_summary(merged)["units"]) == 400  # type: ignore[arg-type]
