@@ -448,3 +448,16 @@ def test_a_merge_too_large_for_one_comment_keeps_the_plan_reports_size_rules(
     assert len(comment) <= 65_536
     assert "live/cloud/u1-000" in comment and "live/cloud/u4-099" in comment
     assert len(read_summary(merged)["units"]) == 400  # type: ignore[arg-type]
+
+
+def test_a_timings_file_that_is_missing_or_not_json_is_refused_in_one_line(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    ran = invoke(example_repo, "matrix", "--max-legs", "2", "--timings", str(tmp_path / "none"))
+    assert ran.returncode == 1
+    assert "cannot be read" in ran.stderr and "pass an earlier run's summary.json" in ran.stderr
+    bad = tmp_path / "bad $(id).json"
+    bad.write_text("[1, 2")
+    ran = invoke(example_repo, "matrix", "--max-legs", "2", "--timings", str(bad))
+    assert ran.returncode == 1 and "not JSON" in ran.stderr
+    assert ran.stdout == ""
