@@ -57,13 +57,13 @@ def units(c: Context, json_: bool = False) -> None:
     touches a node/VM, or deletes or replaces anything, waits for approval whatever
     it declares.
     """
-    from tooling.commands import pipeline
+    from tooling.commands import listing
 
     def go() -> int:
         ws = workspace()
         say_settings(ws)
         ws.check_tools()
-        return pipeline.units(ws, as_json=json_)
+        return listing.units(ws, as_json=json_)
 
     run(go)
 
@@ -128,6 +128,8 @@ def affected(
         "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/plans)",
         "comment": "post or update the sticky PR comment (GitHub Actions); a report over "
         "GitHub's 65,536 characters continues in follow-up comments, edited in place",
+        "from_matrix": "`invoke matrix`'s JSON (or one entry of it), or a file holding it: with --leg, plan only that leg's affected units",
+        "leg": "with --from-matrix: the leg to plan (its `leg` id, e.g. hosted-2-of-4, or the executor of an unsplit one)",
     },
 )
 def plan(
@@ -139,6 +141,8 @@ def plan(
     jobs: str = "",
     out: str = "",
     comment: bool = False,
+    from_matrix: str = "",
+    leg: str = "",
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
 
@@ -163,9 +167,36 @@ def plan(
     [secrets]; not every TF_VAR_), also base64- and URL-encoded; one shorter
     than 4 characters only whole between quotes (a warning names it). Unit
     paths and addresses are never rewritten (docs/commands.md).
+
+    One leg of a split matrix (--from-matrix M --leg ID): the affected
+    units the matrix gave that leg, as its executor (--executor, if given, must
+    be the leg's); summary.json records the leg, and `invoke report --merge`
+    combines the legs' folders.
     """
     from tooling.commands import pipeline
 
+    if from_matrix or leg:
+        from tooling.commands import legs
+        from tooling.errors import UsageError
+
+        def one_leg() -> int:
+            if not from_matrix or all_ or unit or comment:
+                raise UsageError(
+                    "--from-matrix and --leg go together, without --all, --unit "
+                    "or --comment (the leg names its units; the merged report is commented)"
+                )
+            return legs.plan_leg(
+                workspace(),
+                matrix=from_matrix,
+                leg=leg,
+                executor=executor or None,
+                base=base or None,
+                jobs=pipeline.parse_jobs(jobs),
+                out=Path(out) if out else None,
+            )
+
+        run(one_leg)
+        return
     run(
         lambda: pipeline.plan(
             workspace(),
@@ -181,6 +212,36 @@ def plan(
 
 
 @task(
+    iterable=["merge"],
+    help={
+        "merge": "=DIR: a leg's plan folder (`invoke plan --leg` wrote it); repeat for every leg",
+        "out": "the merged report's folder, new or holding an earlier plan report (default: .iac/plans)",
+    },
+)
+def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
+    """Merge the legs' plan folders into one report: OUT/summary.json (same schema) and OUT/comment.md.
+
+    Refused, one line each: legs of different commits, bases, tools or working
+    trees; a unit in two legs; a leg of a split executor missing; a folder
+    without a readable summary.json. The unit folders (plans, texts, logs) are
+    copied, so OUT is the whole report.
+    """
+    from tooling.commands import legs
+
+    def go() -> int:
+        from tooling.errors import UsageError
+
+        if not merge:
+            raise UsageError("report needs --merge DIR for each leg's folder")
+        ws = workspace()
+        target = Path(out) if out else ws.root / ".iac" / "plans"
+        legs.merge(ws.root, [Path(m) for m in merge], target)
+        return 0
+
+    run(go)
+
+
+@task(
     help={
         "format": "mermaid (default; renders on GitHub) or dot (Graphviz)",
         "affected": "highlight the units affected by the current change",
@@ -189,15 +250,13 @@ def plan(
 )
 def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str = "") -> None:
     """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
-    from tooling.commands import pipeline
+    from tooling.commands import listing, pipeline
 
     def go() -> int:
         ws = workspace()
         say_settings(ws)
         ws.check_tools()
-        print(
-            pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
-        )
+        print(listing.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end="")
         return pipeline.unreadable_exit(ws.current_model)
 
     run(go)
@@ -324,10 +383,24 @@ def runners(c: Context, json_: bool = False, require: str = "", issue: bool = Fa
         "base": "compare with the merge base of this ref and HEAD (default: the PR base in GitHub Actions, else the default branch)",
         "routes": "JSON {executor: [runner labels]}: refuse a leg routed elsewhere; write matrix/any to $GITHUB_OUTPUT",
         "runners": "with --routes: leave out self-hosted legs without an online runner (IAC_RUNNERS_TOKEN) and write them to the `unavailable` output",
+        "max_legs": "split each executor's units over up to N legs, 1 <= N <= 256 (default: the executor's max_legs in policy.toml, else 1)",
+        "timings": "an earlier run's summary.json: pack the legs by its per-unit plan times (default: by unit count)",
     }
 )
-def matrix(c: Context, base: str = "", routes: str = "", runners: bool = False) -> None:
+def matrix(
+    c: Context,
+    base: str = "",
+    routes: str = "",
+    runners: bool = False,
+    max_legs: str = "",
+    timings: str = "",
+) -> None:
     """The CI matrix as JSON on stdout: one entry per executor with affected units (runner labels from policy.toml).
+
+    With --max-legs N (or max_legs in policy.toml) an executor's units are split
+    over up to N legs, each entry with its `units` and a `leg` id (its artifact is
+    plan-LEG); units that depend on each other stay in one leg (docs/pipelines.md,
+    "Legs"). GitHub starts at most 256 jobs from one matrix: more is refused.
 
     With --routes (the workflows' routing guard), a leg on other runners than
     the routes name, or an executor they do not name, is an error (exit 1), and
@@ -343,10 +416,19 @@ def matrix(c: Context, base: str = "", routes: str = "", runners: bool = False) 
             from tooling.errors import UsageError
 
             raise UsageError("--runners needs --routes (it writes the job outputs)")
+        legs = matrices.parse_max_legs(max_legs)
+        times = Path(timings) if timings else None
         if routes:
-            doc = ci.checked_matrix(ws, base=base or None, routes=routes, check_runners=runners)
+            doc = ci.checked_matrix(
+                ws,
+                base=base or None,
+                routes=routes,
+                check_runners=runners,
+                max_legs=legs,
+                timings=times,
+            )
         else:
-            doc = matrices.matrix(ws, base=base or None)
+            doc = matrices.matrix(ws, base=base or None, max_legs=legs, timings=times)
         print(json.dumps(doc, indent=2))
         return pipeline.unreadable_exit(ws.current_model)
 
@@ -697,6 +779,7 @@ ns = Collection(
     affected,
     graph,
     plan,
+    report,
     apply,
     drift,
     matrix,

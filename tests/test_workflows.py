@@ -324,7 +324,7 @@ def test_plan_routes_each_executor_to_its_runner_and_identity() -> None:
     assert "runner.environment" in str(steps(job)[preflight]["env"])
     # each leg uploads its plan folder
     (upload,) = steps_using(job, "actions/upload-artifact")
-    assert upload["with"]["name"] == "plan-${{ matrix.executor }}"
+    assert upload["with"]["name"] == "plan-${{ matrix.leg || matrix.executor }}"
     assert upload["if"] == "always()"
 
 
@@ -382,7 +382,7 @@ def test_apply_plans_with_the_apply_identity_in_the_auto_environment() -> None:
     upload = names.index("Upload the plan folder")
     first_apply = min(i for i, s in enumerate(steps(job)) if "invoke apply" in s.get("run", ""))
     assert upload < first_apply
-    assert steps(job)[upload]["with"]["name"] == "plan-${{ matrix.executor }}"
+    assert steps(job)[upload]["with"]["name"] == "plan-${{ matrix.leg || matrix.executor }}"
 
 
 def test_apply_base_is_the_last_applied_commit() -> None:
@@ -428,7 +428,7 @@ def test_apply_manual_applies_the_same_artifacts_behind_the_protected_environmen
     }
     assert job["permissions"] == {"contents": "read", "id-token": "write"}
     downloads = steps_using(job, "actions/download-artifact")
-    assert "plan-${{ matrix.executor }}" in [d["with"]["name"] for d in downloads]
+    assert "plan-${{ matrix.leg || matrix.executor }}" in [d["with"]["name"] for d in downloads]
     script = runs(job)
     assert 'invoke apply --plans "${RUNNER_TEMP}/plan" --approve-manual' in script
     assert "invoke plan" not in script, (
@@ -457,6 +457,30 @@ def test_after_the_approval_job_a_job_without_credentials_moves_the_merge_commit
     step = next(s for s in steps(job) if "invoke manual-status" in s.get("run", ""))
     assert step["env"]["MANUAL_RESULT"] == "${{ needs.apply-manual.result }}"
     assert step["env"]["MATRIX"] == "${{ needs.report.outputs.manual_matrix }}"
+
+
+def test_each_leg_plans_only_its_own_units_and_uploads_an_artifact_named_by_its_leg() -> None:
+    """A split executor's legs: each plan step passes its own matrix entry and leg id to
+    `invoke plan --from-matrix --leg`; every artifact name carries the leg, so two
+    legs of one executor never write the same artifact."""
+    for workflow, job_name in (("plan.yml", "plan"), ("apply.yml", "apply")):
+        job = jobs(load(workflow))[job_name]
+        assert "matrix.leg || matrix.executor" in job["name"]
+        plan_steps = [s for s in steps(job) if "invoke plan" in s.get("run", "")]
+        assert len(plan_steps) == 2
+        for step in plan_steps:
+            assert '--from-matrix "${LEG_ENTRY}" --leg "${LEG}"' in step["run"]
+            assert step["env"]["LEG_ENTRY"] == "${{ toJSON(matrix) }}"
+            assert step["env"]["LEG"] == "${{ matrix.leg || matrix.executor }}"
+            assert "--executor" in step["run"]  # a hosted step never plans a lan leg
+        assert job["strategy"]["fail-fast"] is False  # a failed leg stops no other
+    for name in ("plan.yml", "apply.yml"):
+        for job in jobs(load(name)).values():
+            for step in steps_using(job, "actions/upload-artifact"):
+                assert "matrix.leg || matrix.executor" in step["with"]["name"], (name, step["name"])
+    manual = jobs(load("apply.yml"))["apply-manual"]
+    for step in steps_using(manual, "actions/download-artifact"):
+        assert step["with"]["name"].endswith("${{ matrix.leg || matrix.executor }}")
 
 
 # --------------------------------------------------------------------------- bump, drift, check

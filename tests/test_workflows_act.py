@@ -811,6 +811,119 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     assert len(statuses) == 7 and set(statuses.values()) == {"no-changes"}, statuses
 
 
+# --------------------------------------------------------------------------- 2b. legs
+
+IAM = "live/cloud/iam"
+
+
+def split_hosted_over_two_legs(world: World) -> str:
+    """policy.toml on main: the hosted executor over up to 2 legs; the new base."""
+    edit(
+        world.repo,
+        "policy.toml",
+        'runs_on = ["ubuntu-latest"]\nplatforms',
+        'runs_on = ["ubuntu-latest"]\nmax_legs = 2\nplatforms',
+    )
+    commit_all(world.repo, "hosted: up to two legs")
+    return world.push("main")
+
+
+def change_dns_iam_and_vms(repo: Path) -> None:
+    """Three parts: dns and iam (hosted, independent of each other), vms (lan)."""
+    change_dns_and_vms(repo)
+    edit(
+        repo,
+        f"{IAM}/terragrunt.hcl",
+        'github_org = "example-org"',
+        'github_org = "example-org" # legs',
+    )
+
+
+def test_pull_request_plans_three_legs_and_merges_them_into_one_sticky_comment(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = split_hosted_over_two_legs(world)
+    git(repo, "checkout", "--quiet", "-b", "legs")
+    change_dns_iam_and_vms(repo)
+    commit_all(repo, "DNS, IAM and a VM")
+    head = world.push("legs")
+    number = int(api.state.add_pull(head="legs", title="three legs")["number"])
+
+    run = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "legs", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert sorted(run.result("plan (")) == ["success"] * 3
+    assert run.result("sticky comment") == ["success"]
+    # each leg planned only its own units, into its own artifact
+    legs = {
+        name: [u["path"] for u in summary_of(run.artifact(name))["units"]]
+        for name in ("plan-hosted-1-of-2", "plan-hosted-2-of-2", "plan-lan")
+    }
+    assert legs == {"plan-hosted-1-of-2": [DNS], "plan-hosted-2-of-2": [IAM], "plan-lan": [VMS]}
+    # one sticky comment, one section per executor, every leg's units in it
+    (comment,) = api.state.comments_on(number)
+    body = comment["body"]
+    assert body.startswith("<!-- iac-tooling:plan-report -->")
+    assert body.count("### Executor `hosted`") == 1 and body.count("### Executor `lan`") == 1
+    for unit in (DNS, IAM, VMS):
+        assert unit in body
+    assert "No report" not in body
+    on_head = {st["context"]: st["state"] for st in api.state.statuses if st["sha"] == head}
+    assert on_head == {"iac/plan (hosted)": "success", "iac/plan (lan)": "success"}
+    assert_no_secret_in(body, world.stage)
+
+
+def test_merge_applies_across_legs_and_the_approval_job_applies_only_the_leg_that_waits(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = split_hosted_over_two_legs(world)
+    api.state.add_run("apply.yml", base)
+    git(repo, "checkout", "--quiet", "-b", "legs")
+    change_dns_iam_and_vms(repo)
+    commit_all(repo, "DNS, IAM and a VM")
+    world.push("legs")
+    number = int(api.state.add_pull(head="legs", title="three legs")["number"])
+    git(repo, "checkout", "--quiet", "main")
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "legs")
+    merged = world.push("main")
+    api.state.merge(number, merged)
+
+    run = world.act(
+        "apply.yml", "push", push_event(base, merged), sha=merged, ref="refs/heads/main"
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    assert sorted(run.result("plan and apply auto")) == ["success"] * 3
+    assert run.result("report") == ["success"]
+    # only the lan leg holds a unit that waits (the VM): one approval job
+    assert run.result("apply manual (") == ["success"]
+    auto = {
+        leg: units_of(json.loads((run.artifact(f"apply-auto-{leg}") / "apply.json").read_text()))
+        for leg in ("hosted-1-of-2", "hosted-2-of-2", "lan")
+    }
+    assert auto["hosted-1-of-2"][DNS]["result"] == "applied"
+    assert set(auto["hosted-2-of-2"]) == {IAM}
+    assert auto["lan"][VMS]["result"] == "waiting-approval"
+    manual = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
+    assert units_of(manual)[VMS]["result"] == "applied"
+    assert "203.0.113.11" in json.dumps(world.state(DNS))
+    assert "16384" in json.dumps(world.state(VMS))
+    # one report on the merged pull request, with both hosted legs merged into it
+    (report,) = [
+        c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]
+    ]
+    for unit in (DNS, IAM, VMS):
+        assert unit in report["body"]
+    contexts = {st["context"] for st in api.state.statuses if st["sha"] == merged}
+    assert contexts == {"iac/plan (hosted)", "iac/plan (lan)"}
+
+
 # --------------------------------------------------------------------------- 3. bump
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.commands import matrix as matrices
-from tooling.core import ci, pages
+from tooling.core import ci, legs, pages
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -35,7 +35,13 @@ def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None =
 
 
 def checked_matrix(
-    ws: Workspace, *, base: str | None, routes: str, check_runners: bool = False
+    ws: Workspace,
+    *,
+    base: str | None,
+    routes: str,
+    check_runners: bool = False,
+    max_legs: int | None = None,
+    timings: Path | None = None,
 ) -> dict[str, Any]:
     """``invoke matrix --routes JSON``: the matrix, refused unless every leg runs where the routes say.
 
@@ -44,7 +50,7 @@ def checked_matrix(
     ``unavailable`` output (``{"include": [{"executor", "message"}]}``) for a
     hosted job that fails with its message; the other legs go on.
     """
-    doc = matrices.matrix(ws, base=base)
+    doc = matrices.matrix(ws, base=base, max_legs=max_legs, timings=timings)
     legs = ci.checked_legs(doc, ci.parse_routes(routes))
     missing: list[dict[str, Any]] = []
     if check_runners:
@@ -128,6 +134,15 @@ def _summaries(
             doc = None
         out[executor] = doc if isinstance(doc, dict) else None
     return out
+
+
+def _merge_legs(plans: Path, matrix: str) -> None:
+    """A split executor's ``plan-<leg>`` folders merged into ``plan-<executor>`` first."""
+    doc = json.loads(matrix) if matrix.strip() else {}
+    if any(isinstance(e, dict) and e.get("leg") for e in doc.get("include") or ()):
+        from tooling.commands import legs as leg_flow
+
+        leg_flow.merge_matrix(Path.cwd(), plans, doc)
 
 
 def _set_statuses(forge: Any, sha: str, statuses: list[ci.Status], run_url: str) -> None:
@@ -217,6 +232,7 @@ def plan_comment(
     """
     env = os.environ if environ is None else environ
     executors = ci.legs_of(matrix)
+    _merge_legs(plans, matrix)
     event = _event(env)
     head_sha = str(
         ((event.get("pull_request") or {}).get("head") or {}).get("sha")
@@ -265,6 +281,7 @@ def apply_report(
             '--matrix must be the matrix job\'s `matrix` output ({"include": [...]})'
         ) from None
     executors = ci.legs_of(matrix)
+    _merge_legs(plans, matrix)
     sections = _sections(plans, executors)
     waiting: list[ci.Waiting] = []
     for executor in executors:
@@ -314,8 +331,9 @@ def manual_status(
     approval" to success or failure, from each leg's record in
     ``records/apply-manual-<executor>/apply.json``."""
     env = os.environ if environ is None else environ
-    executors = ci.legs_of(matrix)
-    docs = _summaries(records, executors, "apply-manual-{}", "apply.json")
+    include = json.loads(matrix)["include"] if ci.legs_of(matrix) else []
+    names = [n for ns in legs.leg_names(include).values() for n in ns]
+    docs = legs.per_executor(include, _summaries(records, names, "apply-manual-{}", "apply.json"))
     if forge is None:
         from tooling.io.forge import Forge
 

@@ -1,28 +1,87 @@
-"""``invoke matrix``: the CI matrix, one leg per executor with affected units.
+"""``invoke matrix``: the CI matrix, one leg per executor with affected units, or
+several per executor (``--max-legs``, ``max_legs`` in policy.toml).
 
 The units are the ones ``invoke plan`` would plan for the same change (the
 changed units, deleted ones included, from :func:`tooling.commands.pipeline.compute_affected`);
-the runner labels come from ``policy.toml`` (:mod:`tooling.core.executors`).
+the runner labels come from ``policy.toml`` (:mod:`tooling.core.executors`); the
+split into legs is :mod:`tooling.core.shards`.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from tooling.commands import pipeline
-from tooling.core import executors
+from tooling.core import executors, shards
+from tooling.errors import ToolingError
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 
-def matrix(ws: Workspace, *, base: str | None = None) -> dict[str, Any]:
-    """``{"include": [{"executor", "runs_on", "units"}, ...]}``; empty executors left out."""
-    change, _ = pipeline.compute_affected(ws, base, uncommitted=True)
+def _timings(path: Path | None) -> dict[str, float]:
+    """Each unit's plan time in an earlier run's summary.json (``--timings``)."""
+    if path is None:
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ToolingError(
+            f"--timings {path}: cannot be read ({exc.strerror}): pass an earlier run's summary.json"
+        ) from None
+    except ValueError as exc:
+        raise ToolingError(f"--timings {path}: not JSON ({exc}): pass a summary.json") from None
+    if not isinstance(doc, dict):
+        raise ToolingError(f"--timings {path}: not a summary.json (no object at the top)")
+    return shards.unit_costs(doc)
+
+
+def matrix(
+    ws: Workspace,
+    *,
+    base: str | None = None,
+    max_legs: int | None = None,
+    timings: Path | None = None,
+) -> dict[str, Any]:
+    """``{"include": [{"executor", "runs_on", "units"[, "leg", "cost"]}, ...]}``; empty executors left out."""
+    costs = _timings(timings)
+    change, model = pipeline.compute_affected(ws, base, uncommitted=True)
     pipeline.print_affected(change, say)
-    doc = executors.matrix([(u.path, u.executor) for u in change.units], executors.parse(ws.policy))
+    declared = executors.parse(ws.policy)
+    doc = executors.matrix([(u.path, u.executor) for u in change.units], declared)
+    limits = {name: max_legs or e.max_legs for name, e in declared.items()}
+    if any(n > 1 for n in limits.values()) and doc["include"]:
+        graph = {p: list(u.dependencies) for p, u in model.units.items()}
+        if any(u.change == "deleted" for u in change.units):
+            # a deleted unit and what read it are destroyed and updated in one leg
+            for p, u in ws.model(ws.tree_at(change.base)).units.items():
+                graph[p] = list(dict.fromkeys([*graph.get(p, []), *u.dependencies]))
+        doc = shards.sharded_matrix(doc, graph, limits, costs)
     legs = (
-        ", ".join(f"{leg['executor']} ({len(leg['units'])} unit(s))" for leg in doc["include"])
+        ", ".join(
+            f"{leg.get('leg') or leg['executor']} ({len(leg['units'])} unit(s))"
+            for leg in doc["include"]
+        )
         or "none"
     )
     say(f"executors with affected units: {legs}")
     return doc
+
+
+def parse_max_legs(text: str) -> int | None:
+    """``--max-legs N``: None when not given; a usage error unless 1 <= N <= 256."""
+    from tooling.errors import UsageError
+
+    if not text.strip():
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= shards.MAX_LEGS:
+        raise UsageError(
+            f"--max-legs {text}: pass a whole number from 1 to {shards.MAX_LEGS} "
+            f"(GitHub starts at most {shards.MAX_LEGS} jobs from one matrix)"
+        )
+    return value

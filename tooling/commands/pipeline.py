@@ -242,7 +242,9 @@ def plan(
     jobs: int | None = None,
     out: Path | None = None,
     comment: bool = False,
+    leg: tuple[str, Sequence[str]] | None = None,
 ) -> int:
+    """``invoke plan``; ``leg`` (its id and units): only those of the affected units."""
     say(ws.settings.describe())
     check_options(
         all_units=all_units,
@@ -264,6 +266,7 @@ def plan(
             executor=executor,
             jobs=jobs,
             comment=comment,
+            leg=leg,
         )
 
 
@@ -300,8 +303,9 @@ def _plan_into(
     executor: str | None,
     jobs: int | None,
     comment: bool,
+    leg: tuple[str, Sequence[str]] | None = None,
 ) -> int:
-    from tooling.core import declared, report
+    from tooling.core import declared, report, shards
 
     root = ws.root
     out_dir = folder.path
@@ -319,6 +323,7 @@ def _plan_into(
     worktree: Path | None = None
     if not all_units and not units:
         change, _ = compute_affected(ws, base, uncommitted=True)
+        change = shards.within(change, leg[1], leg[0]) if leg else change
         print_affected(change, say)
         if any(u.change == "deleted" for u in change.units):
             worktree = git.add_worktree(
@@ -510,40 +515,3 @@ def summary_document(
         doc["settings"] = settings.to_json()
     doc["units"] = [r.to_json() for r in with_gates(results, policy)]
     return doc
-
-
-def units(ws: Workspace, *, as_json: bool) -> int:
-    """``invoke units``: every unit; exit 1 (after the list) when a unit's HCL does not parse."""
-    from tooling.model.repo import units_json
-
-    model = ws.current_model
-    if as_json:
-        print(units_json(model))
-        return unreadable_exit(model)
-    for path in model.order:
-        u = model.units[path]
-        deps = ", ".join(u.dependencies) or "-"
-        show(
-            f"{u.path:<28} {u.tier}/{u.executor:<8} declared gate={u.gate:<6} ref={u.ref or '-':<8} deps: {deps}"
-        )
-        show(f"{'':<28} state: {u.state_key}   source: {u.source}")
-        if u.error:
-            show(f"{'':<28} cannot be read: {u.error}")
-    show(
-        "declared gate: the unit's (or tier's) gate class; a plan that touches a node/VM "
-        "or deletes or replaces anything waits for approval (manual) whatever it declares"
-    )
-    return unreadable_exit(model)
-
-
-def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
-    from tooling.core import graph as graphs
-
-    if fmt not in ("mermaid", "dot"):
-        raise UsageError(f"--format {fmt}: use mermaid or dot")
-    model = ws.current_model
-    marked: set[str] = set()
-    if highlight:
-        change, model = compute_affected(ws, affected_base, uncommitted=True)
-        marked = {u.path for u in change.units}
-    return graphs.mermaid(model, marked) if fmt == "mermaid" else graphs.dot(model, marked)

@@ -82,9 +82,11 @@ def checked_legs(
                 f"executor {executor} must run on {list(routes[executor])}, not {leg.get('runs_on')!r}: "
                 f"policy.toml and the workflow's ROUTES disagree"
             )
-        if executor in seen:
-            raise ToolingError(f"the matrix lists executor {executor} twice")
-        seen.add(executor)
+        name = leg.get("leg") or executor
+        if name in seen:
+            what = "leg" if leg.get("leg") else "executor"
+            raise ToolingError(f"the matrix lists {what} {name} twice")
+        seen.add(name)
     return [dict(leg) for leg in include]
 
 
@@ -138,7 +140,7 @@ def legs_of(matrix_json: str) -> list[str]:
         if not isinstance(executor, str) or not executor:
             raise ToolingError(f"--matrix: a leg without an executor: {leg!r}")
         executors.append(executor)
-    return executors
+    return list(dict.fromkeys(executors))  # a split executor's legs: once
 
 
 @dataclass(frozen=True)
@@ -284,12 +286,16 @@ def apply_report(
 def manual_legs(
     legs: Sequence[Mapping[str, Any]], waiting: Sequence[Waiting]
 ) -> list[dict[str, Any]]:
-    """The legs (executor and runner) of the manual job: the executors with waiting units."""
+    """The legs (executor and runner) of the manual job: the executors with waiting units;
+    of a split executor, the legs (with their ``leg`` id) that hold a waiting unit."""
     executors = {w.executor for w in waiting}
+    paths = {(w.executor, w.path) for w in waiting}
     return [
         {"executor": leg["executor"], "runs_on": leg["runs_on"]}
+        | ({"leg": leg["leg"]} if leg.get("leg") else {})
         for leg in legs
         if leg["executor"] in executors
+        and (not leg.get("leg") or any((leg["executor"], u) in paths for u in leg.get("units", ())))
     ]
 
 

@@ -12,6 +12,9 @@ home network). Each is declared in ``policy.toml`` under ``[executors.NAME]``:
   same for Google Cloud: matched against the service account that the
   application default credentials impersonate, and against the audience (the
   workload identity pool provider) of external account credentials;
+- ``max_legs``: optional, how many legs (runners) of the CI matrix its plans
+  and applies may be split over (default 1; at most 256, GitHub's matrix
+  limit; ``invoke matrix --max-legs N`` overrides it, :mod:`tooling.core.shards`);
 - ``platforms``: optional, the ``OS_ARCH`` platforms its runners are
   (default ``["linux_amd64"]``). The lock files record provider checksums for
   every platform of every executor (:func:`lock_platforms`), so each installs
@@ -40,6 +43,7 @@ _KEYS = frozenset(
         "gcp_service_account_pattern",
         "gcp_audience_pattern",
         "platforms",
+        "max_legs",
     }
 )
 #: the platform of an executor that does not name its own: GitHub's hosted Linux runners
@@ -56,6 +60,8 @@ class Executor:
     gcp_audience_patterns: tuple[str, ...] = ()
     #: the OS_ARCH platforms its runners are (the lock files carry checksums for each)
     platforms: tuple[str, ...] = DEFAULT_PLATFORMS
+    #: how many legs of the CI matrix its units may be split over
+    max_legs: int = 1
 
     @property
     def checks_identity(self) -> bool:
@@ -96,6 +102,19 @@ def _platforms(name: str, raw: Any) -> tuple[str, ...]:
             f'names as OpenTofu writes them (e.g. ["linux_amd64", "linux_arm64"]), got {raw!r}'
         )
     return tuple(dict.fromkeys(raw))
+
+
+def _max_legs(name: str, raw: Any) -> int:
+    from tooling.core.shards import MAX_LEGS
+
+    if raw is None:
+        return 1
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_LEGS:
+        raise ToolingError(
+            f"{POLICY_FILE}: [executors.{name}] max_legs must be a whole number from 1 to "
+            f"{MAX_LEGS} (GitHub starts at most {MAX_LEGS} jobs from one matrix), got {raw!r}"
+        )
+    return raw
 
 
 def lock_platforms(executors: Mapping[str, Executor]) -> tuple[str, ...]:
@@ -140,6 +159,7 @@ def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
                 name, "gcp_audience_pattern", table.get("gcp_audience_pattern")
             ),
             platforms=_platforms(name, table.get("platforms")),
+            max_legs=_max_legs(name, table.get("max_legs")),
         )
     return out
 

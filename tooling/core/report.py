@@ -418,16 +418,20 @@ def render(
         else []
     )
 
+    # each unit's block in each of its (at most four) forms, rendered once: shedding
+    # re-assembles the report once per unit shed, which must not render every unit again
+    blocks: dict[tuple[str, bool, bool], str] = {}
+
+    def block(r: Result, text: bool, resources: bool) -> str:
+        key = (r.path, text, resources)
+        if key not in blocks:
+            blocks[key] = _details(r, texts.get(r.path) if text else None, resources)
+        return blocks[key]
+
     def assemble(text_for: set[str], resources_for: set[str]) -> str:
         parts = [*lines]
         for r in ordered:
-            parts.append(
-                _details(
-                    r,
-                    texts.get(r.path) if r.path in text_for else None,
-                    r.path in resources_for,
-                )
-            )
+            parts.append(block(r, r.path in text_for, r.path in resources_for))
         return "\n".join([*parts, "", *quiet_line]).rstrip() + "\n"
 
     all_paths = {r.path for r in results}

@@ -56,6 +56,7 @@ class Result:
             "plan_sha256": self.plan_sha256,
             "text_file": self.text_file,
             "log_file": self.log_file,
+            "seconds": round(self.seconds, 3),
             "destroy": self.destroy,
             "source": self.source,
             "source_before": self.source_before,

@@ -1,0 +1,210 @@
+"""The legs' plan reports merged into one. Pure.
+
+Each leg of a split executor (:mod:`tooling.core.shards`) plans its units into
+its own folder (``invoke plan --from-matrix M --leg ID``), whose
+summary.json records the leg (``leg``: its ``id``, ``index``, ``count`` and
+``units``). ``invoke report --merge DIR...`` combines them into one summary.json
+of the same schema and one comment. It refuses, one line each: legs of
+different commits, bases, tools or working trees; a unit in two legs; a leg of
+a split missing; a folder without a readable summary.json.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tooling.core.gates import Gate
+from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.results import Result
+from tooling.errors import ToolingError
+
+_LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
+#: the fields every leg must agree on: what the plans were made from
+_SAME = ("version", "head", "base", "tools", "settings")
+
+
+def leg_record(leg: str, index: int, count: int, units: Sequence[str]) -> dict[str, Any]:
+    """The ``leg`` field of a leg's summary.json."""
+    return {"id": leg, "index": index, "count": count, "units": list(units)}
+
+
+def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
+    """Leg ``leg``'s 1-based index among its executor's legs, and how many legs that
+    executor has: from its id (``hosted-2-of-4``, :func:`tooling.core.shards.leg_id`), so
+    one entry alone (the workflow's own leg) says it; (1, 1) for an executor that was
+    not split."""
+    entry = next(e for e in include if (e.get("leg") or e.get("executor")) == leg)
+    if not entry.get("leg"):
+        return 1, 1
+    found = _LEG_ID.fullmatch(str(entry["leg"]))
+    if not found or found.group(1) != entry.get("executor"):
+        raise ToolingError(
+            f"leg {leg}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
+            "pass the matrix as `invoke matrix` wrote it"
+        )
+    index, count = int(found.group(2)), int(found.group(3))
+    if not 1 <= index <= count:
+        raise ToolingError(f"leg {leg}: leg {index} of {count} does not exist")
+    return index, count
+
+
+def _leg_name(name: str, doc: Mapping[str, Any]) -> str:
+    leg = doc.get("leg")
+    return f"{name} (leg {leg['id']})" if isinstance(leg, Mapping) and "id" in leg else name
+
+
+def check(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Refuse ``docs`` (``(folder name, summary.json)``) that are not the legs of one plan."""
+    if not docs:
+        raise ToolingError("--merge needs at least one plan folder")
+    first_name, first = docs[0]
+    for name, doc in docs[1:]:
+        for key in _SAME:
+            if doc.get(key) != first.get(key):
+                raise ToolingError(
+                    f"{_leg_name(name, doc)} has {key} {doc.get(key)!r}, {_leg_name(first_name, first)} "
+                    f"{first.get(key)!r}: the legs planned different {key}s; merge the legs of one run"
+                )
+        digest = (doc.get("worktree") or {}).get("digest")
+        if digest != (first.get("worktree") or {}).get("digest"):
+            raise ToolingError(
+                f"{_leg_name(name, doc)} planned another working tree than {_leg_name(first_name, first)} "
+                "(worktree digests differ): merge the legs of one run"
+            )
+    owner: dict[str, str] = {}
+    for name, doc in docs:
+        for unit in doc.get("units") or ():
+            path = str(unit.get("path")) if isinstance(unit, Mapping) else "?"
+            if path in owner:
+                raise ToolingError(
+                    f"unit {path} is in {owner[path]} and {_leg_name(name, doc)}: "
+                    "a unit must be planned by one leg; merge the legs of one matrix"
+                )
+            owner[path] = _leg_name(name, doc)
+    seen: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
+    for name, doc in docs:
+        leg = doc.get("leg")
+        if not isinstance(leg, Mapping):
+            continue
+        executor = str(doc.get("executor"))
+        index, count = leg.get("index"), leg.get("count")
+        if not isinstance(index, int) or not isinstance(count, int) or not 1 <= index <= count:
+            raise ToolingError(
+                f"{_leg_name(name, doc)}: its leg record says leg {index!r} of {count!r}: "
+                "the summary.json is damaged; plan the leg again"
+            )
+        if counts.setdefault(executor, count) != count:
+            raise ToolingError(
+                f"{_leg_name(name, doc)} is one of {count} legs, another {executor} leg one of "
+                f"{counts[executor]}: the legs come from different matrices"
+            )
+        if index in seen.setdefault(executor, set()):
+            raise ToolingError(f"{_leg_name(name, doc)}: leg {index} of {executor} given twice")
+        seen[executor].add(index)
+    for executor, count in counts.items():
+        missing = sorted(set(range(1, count + 1)) - seen[executor])
+        if missing:
+            names = ", ".join(f"{executor}-{i}-of-{count}" for i in missing)
+            raise ToolingError(
+                f"leg(s) {names} missing: pass every leg's folder (a leg that did not "
+                "finish has no report to merge; the merged report would hide its units)"
+            )
+
+
+def merged(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One summary.json for the legs ``docs`` (checked by :func:`check`): their units in
+    leg order; interrupted or dirty when one leg was; ``legs``: the leg ids merged."""
+    check(docs)
+    ordered = sorted(
+        docs,
+        key=lambda d: (
+            str(d[1].get("executor")),
+            int((d[1].get("leg") or {}).get("index") or 0),
+        ),
+    )
+    first = ordered[0][1]
+    doc: dict[str, Any] = {k: first[k] for k in first if k not in ("leg", "units", "legs")}
+    executors = {d.get("executor") for _, d in ordered}
+    doc["executor"] = executors.pop() if len(executors) == 1 else None
+    doc["interrupted"] = any(bool(d.get("interrupted")) for _, d in ordered)
+    doc["legs"] = [
+        str((d.get("leg") or {}).get("id") or d.get("executor") or name) for name, d in ordered
+    ]
+    doc["units"] = [u for _, d in ordered for u in d.get("units") or ()]
+    return doc
+
+
+def result_of(unit: Mapping[str, Any], plan_text: str | None) -> Result:
+    """A summary.json unit as the :class:`Result` the report renders (its resource
+    changes by address and action; the plan text as the leg wrote it)."""
+    counts = {k: int((unit.get("counts") or {}).get(k, 0)) for k in COUNT_KEYS}
+    changes = tuple(
+        ResourceChange(
+            str(c.get("address")),
+            str(c.get("address", "")).rsplit(".", 2)[-2] if "." in str(c.get("address")) else "",
+            str(c.get("action")),
+        )
+        for c in unit.get("changes") or ()
+        if isinstance(c, Mapping)
+    )
+    gate = unit.get("gate")
+    return Result(
+        path=str(unit.get("path")),
+        tier=str(unit.get("tier", "")),
+        executor=str(unit.get("executor", "")),
+        change=str(unit.get("change", "")),
+        status=str(unit.get("status", "")),
+        counts=counts,
+        plan_file=unit.get("plan_file"),
+        plan_sha256=unit.get("plan_sha256"),
+        error=unit.get("error"),
+        summary=PlanSummary(counts, changes, output_changes=tuple(unit.get("output_changes") or ()))
+        if unit.get("status") in ("changes", "no-changes")
+        else None,
+        text_file=unit.get("text_file"),
+        log_file=unit.get("log_file"),
+        seconds=float(unit.get("seconds") or 0.0),
+        destroy=bool(unit.get("destroy")),
+        source=unit.get("source"),
+        source_before=unit.get("source_before"),
+        model_error=unit.get("model_error"),
+        mocked_dependencies=tuple(unit.get("mocked_dependencies") or ()),
+        gate=Gate(str(gate.get("decision")), tuple(gate.get("reasons") or ()))
+        if isinstance(gate, Mapping)
+        else None,
+        plan_text=plan_text,
+    )
+
+
+def leg_names(include: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Each executor's legs in a matrix's ``include``: the ``leg`` ids of a split executor,
+    the executor's own name otherwise (the suffix of its artifacts)."""
+    out: dict[str, list[str]] = {}
+    for entry in include:
+        executor = str(entry.get("executor"))
+        out.setdefault(executor, []).append(str(entry.get("leg") or executor))
+    return out
+
+
+def per_executor(
+    include: Sequence[Mapping[str, Any]], docs: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, dict[str, Any] | None]:
+    """The legs' records (``docs`` by leg name, None when a leg left none) combined per
+    executor: None when one of its legs left none (the executor did not finish),
+    else their units together, interrupted when one leg was."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for executor, names in leg_names(include).items():
+        found = [docs.get(name) for name in names]
+        if any(doc is None for doc in found):
+            out[executor] = None
+            continue
+        present = [doc for doc in found if doc is not None]
+        out[executor] = {
+            **present[0],
+            "units": [u for doc in present for u in doc.get("units") or ()],
+            "interrupted": any(bool(doc.get("interrupted")) for doc in present),
+        }
+    return out
