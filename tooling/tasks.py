@@ -684,7 +684,7 @@ def crosscheck(c: Context, path: str = "", json_: bool = False) -> None:
 
 @task(
     help={
-        "path": "the repository to examine (default: the current folder)",
+        "path": "the repository to examine (default: the one around the current folder, else the folder)",
         "json": "print the findings as JSON on stdout",
     }
 )

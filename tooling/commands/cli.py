@@ -204,9 +204,22 @@ def check_policy(start: Path | None = None) -> None:
     from tooling.io import config
     from tooling.io.workspace import nearest_root
 
-    root = nearest_root(start)
-    if root is not None:
-        validate(config.read_policy(root))
+    from tooling.errors import ToolingError
+    from tooling.model.policyfile import POLICY_FILE, located
+
+    try:
+        root = nearest_root(start)
+        if root is not None:
+            validate(config.read_policy(root))
+    except ToolingError as exc:
+        # name the line of the table the error is about (policy.toml:LINE: ...)
+        here = (start or Path.cwd()).resolve()
+        holder = next((c for c in (here, *here.parents) if (c / POLICY_FILE).is_file()), None)
+        try:
+            text = (holder / POLICY_FILE).read_text(encoding="utf-8") if holder else ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        raise ToolingError(located(str(exc), text), code=exc.code) from None
 
 
 def run(fn: Callable[[], int | None]) -> None:

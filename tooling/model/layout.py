@@ -103,7 +103,7 @@ def _roots(raw: Any, where: str) -> tuple[LiveRoot, ...]:
         if not isinstance(table, Mapping):
             raise ToolingError(f'{where}: {here} must be a table, e.g. state_prefix = "{name}/"')
         refuse_unknown_keys(table, _ROOT_KEYS, here)
-        path = _folder(name, where, "[layout.roots] folder")
+        path = _folder(name, where, f"{here}: the folder")
         prefix = table.get("state_prefix")
         if prefix is not None and (not isinstance(prefix, str) or not prefix.strip("/")):
             raise ToolingError(
