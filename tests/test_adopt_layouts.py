@@ -28,16 +28,13 @@ import pytest
 from infra_fixtures import GIT_ENV, REPO, Invoked, commit_all, edit, git
 
 from tooling.errors import ToolingError
-from tooling.model.gitpaths import changes_to_project, in_repository, to_project
 from tooling.model.layout import layout_from
 from tooling.model.repo import Change, WorkTree, load
 
 pytestmark = pytest.mark.e2e
 
 DNS_SOURCE = "git::https://git.example.com/platform-modules/terraform-cloudflare-dns.git?ref=v1.1.0"
-NET_SOURCE = (
-    "git::https://git.example.com/platform-modules/terraform-proxmox.git//modules/network?ref=v1.1.0"
-)
+NET_SOURCE = "git::https://git.example.com/platform-modules/terraform-proxmox.git//modules/network?ref=v1.1.0"
 
 
 def iac(cwd: Path, *args: str, timeout: float = 600) -> Invoked:
@@ -69,7 +66,9 @@ def _unit(path: Path, source: str, inputs: str, before: str = "") -> None:
 DNS_INPUTS = 'zone_name = "example.net"\nrecords = {}'
 NET_INPUTS = 'node_name = "pve-1"\nbridge = "vmbr1"\nvlan_id = 40\ncidr = "10.40.0.0/24"'
 #: a unit that reads a file outside the project root through get_repo_root()
-SHARED_READ = 'locals {\n  shared = read_terragrunt_config("${get_repo_root()}/shared/dns.hcl")\n}\n\n'
+SHARED_READ = (
+    'locals {\n  shared = read_terragrunt_config("${get_repo_root()}/shared/dns.hcl")\n}\n\n'
+)
 
 
 def subfolder_repo(top: Path) -> Path:
@@ -136,10 +135,15 @@ def test_a_project_root_in_a_git_sub_folder_names_the_same_units_in_every_comman
     assert json.loads(check.stdout)["violations"] == []
 
     expected = ["live/cluster/network"]
-    assert _affected_units(iac(below, "affected", "--base", "main", "--committed", "--json")) == expected
+    assert (
+        _affected_units(iac(below, "affected", "--base", "main", "--committed", "--json"))
+        == expected
+    )
     assert _matrix_units(iac(below, "matrix", "--base", "main")) == expected
     out = tmp_path / "plans"
-    assert _plan_units(infra, iac(below, "plan", "--base", "main", "--out", str(out)), out) == expected
+    assert (
+        _plan_units(infra, iac(below, "plan", "--base", "main", "--out", str(out)), out) == expected
+    )
 
 
 def test_a_change_outside_the_project_root_read_through_get_repo_root_selects_its_readers(
@@ -250,6 +254,17 @@ def test_a_state_key_is_checked_against_its_own_roots_prefix(tmp_path: Path, too
     assert "'production/'" in json.loads(check.stdout)["violations"][0]["message"]
 
 
+def test_opentofu_code_in_a_live_root_other_than_live_is_refused_by_check(
+    tmp_path: Path, tools: None
+) -> None:
+    root = two_roots_repo(tmp_path / "envs")
+    (root / "prod" / "dns" / "extra.tf").write_text('resource "terraform_data" "x" {}\n')
+    check = iac(root, "check", "--json")
+    assert check.returncode == 1, check.output
+    found = {(v["file"], v["rule"]) for v in json.loads(check.stdout)["violations"]}
+    assert ("prod/dns/extra.tf", "config-only-file") in found
+
+
 @pytest.mark.parametrize(
     ("roots", "error"),
     [
@@ -290,6 +305,8 @@ def test_today_s_policy_without_live_roots_reads_as_before() -> None:
 
 
 def test_git_paths_are_translated_to_the_project_root_once() -> None:
+    from tooling.model.gitpaths import changes_to_project, in_repository, to_project
+
     assert to_project("infra/live/a/terragrunt.hcl", "infra") == "live/a/terragrunt.hcl"
     assert to_project("shared/dns.hcl", "infra/") == "../shared/dns.hcl"
     assert to_project("infra2/x", "infra") == "../infra2/x"
@@ -363,7 +380,9 @@ def relaid_example(dest: Path) -> Path:
         REPO / "live", dest / "terragrunt", ignore=shutil.ignore_patterns(".terragrunt-cache")
     )
     policy = (REPO / "policy.toml").read_text().replace('"live/', '"terragrunt/')
-    policy = policy.replace('foundation_state_prefix = "live/"', 'foundation_state_prefix = "terragrunt/"')
+    policy = policy.replace(
+        'foundation_state_prefix = "live/"', 'foundation_state_prefix = "terragrunt/"'
+    )
     (dest / "policy.toml").write_text(policy + '\n[layout]\nlive = ["terragrunt"]\n')
     git(dest, "init", "--quiet", "--initial-branch=main")
     commit_all(dest, "the example, under terragrunt/")
@@ -388,14 +407,23 @@ def _named(text: str) -> set[str]:
 #: every task that reads the layout, with what shows it read the units under terragrunt/
 LAYOUT_TASKS = {
     "units": (["units", "--json"], lambda out: {u["path"] for u in json.loads(out)["units"]}),
-    "affected": (["affected", "--base", "HEAD", "--json"], lambda out: {u["path"] for u in json.loads(out)["units"]}),
+    "affected": (
+        ["affected", "--base", "HEAD", "--json"],
+        lambda out: {u["path"] for u in json.loads(out)["units"]},
+    ),
     "graph": (["graph"], _named),
     "matrix": (
         ["matrix", "--base", "HEAD"],
         lambda out: {u for e in json.loads(out)["include"] for u in e["units"]},
     ),
-    "check": (["check", "--json"], lambda out: set() if json.loads(out)["violations"] else EXAMPLE_UNITS),
-    "doctor": (["doctor", "--json"], lambda out: EXAMPLE_UNITS if json.loads(out)["units"] == 7 else set()),
+    "check": (
+        ["check", "--json"],
+        lambda out: set() if json.loads(out)["violations"] else EXAMPLE_UNITS,
+    ),
+    "doctor": (
+        ["doctor", "--json"],
+        lambda out: EXAMPLE_UNITS if json.loads(out)["units"] == 7 else set(),
+    ),
     "outdated": (
         ["outdated", "--json"],
         lambda out: {u["path"] for m in json.loads(out)["modules"] for u in m["units"]},
@@ -447,7 +475,17 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
 ) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
         check=True,
         capture_output=True,
         timeout=600,
@@ -455,7 +493,17 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
     (wheel,) = wheels.glob("tooling-*.whl")
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
         timeout=600,
@@ -463,12 +511,18 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
     installed = target / "tooling"
     assert (installed / "schemas" / "units.schema.json").is_file()
     assert any((installed / "sandbox_catalog").rglob("main.tf"))
-    assert (installed / "tasks.py").is_file() and (installed / "commands" / "workcopy_hook.py").is_file()
+    assert (installed / "tasks.py").is_file() and (
+        installed / "commands" / "workcopy_hook.py"
+    ).is_file()
     script = target / "bin" / "iac"
     env = {**os.environ, **GIT_ENV, "PYTHONPATH": str(target)}
-    helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, check=False)
+    helped = subprocess.run(
+        [str(script), "--help"], capture_output=True, text=True, env=env, check=False
+    )
     assert helped.returncode == 0 and "iac" in helped.stdout, helped.stderr
-    listed = subprocess.run([str(script), "--list"], capture_output=True, text=True, env=env, check=False)
+    listed = subprocess.run(
+        [str(script), "--list"], capture_output=True, text=True, env=env, check=False
+    )
     assert {"plan", "units", "doctor", "outdated"} <= set(listed.stdout.split())
 
     infra = subfolder_repo(tmp_path / "mono")
@@ -488,6 +542,7 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
     # the tasks came from the installed copy, not from this source tree
     where = subprocess.run(
         [sys.executable, "-c", "import tooling.tasks as t; print(t.__file__)"],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         env=env,

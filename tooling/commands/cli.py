@@ -201,10 +201,9 @@ def check_policy(start: Path | None = None) -> None:
     of the wrong kind, is refused by name whatever the task reads. Outside a
     repository there is nothing to check (the task says where it expected one)."""
     from tooling.core.policydoc import validate
+    from tooling.errors import ToolingError
     from tooling.io import config
     from tooling.io.workspace import nearest_root
-
-    from tooling.errors import ToolingError
     from tooling.model.policyfile import POLICY_FILE, located
 
     try:

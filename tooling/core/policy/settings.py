@@ -70,6 +70,8 @@ class CheckPolicy:
     #: files besides the root file whose ``generate`` blocks count as declared, with the reason
     allowed_generate: Mapping[str, str] = field(default_factory=dict)
 
+    #: the live folders of policy.toml [layout] (where units, and no OpenTofu code, live)
+    live: tuple[str, ...] = ("live",)
     #: live roots with a state prefix of their own ([layout.roots]): (folder, prefix)
     root_prefixes: tuple[tuple[str, str], ...] = ()
 
@@ -205,6 +207,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         allowed_roles=_roles(section),
         allowed_errors=_reasons(section, "allowed_errors"),
         allowed_generate=_reasons(section, "allowed_generate"),
+        live=layout.live,
         root_prefixes=tuple(
             (r.path, r.state_prefix) for r in layout.roots if r.state_prefix is not None
         ),
