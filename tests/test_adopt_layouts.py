@@ -549,3 +549,71 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
         check=True,
     )
     assert where.stdout.strip().startswith(str(target))
+
+
+# --------------------------------------------------------------------------- Gruntwork's live example
+
+GRUNTWORK_LAYOUT = """\
+[layout]
+root_file = "root.hcl"
+
+[layout.roots."non-prod"]
+state_prefix = "non-prod/"
+executor = "hosted"
+
+[layout.roots."prod"]
+state_prefix = "prod/"
+executor = "hosted"
+
+[check]
+allowed_module_sources = ["github.com/gruntwork-io/*"]
+
+[executors.hosted]
+runs_on = ["ubuntu-latest"]
+"""
+
+GRUNTWORK_CHANGES = {
+    "_envcommon/mysql.hcl": [
+        "non-prod/us-east-1/qa/mysql",
+        "non-prod/us-east-1/stage/mysql",
+        "prod/us-east-1/prod/mysql",
+    ],
+    "non-prod/account.hcl": [
+        "non-prod/us-east-1/qa/mysql",
+        "non-prod/us-east-1/qa/webserver-cluster",
+        "non-prod/us-east-1/stage/mysql",
+        "non-prod/us-east-1/stage/webserver-cluster",
+    ],
+    "prod/us-east-1/prod/env.hcl": [
+        "prod/us-east-1/prod/mysql",
+        "prod/us-east-1/prod/webserver-cluster",
+    ],
+    "non-prod/us-east-1/qa/webserver-cluster/terragrunt.hcl": [
+        "non-prod/us-east-1/qa/webserver-cluster"
+    ],
+    "README.md": [],
+}
+
+
+def test_gruntworks_live_example_with_two_live_roots_passes_check_and_affected_is_right(
+    tmp_path: Path,
+) -> None:
+    """Offline: only the commands that fetch nothing (its modules are on GitHub)."""
+    from test_crosscheck import _corpus
+
+    repo = tmp_path / "gruntwork"
+    shutil.copytree(_corpus("terragrunt-infrastructure-live-example"), repo, symlinks=True)
+    (repo / "policy.toml").write_text(GRUNTWORK_LAYOUT)
+    shutil.copy2(REPO / ".tool-versions", repo / ".tool-versions")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "Gruntwork's live example")
+
+    check = iac(repo, "check", "--json")
+    assert check.returncode == 0, check.output
+    assert json.loads(check.stdout)["violations"] == []
+    for changed, expected in GRUNTWORK_CHANGES.items():
+        with (repo / changed).open("a") as fh:
+            fh.write("\n# changed\n")
+        ran = iac(repo, "affected", "--base", "HEAD", "--json")
+        assert _affected_units(ran) == expected, changed
+        git(repo, "checkout", "--quiet", "--", changed)
