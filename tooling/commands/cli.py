@@ -211,7 +211,9 @@ def check_policy(start: Path | None = None) -> None:
         if root is not None:
             validate(config.read_policy(root))
     except ToolingError as exc:
-        # name the line of the table the error is about (policy.toml:LINE: ...)
+        if "[layout" not in str(exc):
+            raise
+        # name the line of the [layout] table the error is about (policy.toml:LINE: ...)
         here = (start or Path.cwd()).resolve()
         holder = next((c for c in (here, *here.parents) if (c / POLICY_FILE).is_file()), None)
         try:
