@@ -617,3 +617,29 @@ def test_gruntworks_live_example_with_two_live_roots_passes_check_and_affected_i
         ran = iac(repo, "affected", "--base", "HEAD", "--json")
         assert _affected_units(ran) == expected, changed
         git(repo, "checkout", "--quiet", "--", changed)
+
+
+def test_a_project_root_named_with_spaces_and_a_command_substitution_works(
+    tmp_path: Path,
+) -> None:
+    top = tmp_path / "mono"
+    infra = top / "my infra $(touch pwned)"
+    (infra / "app").mkdir(parents=True)
+    (top / "shared").mkdir()
+    (top / "shared" / "a.hcl").write_text("locals {}\n")
+    (infra / "policy.toml").write_text('[layout]\nlive = ["."]\n')
+    shutil.copy2(REPO / ".tool-versions", infra / ".tool-versions")
+    (infra / "root.hcl").write_text(
+        'locals {\n  s = read_terragrunt_config("${get_repo_root()}/shared/a.hcl")\n}\n'
+    )
+    (infra / "app" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n'
+    )
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "a hostile folder name")
+    with (top / "shared" / "a.hcl").open("a") as fh:
+        fh.write("# changed\n")
+    ran = iac(infra / "app", "affected", "--base", "HEAD", "--json")
+    assert _affected_units(ran) == ["app"]
+    assert json.loads(ran.stdout)["units"][0]["reasons"] == ["../shared/a.hcl"]
+    assert not list(tmp_path.rglob("pwned"))
