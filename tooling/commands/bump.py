@@ -64,7 +64,7 @@ from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.repo import GitTree, WorkTree
+from tooling.model.repo import GitTree
 
 # --------------------------------------------------------------------------- commands
 
@@ -152,7 +152,10 @@ def outdated(ws: Workspace, *, as_json: bool = False) -> int:
     not be listed (the others are still reported).
     """
     say(ws.settings.describe())
-    inv = inventory(unit_texts(ws, WorkTree(ws.root)))
+    inv = inventory(unit_texts(ws, ws.work_tree()))
+    if not inv.pins and not inv.skipped:
+        # nothing is skipped silently: an empty list says where no unit was found
+        say(f"no unit found under {', '.join(ws.layout.live)} (policy.toml [layout] live)")
     repos = discover(ws.env_for(p.url for p in inv.pins), tags.token_from_env(), inv.pins)
     report = outdated_report(inv, repos)
     if as_json:

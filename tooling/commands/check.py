@@ -2,8 +2,8 @@
 
 The only I/O of the check: list the repository's files (caches and virtual
 environments left out), read what the rules ask for, load the model, and find
-the app workspaces. It runs no tool (no tofu, no terragrunt, no git), so it
-works in a pre-commit hook on any machine.
+the app workspaces. It runs no tool (no tofu, no terragrunt; git only to learn where the project root
+sits in its repository, as Terragrunt's get_repo_root() does), so it works in a pre-commit hook on any machine.
 
 App workspaces are folders of per-application OpenTofu code. They are found in
 the folders listed by ``[check] app_dirs`` in ``policy.toml`` and in the ones
@@ -29,7 +29,7 @@ from pathlib import Path
 from tooling.core import policy
 from tooling.core.policy import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
-from tooling.io import config
+from tooling.io import config, git
 from tooling.model import trees
 from tooling.model.repo import Model
 
@@ -117,7 +117,7 @@ def run(
     live = tuple(d for d in layout.live if (root / d).is_dir())
     if live:
         try:
-            model = load(WorkTree(root, live), cache_dir)
+            model = load(WorkTree(root, live, git.prefix(root)), cache_dir)
         except ToolingError as exc:
             early.append(policy.syntax_violation(exc))
         else:

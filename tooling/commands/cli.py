@@ -201,12 +201,26 @@ def check_policy(start: Path | None = None) -> None:
     of the wrong kind, is refused by name whatever the task reads. Outside a
     repository there is nothing to check (the task says where it expected one)."""
     from tooling.core.policydoc import validate
+    from tooling.errors import ToolingError
     from tooling.io import config
     from tooling.io.workspace import nearest_root
+    from tooling.model.policyfile import POLICY_FILE, located
 
-    root = nearest_root(start)
-    if root is not None:
-        validate(config.read_policy(root))
+    try:
+        root = nearest_root(start)
+        if root is not None:
+            validate(config.read_policy(root))
+    except ToolingError as exc:
+        if "[layout" not in str(exc):
+            raise
+        # name the line of the [layout] table the error is about (policy.toml:LINE: ...)
+        here = (start or Path.cwd()).resolve()
+        holder = next((c for c in (here, *here.parents) if (c / POLICY_FILE).is_file()), None)
+        try:
+            text = (holder / POLICY_FILE).read_text(encoding="utf-8") if holder else ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        raise ToolingError(located(str(exc), text), code=exc.code) from None
 
 
 def run(fn: Callable[[], int | None]) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tooling.core.crosscheck import Report, Seen, compare, parse_find, unparsed_units
 from tooling.errors import ToolingError, UsageError
-from tooling.io import proc, terragrunt
+from tooling.io import git, proc, terragrunt
 from tooling.model.repo import WorkTree, load
 
 FIND_ARGS = ("find", "--json", "--dependencies", "--reading", "--no-color", "--log-level", "debug")
@@ -45,7 +45,7 @@ def check(root: Path, live: tuple[str, ...] = (".",)) -> Report:
         stdout, log = terragrunt_find(root / folder)
         theirs.update(parse_find(stdout, folder))
         unparsed |= unparsed_units(log, str(root))
-    return compare(load(WorkTree(root, live), None), theirs, unparsed)
+    return compare(load(WorkTree(root, live, git.prefix(root)), None), theirs, unparsed)
 
 
 def render(report: Report, limit: int = 200) -> str:
@@ -92,5 +92,5 @@ def run(root: Path, *, as_json: bool, live: tuple[str, ...] = (".",)) -> int:
     if report.unparsed:
         from tooling.commands.pipeline import unreadable_exit
 
-        broken = unreadable_exit(load(WorkTree(root.resolve(), live), None))
+        broken = unreadable_exit(load(WorkTree(root.resolve(), live, git.prefix(root)), None))
     return 1 if report.dangerous or broken else 0

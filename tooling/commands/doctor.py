@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
+from tooling.io import git
 from tooling.io.workspace import read_layout
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import Layout
@@ -194,7 +195,7 @@ def run(root: Path, *, as_json: bool) -> int:
     else:
         findings = []
     existing = tuple(d for d in layout.live if (root / d).is_dir())
-    model = load(WorkTree(root, existing), None) if existing else None
+    model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
     findings += diagnose(root, layout, model)
     needs = [f for f in findings if f.level == "needs"]
     if as_json:

@@ -45,6 +45,7 @@ from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model.layout import layout_from
 from tooling.model.repo import UNIT_FILE, Model, Tree, WorkTree, load
+from tooling.model.trees import in_live
 
 BACKUP_SUFFIX = ".moved-backup"
 
@@ -58,6 +59,7 @@ class RenamedTree:
     def __init__(self, inner: Tree, real: str, virtual: str) -> None:
         self.inner = inner
         self.root = inner.root
+        self.git_prefix = inner.git_prefix
         self.real = real.rstrip("/") + "/"
         self.virtual = virtual.rstrip("/") + "/"
 
@@ -117,9 +119,14 @@ class RenamedTree:
         ).hexdigest()
 
 
+def _work_tree(root: Path) -> WorkTree:
+    """The working tree under the live folders of policy.toml ``[layout]``."""
+    return WorkTree(root, layout_from(config.read_policy(root)).live, git.prefix(root))
+
+
 def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
     """The working tree's model as if the unit folder ``real`` were at ``virtual``."""
-    return load(RenamedTree(WorkTree(root), real, virtual), None)
+    return load(RenamedTree(_work_tree(root), real, virtual), None)
 
 
 # --------------------------------------------------------------------------- state stores
@@ -302,9 +309,14 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
     """Work out the two keys; refuse anything that is not a plain move of one unit."""
     if old == new:
         raise UsageError("OLD and NEW are the same folder")
-    if not new.startswith("live/") or ".." in new.split("/"):
-        raise UsageError(f"{new}: the new folder must be under live/ (e.g. live/cloud/zone)")
-    current = load(WorkTree(root), None)
+    live = layout_from(config.read_policy(root)).live
+    if not in_live(new, live) or ".." in new.split("/"):
+        raise UsageError(
+            f"{new}: the new folder must be under a live folder ({', '.join(live)}; "
+            "policy.toml [layout] live), e.g. "
+            + ("cloud/zone" if live == (".",) else f"{live[0]}/zone")
+        )
+    current = load(_work_tree(root), None)
     for path in (old, new):
         unit = current.units.get(path)
         if unit is not None and unit.error and "HCL syntax error" in unit.error:
@@ -373,7 +385,7 @@ def move_unit(
         from tooling.commands import preflight
 
         preflight.check_state_backend(settings)
-    model = load(WorkTree(root), None)
+    model = load(_work_tree(root), None)
     unit = model.units.get(new if move.folder_moved else old)
     store = store_for(root, settings, unit.state_bucket if unit else None, client_factory)
     backup = move.old_key + BACKUP_SUFFIX

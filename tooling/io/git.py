@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tooling.errors import ToolingError
 from tooling.io import proc
+from tooling.model.gitpaths import changes_to_project, clean_prefix, listing_to_project
 from tooling.model.repo import LIVE_DIR, Change, GitTree
 
 
@@ -158,6 +159,19 @@ def toplevel(path: Path) -> Path:
     return Path(out)
 
 
+def prefix(repo: Path) -> str:
+    """Where ``repo`` (the project root) sits below git's top level: ``"infra"``, or ``""``
+    at the top level and outside any git repository (``git rev-parse --show-prefix``).
+
+    Git names changed and listed paths from its top level; everything here that returns
+    paths translates them to the project root with it (:mod:`tooling.model.gitpaths`)."""
+    try:
+        result = git(repo, "rev-parse", "--show-prefix", ok_codes=(0, 128))
+    except ToolingError:  # no git installed: no repository to be below
+        return ""
+    return clean_prefix(result.stdout) if result.returncode == 0 else ""
+
+
 def rev_parse(repo: Path, rev: str) -> str:
     result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1))
     sha = result.stdout.strip()
@@ -179,15 +193,18 @@ def merge_base(repo: Path, base: str, head: str) -> str:
 
 
 def changed(repo: Path, base: str, head: str) -> list[Change]:
+    """The paths changed between two revisions, relative to the project root ``repo``
+    (a path outside it: ``../``-relative)."""
     out = git(repo, "diff", "--name-status", "-z", "-M", base, head).stdout
-    return parse_name_status(out)
+    return changes_to_project(parse_name_status(out), prefix(repo))
 
 
 def uncommitted(repo: Path) -> list[Change]:
+    """The working tree's uncommitted changes, relative to the project root ``repo``."""
     out = git(
         repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
     ).stdout
-    return parse_porcelain_paths(out)
+    return changes_to_project(parse_porcelain_paths(out), prefix(repo))
 
 
 def default_branch(repo: Path) -> str:
@@ -207,12 +224,17 @@ def default_branch(repo: Path) -> str:
 
 
 def tree_at(
-    repo: Path, rev: str, tree_sha: str | None = None, live: str | tuple[str, ...] = LIVE_DIR
+    repo: Path,
+    rev: str,
+    tree_sha: str | None = None,
+    live: str | tuple[str, ...] = LIVE_DIR,
+    git_prefix: str | None = None,
 ) -> GitTree:
     """A :class:`GitTree` for ``rev``; files are listed (one ``ls-tree``) only when needed."""
     if tree_sha is None:
         tree_sha = git(repo, "rev-parse", f"{rev}^{{tree}}").stdout.strip()
     listing: list[str] = []
+    at = prefix(repo) if git_prefix is None else git_prefix
 
     def ls_tree() -> str:
         if not listing:
@@ -222,10 +244,13 @@ def tree_at(
     return GitTree(
         repo,
         tree_sha,
-        lambda: parse_ls_tree(ls_tree()),
+        lambda: listing_to_project(parse_ls_tree(ls_tree()), at),
         lambda shas: cat_blobs(repo, shas),
         live=live,
-        links=lambda: parse_ls_tree_links(ls_tree()),
+        links=lambda: set(
+            listing_to_project(dict.fromkeys(parse_ls_tree_links(ls_tree()), ""), at)
+        ),
+        git_prefix=at,
     )
 
 

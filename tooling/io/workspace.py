@@ -75,13 +75,22 @@ class Workspace:
     def layout(self) -> Layout:
         return layout_from(self.policy, str(self.root / POLICY_FILE))
 
+    @cached_property
+    def git_prefix(self) -> str:
+        """The project root below git's top level (``"infra"``; ``""`` at the top)."""
+        from tooling.io import git
+
+        return git.prefix(self.root)
+
     def work_tree(self) -> WorkTree:
-        return WorkTree(self.root, self.layout.live)
+        return WorkTree(self.root, self.layout.live, self.git_prefix)
 
     def tree_at(self, rev: str, tree_sha: str | None = None) -> GitTree:
         from tooling.io import git
 
-        return git.tree_at(self.root, rev, tree_sha, live=self.layout.live)
+        return git.tree_at(
+            self.root, rev, tree_sha, live=self.layout.live, git_prefix=self.git_prefix
+        )
 
     def model(self, tree: Tree | None = None) -> Model:
         """The model of ``tree`` (default: the working tree, read now)."""

@@ -27,6 +27,7 @@ from tooling.model.exprs import (
     norm,
     to_str,
 )
+from tooling.model.gitpaths import from_top, top_level
 from tooling.model.hcl import Body, Expr
 from tooling.model.units import UNIT_FILE
 
@@ -169,14 +170,16 @@ class UnitEvaluator:
             return posixpath.dirname(next(iter(includes.values())).path)
         return None
 
+    # Terragrunt's repository root is git's top level, which may be above the project root
+    # (policy.toml in a sub-folder such as infra/): tooling.model.gitpaths translates
     def fn_get_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
-        return self.loader.root_posix
+        return top_level(self.loader.root_posix, self.loader.tree.git_prefix)
 
     def fn_get_path_from_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
-        return file.scope.dir
+        return from_top(file.scope.dir, self.loader.tree.git_prefix)
 
     def fn_get_path_to_repo_root(self, args: list[Any], file: ConfigFile) -> Any:
-        return posixpath.relpath(".", file.scope.dir)
+        return posixpath.relpath(".", from_top(file.scope.dir, self.loader.tree.git_prefix))
 
     def fn_get_env(self, args: list[Any], file: ConfigFile) -> Any:
         # The model must not depend on who runs it: use the documented default.

@@ -18,6 +18,7 @@ from tooling.errors import ToolingError
 from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
+from tooling.model.gitpaths import in_repository
 from tooling.model.hcl import Body, Expr, ParseCache
 from tooling.model.sources import parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
@@ -31,7 +32,7 @@ from tooling.model.units import (
     dag_order,
 )
 
-MODEL_CACHE_VERSION = 10
+MODEL_CACHE_VERSION = 11
 
 
 class Loader:
@@ -49,14 +50,16 @@ class Loader:
         key = (directory, name)
         if key not in self._found:
             candidate = norm(f"{directory}/{name}") if directory not in ("", ".") else norm(name)
-            if candidate.startswith("../"):
-                self._found[key] = None  # above the repository: not part of the model
+            inside = in_repository(candidate, self.tree.git_prefix)
+            if candidate.startswith("../") and not inside:
+                self._found[key] = None  # above the git repository: not part of the model
             elif self.tree.exists(candidate):
                 self._found[key] = candidate
-            elif directory in ("", "."):
-                self._found[key] = None
+            elif not in_repository(norm(f"{directory or '.'}/.."), self.tree.git_prefix):
+                self._found[key] = None  # git's top level reached
             else:
-                self._found[key] = self.find_up(posixpath.dirname(directory), name)
+                # Terragrunt looks on above the project root, up to git's top level here
+                self._found[key] = self.find_up(norm(f"{directory or '.'}/.."), name)
         return self._found[key]
 
     def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:

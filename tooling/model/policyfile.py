@@ -18,6 +18,7 @@ does not use stops it too, before it writes anything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,3 +47,33 @@ def check_tables(policy: Mapping[str, Any]) -> Mapping[str, Any]:
     """``policy`` itself, once its top level holds only the known tables."""
     refuse_unknown_keys(policy, TABLES, "the top level")
     return policy
+
+
+_NAMED_TABLE = re.compile(r"\[([A-Za-z0-9_./\"' -]+)\]")
+_FILE_HEAD = re.compile(r"^(?P<file>\S*" + re.escape(POLICY_FILE) + r"): ")
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+
+
+def _table_key(name: str) -> str:
+    return ".".join(part.strip().strip("\"'") for part in name.split("."))
+
+
+def located(message: str, text: str) -> str:
+    """``policy.toml: [TABLE] ...`` -> ``policy.toml:LINE: [TABLE] ...``, LINE being the
+    line of that table's header in ``text`` (the nearest declared parent table when
+    the table is not a header of its own); the message as it is when none is found."""
+    file = _FILE_HEAD.match(message)
+    found = _NAMED_TABLE.search(message)
+    if file is None or found is None:
+        return message
+    headers: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _HEADER.match(line)
+        if match:
+            headers.setdefault(_table_key(match.group(1)), number)
+    wanted = _table_key(found.group(1))
+    while wanted:
+        if wanted in headers:
+            return f"{file['file']}:{headers[wanted]}: {message[file.end() :]}"
+        wanted = wanted.rpartition(".")[0]
+    return message

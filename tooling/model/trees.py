@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tooling.errors import ToolingError
+from tooling.model.gitpaths import in_repository
 from tooling.model.hcl import blob_sha
 from tooling.model.units import LIVE_DIR, UNIT_FILE
 
@@ -23,6 +24,8 @@ class Tree(Protocol):
     """
 
     root: Path
+    #: the project root relative to git's top level ("infra"; "" at the top level or outside git)
+    git_prefix: str
 
     def exists(self, path: str) -> bool: ...
 
@@ -63,6 +66,8 @@ def skipped(path: str) -> bool:
 
 
 def in_live(path: str, live: tuple[str, ...]) -> bool:
+    if path.startswith("../"):  # outside the project root (git's paths above it): read, never units
+        return False
     return any(folder in ("", ".") or path.startswith(f"{folder}/") for folder in live)
 
 
@@ -73,9 +78,12 @@ def _is_unit_file(path: str, live: tuple[str, ...]) -> bool:
 class WorkTree:
     """The files on disk under ``root`` (what ``--uncommitted`` and plans see)."""
 
-    def __init__(self, root: Path, live: str | tuple[str, ...] = LIVE_DIR) -> None:
+    def __init__(
+        self, root: Path, live: str | tuple[str, ...] = LIVE_DIR, git_prefix: str = ""
+    ) -> None:
         self.root = root.resolve()
         self.live = (live,) if isinstance(live, str) else tuple(live)
+        self.git_prefix = git_prefix.strip("/")
         self._files: dict[str, Path] = {}
         self._dirs: set[str] = set()
         self._shas: dict[str, str] = {}
@@ -100,17 +108,21 @@ class WorkTree:
     def _listed(self, path: str) -> bool:
         return in_live(path, self.live)
 
+    def _outside(self, path: str) -> bool:
+        """Above the project root and outside its git repository: never part of the model."""
+        return path.startswith("../") and not in_repository(path, self.git_prefix)
+
     def exists(self, path: str) -> bool:
         if path in self._files or path in self._dirs:
             return True
-        if self._listed(path) or skipped(path + "/x") or path.startswith("../"):
+        if self._listed(path) or skipped(path + "/x") or self._outside(path):
             return False
         return (self.root / path).exists()
 
     def is_dir(self, path: str) -> bool:
         if path in self._dirs:
             return True
-        if self._listed(path) or path.startswith("../"):
+        if self._listed(path) or self._outside(path):
             return False
         return (self.root / path).is_dir()
 
@@ -151,7 +163,7 @@ class WorkTree:
         return sorted(p for p in self._links if p.startswith(prefix))
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha1(repr(self.live).encode())
+        digest = hashlib.sha1(repr((self.live, self.git_prefix)).encode())
         for path in sorted(self._files):
             digest.update(path.encode())
             if path.endswith(".hcl"):
@@ -178,9 +190,11 @@ class GitTree:
         reader: Callable[[list[str]], dict[str, bytes]],
         live: str | tuple[str, ...] = LIVE_DIR,
         links: Callable[[], set[str]] | None = None,
+        git_prefix: str = "",
     ) -> None:
         self.root = root.resolve()
         self.live = (live,) if isinstance(live, str) else tuple(live)
+        self.git_prefix = git_prefix.strip("/")
         self._tree_sha = tree_sha
         self._lister = lister
         self._links = links
@@ -222,7 +236,11 @@ class GitTree:
 
     def files_under(self, folder: str) -> list[str]:
         prefix = "" if folder in ("", ".") else folder.rstrip("/") + "/"
-        return sorted(p for p in self._entries if p.startswith(prefix) and not skipped(p))
+        return sorted(
+            p
+            for p in self._entries
+            if p.startswith(prefix) and not skipped(p) and (prefix or not p.startswith("../"))
+        )
 
     def _link_paths(self) -> set[str]:
         if self._link_set is None:
@@ -270,6 +288,8 @@ class GitTree:
         return sorted(p for p in self._entries if _is_unit_file(p, self.live))
 
     def fingerprint(self) -> str:
-        if self.live == (LIVE_DIR,):
+        if self.live == (LIVE_DIR,) and not self.git_prefix:
             return self._tree_sha
-        return hashlib.sha1(f"{self._tree_sha}|{self.live!r}".encode()).hexdigest()
+        return hashlib.sha1(
+            f"{self._tree_sha}|{self.live!r}|{self.git_prefix}".encode()
+        ).hexdigest()

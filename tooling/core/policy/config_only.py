@@ -21,11 +21,23 @@ _INJECTED_RE = re.compile(
 )
 
 
+def live_files(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[str]:
+    """The files under the live folders of policy.toml ``[layout]``; for a live folder that is
+    the whole repository ("."), the files in the units' folders (its modules live elsewhere)."""
+    found: set[str] = set()
+    for folder in policy.live:
+        if folder not in ("", "."):
+            found.update(snap.under(folder))
+        elif model is not None:
+            for unit in model.units:
+                found.update(snap.under(unit) if unit != "." else snap.paths)
+    return sorted(found)
+
+
 def hcl_files(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[str]:
     """The Terragrunt files the rules read: every .hcl under the live folder, and every
     .hcl file a unit reads (root.hcl, shared files elsewhere)."""
-    live = policy.foundation_prefix.rstrip("/")
-    found = {p for p in snap.under(live) if p.endswith(".hcl")}
+    found = {p for p in live_files(model, policy, snap) if p.endswith(".hcl")}
     if model is not None:
         for unit in model.units.values():
             found.update(r for r in unit.reads if r.endswith(".hcl") and r in snap.paths)
@@ -82,8 +94,7 @@ def check_configuration_only(
     """No OpenTofu code under live/: no .tf/.tofu files, no resource/data/module blocks,
     no ``generate`` block that writes resources (in live/ or in a file units include)."""
     out: list[Violation] = []
-    live = policy.foundation_prefix.rstrip("/")
-    for path in snap.under(live):
+    for path in live_files(model, policy, snap):
         if path.endswith(_CODE_SUFFIXES):
             out.append(
                 Violation(

@@ -14,6 +14,7 @@ from typing import Any
 
 from tooling.core import names as unit_names
 from tooling.errors import ToolingError
+from tooling.model.layout import layout_from
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
 
@@ -68,6 +69,21 @@ class CheckPolicy:
     allowed_errors: Mapping[str, str] = field(default_factory=dict)
     #: files besides the root file whose ``generate`` blocks count as declared, with the reason
     allowed_generate: Mapping[str, str] = field(default_factory=dict)
+
+    #: the live folders of policy.toml [layout] (where units, and no OpenTofu code, live)
+    live: tuple[str, ...] = ("live",)
+    #: live roots with a state prefix of their own ([layout.roots]): (folder, prefix)
+    root_prefixes: tuple[tuple[str, str], ...] = ()
+
+    def state_prefix_of(self, path: str) -> str:
+        """The prefix the state key of the unit at ``path`` must start with: its live
+        root's ``state_prefix`` ([layout.roots]), else ``foundation_state_prefix``."""
+        best: tuple[str, str] | None = None
+        for folder, prefix in self.root_prefixes:
+            inside = folder == "." or path == folder or path.startswith(folder + "/")
+            if inside and (best is None or len(folder) > len(best[0])):
+                best = (folder, prefix)
+        return best[1] if best else self.foundation_prefix
 
     def layer_of(self, path: str) -> Layer | None:
         """The layer whose folder holds ``path`` (the longest match)."""
@@ -147,12 +163,25 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
             )
         may = _strings(table, "may_depend_on", where, default=[name])
         layers.append(Layer(name, path.strip("/"), executor, may))
+    layout = layout_from(data)
+    declared_paths = {layer.path for layer in layers}
+    for root in layout.roots:
+        # a live root that names its executor is a layer, named after its folder
+        if root.executor is not None and root.path not in declared_paths:
+            layers.append(
+                Layer(root.path, root.path, root.executor, root.may_depend_on or (root.path,))
+            )
     names = {layer.name for layer in layers}
     for layer in layers:
         for other in layer.may_depend_on:
             if other not in names:
+                table = (
+                    f'[layout.roots."{layer.name}"]'
+                    if layout.root_of(layer.path) and layer.name == layer.path
+                    else f"[check.layers.{layer.name}]"
+                )
                 raise ToolingError(
-                    f"{POLICY_FILE}: [check.layers.{layer.name}] may_depend_on names {other!r}, "
+                    f"{POLICY_FILE}: {table} may_depend_on names {other!r}, "
                     f"which is not a layer (declared: {', '.join(sorted(names))})"
                 )
     executors = data.get("executors", {})
@@ -178,6 +207,10 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         allowed_roles=_roles(section),
         allowed_errors=_reasons(section, "allowed_errors"),
         allowed_generate=_reasons(section, "allowed_generate"),
+        live=layout.live,
+        root_prefixes=tuple(
+            (r.path, r.state_prefix) for r in layout.roots if r.state_prefix is not None
+        ),
     )
 
 

@@ -52,15 +52,17 @@ def check_state_keys(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[
             )
             continue
         line = _unit_state_site(unit, snap)
-        if not unit.state_key.startswith(policy.foundation_prefix):
+        prefix = policy.state_prefix_of(unit.path)
+        if not unit.state_key.startswith(prefix):
             out.append(
                 Violation(
                     where,
                     line,
                     "state-key-prefix",
-                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {policy.foundation_prefix!r}",
-                    f"keep foundation state under {policy.foundation_prefix} (remove the unit's own key and let root.hcl "
-                    "derive it from the unit's path)",
+                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {prefix!r}",
+                    f"keep foundation state under {prefix} (remove the unit's own key and let root.hcl "
+                    "derive it from the unit's path; a live root keeping its own prefix declares it: "
+                    '[layout.roots."FOLDER"] state_prefix in policy.toml)',
                 )
             )
         by_key.setdefault((unit.state_bucket, unit.state_key), []).append(unit)
@@ -189,7 +191,11 @@ def check_app_workspaces(
                         "use the app-tier bucket (IAC_APP_STATE_BUCKET); the two tiers never share a bucket",
                     )
                 )
-            if key.startswith(policy.foundation_prefix) or key in foundation:
+            if (
+                key.startswith(policy.foundation_prefix)
+                or any(key.startswith(prefix) for _, prefix in policy.root_prefixes)
+                or key in foundation
+            ):
                 owners = ", ".join(u.path for u in foundation.get(key, []))
                 what = (
                     f"the foundation key of {owners}"

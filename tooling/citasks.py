@@ -1,0 +1,150 @@
+"""The workflow steps' tasks (apply-base, plan-comment, apply-report, manual-status,
+manual-gate, report --merge): what the CI workflows run between the pipeline's own tasks. Part of
+the one collection of :mod:`tooling.tasks`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from invoke.context import Context
+from invoke.exceptions import Exit
+from invoke.tasks import task
+
+from tooling.commands.cli import run, workspace
+
+
+@task(
+    help={
+        "before": "the push event's `before` commit (the fallback base)",
+        "workflow": "the workflow file whose last successful run is the base (default: apply.yml)",
+        "branch": "the branch of that run (default: main)",
+    }
+)
+def apply_base(
+    c: Context, before: str = "", workflow: str = "apply.yml", branch: str = "main"
+) -> None:
+    """The commit a merge is planned from, on stdout and as `base` in $GITHUB_OUTPUT.
+
+    The head of the last successful run of WORKFLOW on BRANCH (GitHub API),
+    else BEFORE, each only if it is an ancestor of HEAD; else HEAD^. Planning
+    from the last applied commit re-plans what a failed or cancelled run left.
+    """
+    from tooling.commands import ci
+
+    run(
+        lambda: (
+            print(ci.apply_base(workspace(), before=before, workflow=workflow, branch=branch)) or 0
+        )
+    )
+
+
+_REPORTS_HELP = {
+    "plans": "folder holding one plan-EXECUTOR folder per leg (the downloaded artifacts)",
+    "matrix": 'the matrix job\'s `matrix` output ({"include": [...]})',
+}
+
+
+@task(help=_REPORTS_HELP)
+def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
+    """Post or update the pull request's one sticky plan comment from every executor's report.
+
+    Needs GITHUB_TOKEN, GITHUB_REPOSITORY and the pull_request event
+    (GITHUB_EVENT_PATH). A leg without a report shows "No report". Over
+    GitHub's size limit, each section keeps its verdict and table. Sets the
+    commit status `iac/plan (NAME)` on the pull request's head for every
+    executor policy.toml declares: failure or success from its leg, success
+    "no units affected" when it has none.
+    """
+    from tooling.commands import ci
+    from tooling.core import executors
+
+    if not plans:
+        raise Exit(
+            "error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2
+        )
+
+    def go() -> int:
+        configured = list(executors.parse(workspace().policy))
+        return ci.plan_comment(plans=Path(plans), matrix=matrix, configured=configured)
+
+    run(go)
+
+
+@task(
+    help={
+        **_REPORTS_HELP,
+        "apply_result": "the auto apply job's result (success, failure, cancelled, skipped)",
+    }
+)
+def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: str = "") -> None:
+    """After the auto applies: job summary, comment on the merged pull request, and the manual job's matrix.
+
+    Writes `manual_matrix` and `manual_any` to $GITHUB_OUTPUT: the executors
+    with units waiting for approval, offered only when the auto job succeeded.
+    """
+    from tooling.commands import ci
+
+    if not plans or not apply_result:
+        raise Exit("error: --plans DIR and --apply-result RESULT are required", code=2)
+    run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
+
+
+@task(
+    help={
+        "records": "folder holding one apply-manual-EXECUTOR folder (its apply.json) per approval leg",
+        "matrix": "the report job's `manual_matrix` output: the executors the approval job applied",
+        "result": "the approval job's result (success, failure, cancelled, skipped)",
+    }
+)
+def manual_status(c: Context, records: str = "", matrix: str = "", result: str = "") -> None:
+    """After the approval job: the merge commit's status iac/plan (NAME) per executor, from waiting for approval to success or failure.
+
+    Success when the leg's apply record shows every unit applied or without
+    changes; failure when a unit was not applied, or the leg left no record
+    (the approval was rejected or the job failed before applying).
+    """
+    from tooling.commands import ci
+
+    if not records or not matrix or not result:
+        raise Exit("error: --records DIR, --matrix JSON and --result RESULT are required", code=2)
+    run(lambda: ci.manual_status(records=Path(records), matrix=matrix, result=result))
+
+
+@task(help={"plans": "the folder `invoke app-plan --out` wrote"})
+def manual_gate(c: Context, plans: str = "") -> None:
+    """Whether a plan waits for a human (a manual-gate unit with changes): `manual` in $GITHUB_OUTPUT."""
+    from tooling.commands import ci
+
+    if not plans:
+        raise Exit("error: --plans DIR is required", code=2)
+    run(lambda: print("true" if ci.manual_gate(plans=Path(plans)) else "false") or 0)
+
+
+@task(
+    iterable=["merge"],
+    help={
+        "merge": "=DIR: a leg's plan folder (`invoke plan --leg` wrote it); repeat for every leg",
+        "out": "the merged report's folder, new or holding an earlier plan report (default: .iac/plans)",
+    },
+)
+def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
+    """Merge the legs' plan folders into one report: OUT/summary.json (same schema) and OUT/comment.md.
+
+    Refused, one line each: legs of different commits, bases, tools or working
+    trees; a unit in two legs; a leg of a split executor missing; a folder
+    without a readable summary.json. The unit folders (plans, texts, logs) are
+    copied, so OUT is the whole report.
+    """
+    from tooling.commands import legs
+
+    def go() -> int:
+        from tooling.errors import UsageError
+
+        if not merge:
+            raise UsageError("report needs --merge DIR for each leg's folder")
+        ws = workspace()
+        target = Path(out) if out else ws.root / ".iac" / "plans"
+        legs.merge(ws.root, [Path(m) for m in merge], target)
+        return 0
+
+    run(go)
