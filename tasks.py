@@ -19,7 +19,13 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from tooling.commands.cli import run, say_settings, use_usage_exit_codes, workspace
+# invoke turns Python's bytecode cache off for the whole run (its `--write-pyc`
+# is about this file); the tooling package keeps its cache like any installed
+# package, or every run compiles each module it imports again (about 1 CPU s
+# for a plan). -B and PYTHONDONTWRITEBYTECODE are still honoured.
+sys.dont_write_bytecode = bool(sys.flags.dont_write_bytecode)
+
+from tooling.commands.cli import run, say_settings, use_usage_exit_codes, workspace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 
@@ -92,7 +98,7 @@ def affected(
     commits only, with a note naming what was left out).
     Exit code 1 (after the result) when a unit's HCL does not parse.
     """
-    from tooling.commands import pipeline
+    from tooling.commands import detect
     from tooling.errors import UsageError
 
     def go() -> int:
@@ -102,17 +108,17 @@ def affected(
         say_settings(ws)
         ws.check_tools()
         whole_tree = not committed and not head
-        result, model = pipeline.compute_affected(
-            ws, base or None, head or None, uncommitted=whole_tree or uncommitted
+        result, model = detect.compute_affected(
+            ws, base or None, head or None, uncommitted=whole_tree or uncommitted, disk_model=False
         )
-        ignored = None if whole_tree or uncommitted else pipeline.left_out(ws)
+        ignored = None if whole_tree or uncommitted else detect.left_out(ws)
         if json_:
             print(json.dumps(result.to_json(), indent=2))
             if ignored:
                 print(f"note: {ignored}", file=sys.stderr)
         else:
-            pipeline.print_affected(result, ignored=ignored)
-        return pipeline.unreadable_exit(model)
+            detect.print_affected(result, ignored=ignored)
+        return detect.unreadable_exit(model)
 
     run(go)
 
