@@ -5,7 +5,10 @@ For each tree size: generate a tree (benchmarks/gentree.py), commit it on
 whole commands in fresh processes on the same tree in the same run:
 
 - `invoke affected --base main --json`, cold (no .iac/cache) and warm;
-- `terragrunt find --filter '[main...HEAD]' --json`.
+- `terragrunt find --filter '[main...HEAD]' --json`;
+- the floor: a bare `invoke --list` in the same tree (interpreter and invoke
+  start-up, no task), run right before each warm run; the warm run's ratio to it
+  is given in wall and in CPU seconds (user + system), with the load average.
 
 Scenarios: a one-unit change (a module ref bump) and a shared-file change (a
 group.hcl read by the ten units of its group with read_terragrunt_config).
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -35,11 +40,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchenv import sh
 from gentree import generate
 
+CPU: dict[str, float] = {"last": 0.0}
+
 
 def timed(cwd: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall seconds of one whole command and its result; its CPU seconds (user + system)
+    are left in ``CPU["last"]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = sh(cwd, *args)
-    return time.perf_counter() - start, result
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["last"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, result
 
 
 def scenario(tree: Path, name: str) -> None:
@@ -64,6 +77,9 @@ def scenario(tree: Path, name: str) -> None:
 
 def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dict[str, object]]:
     invoke = [sys.executable, "-m", "invoke", "affected", "--base", "main", "--json"]
+    floor = [sys.executable, "-m", "invoke", "--list"]
+    # Python writes its bytecode cache, as on a user's machine
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     tg = ["terragrunt", "find", "--filter", "[main...HEAD]", "--json", "--no-color"]
     rows: list[dict[str, object]] = []
     for size in sizes:
@@ -75,7 +91,7 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
             sh(tree, "git", "commit", "--quiet", "-m", "generated tree")
             for name in ("one-unit", "shared-file"):
                 scenario(tree, name)
-                cold, warm, tgs = [], [], []
+                cold, warm, tgs, lists, warm_cpu, list_cpu, loads = [], [], [], [], [], [], []
                 selected = tg_selected = None
                 for _ in range(repeat):
                     shutil.rmtree(tree / ".iac", ignore_errors=True)
@@ -83,8 +99,15 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
                     assert result.returncode == 0, result.stderr
                     cold.append(seconds)
                     selected = len(json.loads(result.stdout)["units"])
+                    loads.append(os.getloadavg()[0])
+                    seconds, result = timed(tree, *floor)
+                    assert result.returncode == 0, result.stderr
+                    lists.append(seconds)
+                    list_cpu.append(CPU["last"])
                     seconds, result = timed(tree, *invoke)
+                    assert result.returncode == 0, result.stderr
                     warm.append(seconds)
+                    warm_cpu.append(CPU["last"])
                     if not with_terragrunt:
                         continue
                     seconds, result = timed(tree, *tg)
@@ -99,6 +122,14 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
                     "cold_s": statistics.median(cold),
                     "warm_s": statistics.median(warm),
                     "terragrunt_s": statistics.median(tgs) if tgs else None,
+                    "invoke_list_s": statistics.median(lists),
+                    "warm_over_list": statistics.median(
+                        w / f for w, f in zip(warm, lists, strict=True)
+                    ),
+                    "warm_over_list_cpu": statistics.median(
+                        w / f for w, f in zip(warm_cpu, list_cpu, strict=True)
+                    ),
+                    "load_average_1min": loads,
                 }
                 if tgs:
                     row["tg_over_cold"] = row["terragrunt_s"] / row["cold_s"]  # type: ignore[operator]
@@ -106,6 +137,22 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
+
+
+def floor_table(rows: list[dict[str, object]]) -> str:
+    """Warm detection against the bare `invoke --list` start-up (medians of paired runs)."""
+    out = [
+        "| units | change | ours warm | `invoke --list` | ratio (wall) | ratio (CPU) | load average | target |",
+        "|--:|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        loads: list[float] = r["load_average_1min"]  # type: ignore[assignment]
+        out.append(
+            f"| {r['units']} | {r['scenario']} | {r['warm_s']:.2f} s | {r['invoke_list_s']:.2f} s | "
+            f"{r['warm_over_list']:.2f}x | {r['warm_over_list_cpu']:.2f}x | "
+            f"{min(loads):.1f} to {max(loads):.1f} | <= 1.5x |"
+        )
+    return "\n".join(out)
 
 
 def table(rows: list[dict[str, object]]) -> str:
@@ -145,6 +192,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     print(table(rows))
+    print()
+    print(floor_table(rows))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,21 @@
 """Benchmark `invoke plan` against Terragrunt itself, every row of the plan-speed table in one run.
 
 The tree: `--units` copies of the example's DNS unit (`live/cloud/z<i>`), each
-pinning the sandbox DNS stand-in at one tag, local state, all applied first
-(set-up, not timed) so every plan compares against real state. Three branches
-change 1 unit, 16 independent units, and every unit (a ref bump, exactly what a
-bump PR does). Every figure is a whole command in a fresh process; the rows'
-two sides run interleaved, repeat after repeat, so both see the same machine.
+pinning one module at one tag, local state, all applied first (set-up, not
+timed) so every plan compares against real state. Three branches change 1
+unit, 16 independent units, and every unit (a ref bump, exactly what a bump PR
+does). Every figure is a whole command in a fresh process; the rows' two sides
+run interleaved, repeat after repeat, and so do the variants, so every side
+sees the same machine.
+
+Variants (`--variants`, both by default, each its own tree):
+  builtin  the sandbox DNS stand-in: OpenTofu's built-in `terraform_data` only,
+           no provider plugin.
+  time     a module of the same shape whose resources belong to a real provider
+           plugin, `hashicorp/time` (built from its Go module by the lock file
+           tests, cached by version under `$IAC_CACHE_DIR/providers-src/`),
+           installed offline from a filesystem mirror, lock files committed.
+           Every OpenTofu process that needs the schemas starts the plugin.
 
 Rows:
   one   1 changed unit. Our own time is `invoke plan` minus a bare
@@ -24,6 +34,9 @@ Rows:
 Usage (from the repository root, after ./dev setup):
 
     .venv/bin/python benchmarks/bench_plan.py --units 200 --repeat 3 --json results.json
+
+The load average (1 minute) is sampled before every repeat and printed with the
+figures: on a shared machine, compare the CPU ratios first.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +59,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchenv import TIME_PROVIDER, time_provider_mirror  # noqa: E402
 from benchenv import sh as run  # noqa: E402
 
 from tooling.io.config import cache_root  # noqa: E402
@@ -70,14 +85,88 @@ def timed(cwd: Path, *args: str, env: dict[str, str] | None = None) -> float:
     return wall
 
 
-def build_tree(dest: Path, units: int) -> list[str]:
+#: the real-provider variant's module, mapped onto a local repository (IAC_MODULE_REWRITE)
+CLOCK_URL = "https://git.example.com/platform-modules/terraform-clock.git"
+
+
+def clock_release(tag: str) -> str:
+    """The ``time`` variant's module at ``tag``: the DNS stand-in's inputs, resources of
+    the real ``hashicorp/time`` provider; each release replaces the zone's resource."""
+    _, version, _ = TIME_PROVIDER
+    return f"""terraform {{
+  required_providers {{
+    time = {{
+      source  = "hashicorp/time"
+      version = "{version}"
+    }}
+  }}
+}}
+
+variable "zone_name" {{
+  type = string
+}}
+
+variable "records" {{
+  type    = map(object({{ type = string, value = string, ttl = number }}))
+  default = {{}}
+}}
+
+resource "time_static" "zone" {{
+  triggers = {{ zone = var.zone_name, release = "{tag}" }}
+}}
+
+resource "time_offset" "record" {{
+  for_each       = var.records
+  offset_seconds = each.value.ttl
+  triggers       = {{ name = each.key, type = each.value.type, value = each.value.value }}
+}}
+
+resource "terraform_data" "dnssec" {{
+  input = {{ zone = var.zone_name, release = "{tag}" }}
+}}
+
+output "zone_id" {{
+  value = time_static.zone.unix
+}}
+"""
+
+
+def clock_repo(dest: Path) -> Path:
+    """The ``time`` variant's module repository: one commit and tag per release."""
+    dest.mkdir(parents=True)
+    sh(dest, "git", "init", "--quiet", "--initial-branch=main")
+    for tag in ("v1.1.0", "v1.2.0"):
+        (dest / "main.tf").write_text(clock_release(tag))
+        sh(dest, "git", "add", "--all")
+        sh(dest, "git", "commit", "--quiet", "-m", f"release {tag}")
+        sh(dest, "git", "tag", "-a", tag, "-m", f"release {tag}")
+    return dest
+
+
+def clock_lock(dest: Path, env: dict[str, str]) -> Path:
+    """The lock file every ``time`` unit commits: ``tofu init`` of the module, providers
+    from the mirror (the pipeline installs them read-only from committed lock files)."""
+    dest.mkdir(parents=True)
+    (dest / "main.tf").write_text(clock_release("v1.1.0"))
+    sh(dest, "tofu", "init", "-backend=false", "-input=false", env=env)
+    return dest / ".terraform.lock.hcl"
+
+
+def build_tree(
+    dest: Path, units: int, source: str | None = None, lock: Path | None = None
+) -> list[str]:
+    """The tree of ``units`` DNS units; ``source`` replaces their module's repository URL,
+    ``lock`` their lock file."""
     dest.mkdir(parents=True)
     for name in ("root.hcl", ".tool-versions", "policy.toml", "tasks.py", ".gitignore"):
         shutil.copy2(REPO / name, dest / name)
     (dest / "live/cloud").mkdir(parents=True)
     shutil.copy2(REPO / "live/cloud/tier.hcl", dest / "live/cloud/tier.hcl")
     template = (REPO / "live/cloud/dns/terragrunt.hcl").read_text()
-    lock = REPO / "live/cloud/dns/.terraform.lock.hcl"
+    if source is not None:
+        template = re.sub(r'"git::[^"?]+\?ref=', f'"git::{source}?ref=', template)
+        assert source in template
+    lock = lock or REPO / "live/cloud/dns/.terraform.lock.hcl"
     paths = []
     for i in range(units):
         unit = dest / "live/cloud" / f"z{i:03d}"
@@ -179,71 +268,59 @@ def count_downloads(
     return counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--units", type=int, default=200, help="units in the tree (>= 32)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per row and side (median)")
-    parser.add_argument("--jobs", type=int, default=2, help="parallelism on both sides")
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
-    if args.units < 32:
-        parser.error("--units must be at least 32")
-    figures: dict[str, list[float]] = {}
+@dataclass
+class Variant:
+    """One variant's tree, set up and applied, and the units each row changes."""
 
-    def record(key: str, seconds: float) -> None:
-        figures.setdefault(key, []).append(seconds)
-        figures.setdefault(key.removesuffix("_s") + "_cpu_s", []).append(CPU["last"])
+    name: str
+    tree: Path
+    env: dict[str, str]
+    paths: list[str]
+    one: str
+    sixteen: list[str]
 
-    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp_name:
-        tmp = Path(tmp_name)
-        tree = tmp / "repo"
-        paths = build_tree(tree, args.units)
-        env = dict(Workspace(tree).tool_env)
-        # Python writes its bytecode cache, as on a user's machine (some CI
-        # images turn it off, which makes every start-up compile the package)
-        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        print(f"applying {len(paths)} units (set-up, not timed)", file=sys.stderr, flush=True)
-        sh(tree / "live", "terragrunt", "run", "--all", *TG_QUIET, "--parallelism",
-           str(args.jobs), "apply", "--", "-auto-approve", env=env)  # fmt: skip
-        one, sixteen = paths[17], paths[100 % len(paths) : 100 % len(paths) + 16]
-        if len(sixteen) < 16:
-            sixteen = paths[-16:]
-        branch(tree, [one], "one")
-        branch(tree, sixteen, "sixteen")
-        branch(tree, paths, "all")
-        checkout(tree, "one")
-        plan_ours(tree, tmp / "warm-up", env, args.jobs)  # the sandbox catalog, CAS, caches
 
-        for i in range(args.repeat):
-            print(f"repeat {i + 1}/{args.repeat}", file=sys.stderr, flush=True)
-            checkout(tree, "one")
-            record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
-            record("one_invoke_plan_s", plan_ours(tree, tmp / "out-one", env, args.jobs))
-            check_summary(tmp / "out-one", [one])
-            record(
-                "one_bare_terragrunt_plan_s",
-                timed(tree / one, "terragrunt", "plan", *TG_QUIET, "-input=false", env=env),
-            )
-            checkout(tree, "sixteen")
-            record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, args.jobs))
-            check_summary(tmp / "out-16", sixteen)
-            record("16_terragrunt_run_all_s", run_all_theirs(tree, env, args.jobs, sixteen))
-            checkout(tree, "all")
-            record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, args.jobs))
-            check_summary(tmp / "out-all", paths)
-            record("all_terragrunt_run_all_s", run_all_theirs(tree, env, args.jobs, None))
+def set_up(name: str, tmp: Path, units: int, jobs: int) -> Variant:
+    """Build, apply (not timed) and branch the ``name`` variant's tree; warm its caches."""
+    source = lock = None
+    extra: dict[str, str] = {}
+    if name == "time":
+        modules = clock_repo(tmp / "terraform-clock.git")
+        extra = {**time_provider_mirror(tmp / "provider-mirror"),
+                 "IAC_MODULE_REWRITE": f"{CLOCK_URL}={modules}"}  # fmt: skip
+        source = CLOCK_URL
+        lock = clock_lock(tmp / "lock", extra)
+    tree = tmp / "repo"
+    paths = build_tree(tree, units, source, lock)
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)  # the settings Workspace reads
+    try:
+        env = {**Workspace(tree).tool_env, **extra}
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    print(f"{name}: applying {len(paths)} units (set-up, not timed)", file=sys.stderr, flush=True)
+    sh(tree / "live", "terragrunt", "run", "--all", *TG_QUIET, "--parallelism",
+       str(jobs), "apply", "--", "-auto-approve", env=env)  # fmt: skip
+    one, sixteen = paths[17], paths[100 % len(paths) : 100 % len(paths) + 16]
+    if len(sixteen) < 16:
+        sixteen = paths[-16:]
+    branch(tree, [one], "one")
+    branch(tree, sixteen, "sixteen")
+    branch(tree, paths, "all")
+    checkout(tree, "one")
+    plan_ours(tree, tmp / "warm-up", env, jobs)  # the sandbox catalog, CAS, caches
+    check_summary(tmp / "warm-up", [one])
+    return Variant(name, tree, env, paths, one, sixteen)
 
-        checkout(tree, "all")
-        downloads = count_downloads(tree, tmp, env, args.jobs, paths)
 
+def summarize_variant(figures: dict[str, list[float]], downloads: dict[str, Any]) -> dict[str, Any]:
     m = {k: statistics.median(v) for k, v in figures.items()}
     own = m["one_invoke_plan_s"] - m["one_invoke_list_s"]
-    result: dict[str, Any] = {
-        "units": args.units,
-        "jobs": args.jobs,
-        "repeat": args.repeat,
+    return {
         "medians_s": m,
         "runs_s": figures,
         "one_own_s": own,
@@ -253,6 +330,7 @@ def main() -> None:
         "downloads": downloads,
         # the same ratios in CPU seconds, which other load on the machine barely moves
         "cpu": {
+            "one_own_s": m["one_invoke_plan_cpu_s"] - m["one_invoke_list_cpu_s"],
             "one_overhead": (m["one_invoke_plan_cpu_s"] - m["one_invoke_list_cpu_s"])
             / m["one_bare_terragrunt_plan_cpu_s"]
             - 1,
@@ -260,33 +338,114 @@ def main() -> None:
             "all_ratio": m["all_invoke_plan_cpu_s"] / m["all_terragrunt_run_all_cpu_s"],
         },
     }
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-    n, j = args.units, args.jobs
-    cold, warm = downloads["cold"], downloads["warm"]
-    print(
-        "| scenario | invoke plan | terragrunt | ratio | target |\n|---|--:|--:|--:|---|\n"
+
+
+def table(name: str, n: int, j: int, result: dict[str, Any]) -> str:
+    m = result["medians_s"]
+    cpu = result["cpu"]
+    cold, warm = result["downloads"]["cold"], result["downloads"]["warm"]
+    return (
+        f"Variant `{name}`:\n\n"
+        "| scenario | invoke plan | terragrunt | ratio (wall) | ratio (CPU) | target |\n"
+        "|---|--:|--:|--:|--:|---|\n"
         f"| 16 changed units, `--jobs {j}` vs `run --all --parallelism {j}` on the same 16 | "
         f"{m['16_invoke_plan_s']:.2f} s | {m['16_terragrunt_run_all_s']:.2f} s | "
-        f"{result['16_ratio']:.2f}x | <= 1.1x |\n"
+        f"{result['16_ratio']:.2f}x | {cpu['16_ratio']:.2f}x | <= 1.1x |\n"
         f"| {n} changed units (every unit), `--jobs {j}` vs `run --all --parallelism {j}` | "
         f"{m['all_invoke_plan_s']:.2f} s | {m['all_terragrunt_run_all_s']:.2f} s | "
-        f"{result['all_ratio']:.2f}x | <= 1.1x |\n"
+        f"{result['all_ratio']:.2f}x | {cpu['all_ratio']:.2f}x | <= 1.1x |\n"
         f"| 1 changed unit: own time ({m['one_invoke_plan_s']:.2f} s minus "
         f"`invoke --list` {m['one_invoke_list_s']:.2f} s) vs bare `terragrunt plan` | "
-        f"{own:.2f} s | {m['one_bare_terragrunt_plan_s']:.2f} s | "
-        f"{result['one_overhead']:+.0%} | <= +30% |\n"
+        f"{result['one_own_s']:.2f} s | {m['one_bare_terragrunt_plan_s']:.2f} s | "
+        f"{result['one_overhead'] + 1:.2f}x | {cpu['one_overhead'] + 1:.2f}x | <= 1.3x |\n"
         f"| downloads for a plan of {n} units of one module version, cold / warm | "
         f"modules {cold['module_fetches']} / {warm['module_fetches']}, "
         f"providers {cold['provider_downloads']} / {warm['provider_downloads']}, "
-        f"`tofu init` runs {cold['tofu_init_runs']} / {warm['tofu_init_runs']} | | | "
+        f"`tofu init` runs {cold['tofu_init_runs']} / {warm['tofu_init_runs']} | | | | "
         "1 per module version and provider |"
     )
-    cpu = result["cpu"]
-    print(
-        f"\nIn CPU seconds (user + system of every process): 16 units {cpu['16_ratio']:.2f}x, "
-        f"{n} units {cpu['all_ratio']:.2f}x, 1 unit {cpu['one_overhead']:+.0%}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--units", type=int, default=200, help="units in the tree (>= 32)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row and side (median)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallelism on both sides")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=("builtin", "time"),
+        default=["builtin", "time"],
+        help="which trees to plan (both by default, interleaved)",
+    )
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    if args.units < 32:
+        parser.error("--units must be at least 32")
+    names = list(dict.fromkeys(args.variants))
+    figures: dict[str, dict[str, list[float]]] = {name: {} for name in names}
+    loads: list[float] = []
+
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp_name:
+        tmp = Path(tmp_name)
+        # Python writes its bytecode cache, as on a user's machine (some CI
+        # images turn it off, which makes every start-up compile the package)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        variants = [set_up(name, tmp / name, args.units, args.jobs) for name in names]
+
+        for i in range(args.repeat):
+            for v in variants:
+                loads.append(os.getloadavg()[0])
+                print(f"repeat {i + 1}/{args.repeat} {v.name} (load {loads[-1]:.1f})",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                run_rows(v, tmp / v.name, args.jobs, figures[v.name])
+
+        downloads = {}
+        for v in variants:
+            checkout(v.tree, "all")
+            downloads[v.name] = count_downloads(v.tree, tmp / v.name, v.env, args.jobs, v.paths)
+
+    results = {name: summarize_variant(figures[name], downloads[name]) for name in names}
+    report = {
+        "units": args.units,
+        "jobs": args.jobs,
+        "repeat": args.repeat,
+        "load_average_1min": {"min": min(loads), "max": max(loads), "samples": loads},
+        "variants": results,
+    }
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    for name in names:
+        print(table(name, args.units, args.jobs, results[name]) + "\n")
+    print(f"Load average (1 min) before each repeat: {min(loads):.1f} to {max(loads):.1f}")
+
+
+def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]]) -> None:
+    """One repeat of every row of ``v``, each row's two sides back to back."""
+
+    def record(key: str, seconds: float) -> None:
+        figures.setdefault(key, []).append(seconds)
+        figures.setdefault(key.removesuffix("_s") + "_cpu_s", []).append(CPU["last"])
+
+    tree, env = v.tree, v.env
+    checkout(tree, "one")
+    record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
+    record("one_invoke_plan_s", plan_ours(tree, tmp / "out-one", env, jobs))
+    check_summary(tmp / "out-one", [v.one])
+    record(
+        "one_bare_terragrunt_plan_s",
+        timed(tree / v.one, "terragrunt", "plan", *TG_QUIET, "-input=false", env=env),
+    )
+    checkout(tree, "sixteen")
+    record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, jobs))
+    check_summary(tmp / "out-16", v.sixteen)
+    record("16_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, v.sixteen))
+    checkout(tree, "all")
+    record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, jobs))
+    check_summary(tmp / "out-all", v.paths)
+    record("all_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, None))
 
 
 if __name__ == "__main__":

@@ -51,3 +51,33 @@ def example_tree(dest: Path) -> Path:
     sh(dest, "git", "add", "--all", check=True)
     sh(dest, "git", "commit", "--quiet", "-m", "example", check=True)
     return dest
+
+
+#: the real provider the benchmarks' "time" variant plans with: the one the lock file
+#: tests build from its Go module (tests/infra_fixtures.py), cached by version
+TIME_PROVIDER = ("registry.opentofu.org/hashicorp/time", "0.14.2", "linux_amd64")
+
+
+def time_provider_mirror(dest: Path) -> dict[str, str]:
+    """A filesystem mirror at ``dest`` holding the ``hashicorp/time`` provider, and the
+    environment that installs every provider from it only (offline)."""
+    from tooling.io.config import cache_root
+
+    address, version, platform = TIME_PROVIDER
+    name = f"terraform-provider-{address.rsplit('/', 1)[1]}"
+    built = cache_root() / "providers-src" / name / version / platform / name
+    if not built.is_file():
+        raise SystemExit(
+            f"{built}: the {name} provider is not built yet; build it once with "
+            "`.venv/bin/python -m pytest tests/test_bump_locks_e2e.py -p no:xdist` "
+            "(needs the Go toolchain), or run the benchmark with --variants builtin"
+        )
+    folder = dest / address / version / platform
+    folder.mkdir(parents=True)
+    shutil.copy2(built, folder / f"{name}_v{version}")
+    cli_config = dest.parent / f"{dest.name}.tfrc"
+    cli_config.write_text(
+        f'provider_installation {{\n  filesystem_mirror {{\n    path = "{dest}"\n  }}\n}}\n',
+        encoding="utf-8",
+    )
+    return {"TF_CLI_CONFIG_FILE": str(cli_config), "IAC_PROVIDER_MIRROR": str(dest)}

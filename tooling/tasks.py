@@ -101,7 +101,7 @@ def affected(
     commits only, with a note naming what was left out).
     Exit code 1 (after the result) when a unit's HCL does not parse.
     """
-    from tooling.commands import pipeline
+    from tooling.commands import detect
     from tooling.errors import UsageError
 
     def go() -> int:
@@ -111,17 +111,17 @@ def affected(
         say_settings(ws)
         ws.check_tools()
         whole_tree = not committed and not head
-        result, model = pipeline.compute_affected(
-            ws, base or None, head or None, uncommitted=whole_tree or uncommitted
+        result, model = detect.compute_affected(
+            ws, base or None, head or None, uncommitted=whole_tree or uncommitted, disk_model=False
         )
-        ignored = None if whole_tree or uncommitted else pipeline.left_out(ws)
+        ignored = None if whole_tree or uncommitted else detect.left_out(ws)
         if json_:
             print(json.dumps(result.to_json(), indent=2))
             if ignored:
                 print(f"note: {ignored}", file=sys.stderr)
         else:
-            pipeline.print_affected(result, ignored=ignored)
-        return pipeline.unreadable_exit(model)
+            detect.print_affected(result, ignored=ignored)
+        return detect.unreadable_exit(model)
 
     run(go)
 

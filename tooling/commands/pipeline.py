@@ -9,16 +9,21 @@ exit code or raises :class:`ToolingError`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tooling.commands import preflight, verify, workcopies
 from tooling.commands.batch import run_batch
+
+# re-exported: the planners' and the tests' way in to detection
+from tooling.commands.detect import compute_affected as compute_affected
+from tooling.commands.detect import print_affected as print_affected
+from tooling.commands.detect import unreadable_exit as unreadable_exit
 from tooling.commands.plans import Progress
 from tooling.core import binding
-from tooling.core.changes import Affected, affected
+from tooling.core.changes import Affected
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import Target, check_options, never_run_loops, select_targets
@@ -31,101 +36,6 @@ from tooling.model.evaluator import READ_CYCLE
 from tooling.model.repo import Model
 
 SUMMARY_VERSION = 1
-
-
-# --------------------------------------------------------------------------- affected
-
-
-@dataclass(frozen=True)
-class Revisions:
-    base: str  # the merge base
-    head: str
-    uncommitted: bool
-
-
-def default_base(root: Path) -> str:
-    """The PR's base branch in GitHub Actions, else the default branch."""
-    pr_base = os.environ.get("GITHUB_BASE_REF")
-    if pr_base:
-        return f"origin/{pr_base}"
-    return git.default_branch(root)
-
-
-def compute_affected(
-    ws: Workspace, base: str | None = None, head: str | None = None, *, uncommitted: bool = False
-) -> tuple[Affected, Model]:
-    """The units a change affects, and the head model they were read from.
-
-    The warm path is three git processes (rev-parse, merge-base, diff) and a
-    cached model found by the head's tree SHA: no file is listed or parsed.
-    """
-    root = ws.root
-    base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
-    merge_base = git.merge_base(root, base_sha, head_sha)
-    changes = git.changed(root, merge_base, head_sha)
-    if uncommitted:
-        if head is not None and head_sha != git.rev_parse(root, "HEAD"):
-            raise UsageError(
-                "--uncommitted compares the working tree: do not combine it with --head"
-            )
-        pending = git.uncommitted(root)
-        changes = [*changes, *pending]
-        # "+ uncommitted changes" only when there are some
-        uncommitted = bool(pending)
-        head_model = ws.current_model
-    else:
-        head_model = ws.model(ws.tree_at(head_sha, head_tree))
-    result = affected(
-        changes,
-        head_model,
-        lambda: ws.model(ws.tree_at(merge_base)),
-        base_sha=merge_base,
-        head_sha=head_sha,
-        uncommitted=uncommitted,
-    )
-    return result, head_model
-
-
-def left_out(ws: Workspace) -> str | None:
-    """For ``invoke affected --committed`` (or ``--head``): the working tree's uncommitted
-    changes that were not included, if there are any (plans would include them)."""
-    pending = git.uncommitted(ws.root)
-    if not pending:
-        return None
-    return (
-        f"{len(pending)} uncommitted change(s) of the working tree not included "
-        "(commits only); `invoke plan` plans the working tree: commit them, or drop --committed"
-    )
-
-
-def print_affected(
-    result: Affected, emit: Callable[[str], None] = show, *, ignored: str | None = None
-) -> None:
-    """The human listing: the result of `invoke affected` on stdout; progress (``say``)
-    where another command lists what it is about to do. ``ignored``: what the working
-    tree holds that was left out (:func:`left_out`)."""
-    emit(
-        f"base {result.base[:12]} (merge base) -> head {result.head[:12]}"
-        + (" + uncommitted changes" if result.uncommitted else "")
-        + (f" ({ignored})" if ignored else "")
-    )
-    if not result.units:
-        emit("no unit is affected")
-    for unit in result.units:
-        extra = (
-            f" (from {unit.moved_from}: state key changes, migrate state)"
-            if unit.moved_from
-            else ""
-        )
-        emit(f"  {unit.change:<9} {unit.path}{extra}")
-        for reason in unit.reasons:
-            emit(f"              because {reason} changed")
-        if unit.error:
-            emit(f"              and the model cannot evaluate it: {unit.error}")
-    if result.dependents:
-        emit("dependents (re-planned after their upstream applies):")
-        for dep in result.dependents:
-            emit(f"  {dep.path}  via {dep.via}")
 
 
 # --------------------------------------------------------------------------- plan
@@ -192,20 +102,6 @@ def known_executors(ws: Workspace, model: Model) -> set[str]:
     from tooling.core import executors
 
     return set(executors.parse(ws.policy)) | {u.executor for u in model.units.values()}
-
-
-def unparsable(model: Model) -> list[str]:
-    """``file:line:col: message`` of every unit whose HCL (or an included file's) does not parse."""
-    return [str(u.error) for u in model.units.values() if "HCL syntax error" in (u.error or "")]
-
-
-def unreadable_exit(model: Model) -> int:
-    """For the read-only listings, after their full result: 1, with each parse error on
-    stderr (``file:line:col: message``), when a unit's HCL does not parse; else 0."""
-    broken = list(dict.fromkeys(unparsable(model)))
-    for error in broken:
-        say(f"error: {error}")
-    return 1 if broken else 0
 
 
 def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:

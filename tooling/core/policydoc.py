@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.core import apps, declared, executors, gates, names, redact
-from tooling.core.policy import settings
+from tooling.core import apps, checksettings, declared, executors, gates, names, redact
 from tooling.model.layout import layout_from
 from tooling.model.policyfile import POLICY_FILE, check_tables
 
@@ -26,7 +25,7 @@ def validate(policy: Mapping[str, Any], where: str = POLICY_FILE) -> None:
     layout_from(policy, where)
     gates.parse_policy(policy)
     executors.parse(policy)
-    settings.parse_policy(policy)
+    checksettings.parse_policy(policy)
     names.pattern_from(policy)
     redact.parse_policy(policy)
     declared.parse_policy(policy)

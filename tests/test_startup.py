@@ -1,0 +1,70 @@
+"""What every task pays before its own work: the bytecode cache, and the model
+`invoke affected` reads on a clean working tree (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from infra_fixtures import commit_all, edit, git, invoke
+
+
+def test_a_task_run_writes_the_bytecode_cache_of_the_tooling_modules_it_imports(
+    example_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # invoke turns bytecode writing off for its whole run; without the cache every
+    # run compiles each tooling module it imports again
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    prefix = tmp_path / "pycache"
+    ran = invoke(
+        example_repo, "affected", "--base", "main", env={"PYTHONPYCACHEPREFIX": str(prefix)}
+    )
+    assert ran.returncode == 0, ran.output
+    written = {p.name.split(".")[0] for p in prefix.rglob("*.pyc")}
+    # detect is imported only when the task runs, after invoke has set its flag
+    assert {"detect", "changes", "loader"} <= written, sorted(written)
+
+
+def test_the_interpreter_s_own_no_bytecode_setting_is_still_honoured(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    prefix = tmp_path / "pycache"
+    env = {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE": "1"}
+    ran = invoke(example_repo, "affected", "--base", "main", env=env)
+    assert ran.returncode == 0, ran.output
+    assert not prefix.exists() or not list(prefix.rglob("*.pyc"))
+
+
+def _model_caches(repo: Path) -> set[str]:
+    return {p.name for p in (repo / ".iac" / "cache").glob("model-*.marshal")}
+
+
+def test_affected_on_a_clean_working_tree_reads_the_head_commit_s_cached_model(
+    example_repo: Path,
+) -> None:
+    git(example_repo, "checkout", "--quiet", "-b", "feature")
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    commit_all(example_repo, "dns ttl")
+    ran = invoke(example_repo, "affected", "--base", "main", "--json")
+    assert ran.returncode == 0, ran.output
+    assert '"live/cloud/dns"' in ran.stdout
+    # the head's model (and the merge base's, if it was needed), each keyed by its tree
+    # SHA: the working tree was neither walked nor hashed for a model of its own
+    head, base = (
+        git(example_repo, "rev-parse", f"{rev}^{{tree}}").strip() for rev in ("HEAD", "main")
+    )
+    caches = _model_caches(example_repo)
+    assert f"model-{head}.marshal" in caches
+    assert caches <= {f"model-{head}.marshal", f"model-{base}.marshal"}, caches
+
+
+def test_affected_with_an_uncommitted_change_still_reads_the_working_tree(
+    example_repo: Path,
+) -> None:
+    edit(example_repo, "live/cloud/dns/terragrunt.hcl", "ttl = 60", "ttl = 120")
+    ran = invoke(example_repo, "affected", "--base", "main", "--json")
+    assert ran.returncode == 0, ran.output
+    assert '"live/cloud/dns"' in ran.stdout
+    head_tree = git(example_repo, "rev-parse", "HEAD^{tree}").strip()
+    # a model keyed by the working tree's own fingerprint, not the head's tree SHA
+    assert _model_caches(example_repo) - {f"model-{head_tree}.marshal"}
