@@ -62,7 +62,6 @@ def units(c: Context, json_: bool = False) -> None:
     def go() -> int:
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         return pipeline.units(ws, as_json=json_)
 
     run(go)
@@ -100,7 +99,6 @@ def affected(
             raise UsageError("--committed and --uncommitted exclude each other")
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         whole_tree = not committed and not head
         result, model = pipeline.compute_affected(
             ws, base or None, head or None, uncommitted=whole_tree or uncommitted
@@ -194,7 +192,6 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     def go() -> int:
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         print(
             pipeline.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end=""
         )
@@ -336,7 +333,6 @@ def matrix(c: Context, base: str = "", routes: str = "", runners: bool = False) 
 
     def go() -> int:
         ws = workspace()
-        ws.check_tools()
         if runners and not routes:
             from tooling.errors import UsageError
 
@@ -552,7 +548,6 @@ def outdated(c: Context, json_: bool = False) -> None:
 
     def go() -> int:
         ws = workspace()
-        ws.check_tools()
         code = bumpflow.outdated(ws, as_json=json_)
         broken = pipeline.unreadable_exit(ws.current_model)
         return 1 if code or broken else 0
