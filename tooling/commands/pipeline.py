@@ -243,7 +243,7 @@ def plan(
     out: Path | None = None,
     comment: bool = False,
 ) -> int:
-    say(ws.settings.describe())
+    say(ws.describe())
     check_options(
         all_units=all_units,
         units=units,
@@ -394,7 +394,7 @@ def _plan_into(
         executor=executor,
         root=root,
         policy=parse_policy(ws.policy),
-        settings=ws.settings,
+        settings=ws.run_settings,
         interrupted=interrupted,
         worktree=tree_state,
     )
