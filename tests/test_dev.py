@@ -70,6 +70,15 @@ def test_a_warm_dev_setup_prints_at_most_one_line() -> None:
     assert warm.stdout == ""
 
 
+def test_dev_plan_passes_a_unit_through_instead_of_adding_all() -> None:
+    warm_venv()
+    result = dev("plan", "--unit", "live/cloud/dsn")
+    # the unit reached `invoke plan` alone: the typo is the error, not `--all` with `--unit`
+    assert result.returncode == 2, result.stderr
+    assert "no unit at live/cloud/dsn. Did you mean live/cloud/dns?" in result.stderr
+    assert "--all" not in result.stderr
+
+
 def _collected(output: str) -> list[str]:
     return sorted(line for line in output.splitlines() if line.startswith("tests/"))
 

@@ -152,6 +152,13 @@ READERS: dict[str, tuple[str, ...]] = {
 IRRELEVANT = {
     # move-unit runs no tool (git mv and a copy of the state): the pins play no part
     ("move-unit", "broken-tool-versions"),
+    # nor in what these read: they run no tool, so they work before the tools are installed
+    ("units", "broken-tool-versions"),
+    ("units --json", "broken-tool-versions"),
+    ("affected", "broken-tool-versions"),
+    ("graph", "broken-tool-versions"),
+    ("matrix", "broken-tool-versions"),
+    ("outdated", "broken-tool-versions"),
 }
 
 
@@ -190,6 +197,8 @@ def snapshot(repo: Path) -> dict[str, str]:
         ]
         for name in filenames:
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if rel == ".iac/.gitignore":  # the tool's folder marked private, ignored by git
+                continue
             found[rel] = hashlib.sha256((repo / rel).read_bytes()).hexdigest()
     found["<git refs>"] = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
     found["<git HEAD>"] = git(repo, "symbolic-ref", "-q", "HEAD")

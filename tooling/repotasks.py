@@ -106,7 +106,6 @@ def outdated(c: Context, json_: bool = False) -> None:
 
     def go() -> int:
         ws = workspace()
-        ws.check_tools()
         code = bumpflow.outdated(ws, as_json=json_)
         broken = pipeline.unreadable_exit(ws.current_model)
         return 1 if code or broken else 0

@@ -71,7 +71,6 @@ def units(c: Context, json_: bool = False) -> None:
     def go() -> int:
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         return listing.units(ws, as_json=json_)
 
     run(go)
@@ -109,7 +108,6 @@ def affected(
             raise UsageError("--committed and --uncommitted exclude each other")
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         whole_tree = not committed and not head
         result, model = detect.compute_affected(
             ws, base or None, head or None, uncommitted=whole_tree or uncommitted, disk_model=False
@@ -234,7 +232,6 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     def go() -> int:
         ws = workspace()
         say_settings(ws)
-        ws.check_tools()
         print(listing.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end="")
         return pipeline.unreadable_exit(ws.current_model)
 
@@ -390,7 +387,6 @@ def matrix(
 
     def go() -> int:
         ws = workspace()
-        ws.check_tools()
         if runners and not routes:
             from tooling.errors import UsageError
 

@@ -40,6 +40,7 @@ from tooling.commands import pipeline, secrets, verify
 from tooling.commands.plans import learn_secrets
 from tooling.core import redact
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
+from tooling.core.suggest import did_you_mean
 from tooling.core.targets import unit_arg
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
@@ -242,7 +243,7 @@ def _plan(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path) ->
 
 def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool = False) -> int:
     """Plan the import of ADDRESS (ID) into UNIT; refuse unless it is the only change; apply with ``apply``."""
-    say(ws.settings.describe())
+    say(ws.describe())
     target = check_address(address)
     if not import_id:
         raise UsageError("ID is empty: give the provider's import ID of the existing resource")
@@ -250,7 +251,8 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     ws.check_tools()
     model = ws.current_model
     if path not in model.units:
-        raise UsageError(f"{unit}: no unit at {path} (see `invoke units`)")
+        hint = did_you_mean(path, model.units) or " See `invoke units`."
+        raise UsageError(f"{unit}: no unit at {path}.{hint}")
     pipeline.refuse_unparsable(model, [path])
     pipeline.refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path

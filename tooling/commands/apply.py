@@ -465,7 +465,7 @@ class Applier:
 
 
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
-    say(ws.settings.describe())
+    say(ws.describe())
     ws.check_tools()
     folder_path = plans_dir.resolve()
     if not (folder_path / "summary.json").is_file():

@@ -164,7 +164,8 @@ def clean_runner(root: Path, extra: Iterable[Path]) -> int:
     if any(local_state.rglob("*.tfstate")):
         # local state (the embedded default) is state, not a leftover
         say(f"kept {local_state}: it holds local state")
-        inner = sorted(p for p in iac.iterdir() if p != local_state)
+        # and so is the folder's own .gitignore, which keeps that state out of `git status`
+        inner = sorted(p for p in iac.iterdir() if p not in (local_state, iac / ".gitignore"))
     else:
         inner = [iac]
     kept = 0

@@ -20,7 +20,7 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -52,9 +52,13 @@ class UsageProgram(Program):
             super().parse_tasks()
             self._refuse_empty_lists()
         except (ParseError, ValueError) as exc:
-            raise Exit(usage_line(exc), code=2) from None
+            raise Exit(usage_line(exc, self._task_names()), code=2) from None
         except BrokenPipeError:  # `invoke --help plan | head -1`
             _reader_gone()
+
+    def _task_names(self) -> list[str]:
+        collection = getattr(self, "collection", None)
+        return sorted(collection.task_names) if collection is not None else []
 
     def _refuse_empty_lists(self) -> None:
         """invoke drops a repeatable flag given without a value (``plan --unit``, which
@@ -73,7 +77,7 @@ class UsageProgram(Program):
         try:
             super().parse_cleanup()
         except ParseError as exc:  # `invoke --help NOSUCHTASK`
-            raise Exit(usage_line(exc), code=2) from None
+            raise Exit(usage_line(exc, self._task_names()), code=2) from None
         except Exit as exc:
             if exc.code == 1 and str(exc.message or "").startswith("Sub-collection"):
                 # `invoke --list NOSUCH`: this repository has one collection, no sub-collections
@@ -91,7 +95,9 @@ def _reader_gone() -> NoReturn:
     raise Exit(code=1)
 
 
-def usage_line(exc: Exception) -> str:
+def usage_line(exc: Exception, tasks: Sequence[str] = ()) -> str:
+    """The one line for invoke's usage error ``exc``; an unknown task among ``tasks``
+    gets the closest names ("did you mean")."""
     context = getattr(exc, "context", None)
     name = getattr(context, "name", None)
     what = str(exc).strip().rstrip("!").replace("\n", " ") or type(exc).__name__
@@ -102,6 +108,14 @@ def usage_line(exc: Exception) -> str:
         what,
     )
     what = re.sub(r"'(\w+?)_'", r"'\1'", what)  # id_ (a Python name) is ID on the command line
+    unknown = re.fullmatch(r"No idea what '(.+)' is", what)
+    if unknown and tasks:
+        from tooling.core.suggest import did_you_mean
+
+        # a task's name as typed: invoke accepts bump_module and bump-module alike
+        hint = did_you_mean(unknown[1].replace("_", "-"), tasks)
+        if hint:
+            return f"error: no task {unknown[1]!r}.{hint} See `invoke --list` for the tasks."
     if isinstance(exc, ValueError):  # invoke converting a flag's value to its type
         what = f"a value is not of the option's type ({what})"
     if name:
@@ -180,10 +194,11 @@ def _bug(exc: Exception) -> NoReturn:
 def workspace() -> Any:
     from tooling.commands import secrets
     from tooling.io import toolchain
-    from tooling.io.workspace import Workspace
+    from tooling.io.workspace import Workspace, mark_private
 
     toolchain.ensure_bin_dir_on_path()
     ws = Workspace.here(Path.cwd())
+    mark_private(ws.root)  # before anything is written there
     secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]
     return ws
 
@@ -192,7 +207,7 @@ def say_settings(ws: Any) -> None:
     """The first line of every task that reads the units: what it runs against (stderr)."""
     from tooling.io.ui import say
 
-    say(ws.settings.describe())
+    say(ws.describe())
 
 
 def check_policy(start: Path | None = None) -> None:

@@ -55,6 +55,8 @@ def render(report: Report, limit: int = 200) -> str:
         f"{len(report.blind)} the model cannot evaluate (affected by any change), "
         f"{len(report.unparsed)} left out (Terragrunt cannot parse them)"
         + (f", {len(report.excluded)} excluded by .terragrunt-excludes" if report.excluded else ""),
+        f"change mapping: a change to each of {report.changes_checked} file(s) Terragrunt says "
+        "units read selects those units (as plan and matrix map it), misses listed as `change`",
         f"dangerous (Terragrunt sees it, the model does not: a change there would plan nothing): "
         f"{len(report.dangerous)}",
     ]

@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tooling.core import layoutguess
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git
 from tooling.io.workspace import read_layout
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
-from tooling.model.layout import Layout
+from tooling.model.layout import ROOT_FILE, Layout
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.trees import SKIP_DIRS
 
@@ -58,6 +60,38 @@ def _stack_files(root: Path, layout: Layout) -> list[str]:
                     os.path.relpath(os.path.join(dirpath, STACK_FILE), root).replace(os.sep, "/")
                 )
     return sorted(found)
+
+
+def shared_name(layout: Layout) -> str:
+    """A name to suggest for a shared file: the root file's, unless that is terragrunt.hcl."""
+    return layout.root_file if layout.root_file != UNIT_FILE else ROOT_FILE
+
+
+def repository_files(root: Path) -> list[str]:
+    """Every file under ``root`` (relative, with /), leaving out the folders tools write."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        found += [name if rel == "." else f"{rel}/{name}" for name in filenames]
+    return found
+
+
+def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
+    """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
+    files = repository_files(root)
+    live = layoutguess.live_folders(files) or layout.live
+    if model is None or live != layout.live:
+        model = load(WorkTree(root, live), None) if live else None
+    units = list(model.units.values()) if model else []
+    included = {r for u in units for r in u.reads if "/" not in r}
+    found = layoutguess.suggest(files, included)
+    if found.root_file is not None:
+        # a folder whose units do not include the root file is not live (test fixtures...)
+        units = [u for u in units if found.root_file in u.reads]
+        keep = {u.path.split("/", 1)[0] for u in units}
+        found = replace(found, live=tuple(d for d in found.live if d in keep) or found.live)
+    return replace(found, tiers=tuple(sorted(Counter(u.tier for u in units).items())))
 
 
 def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
@@ -177,7 +211,7 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                             path,
                             f"includes or reads {read}: a file named {UNIT_FILE} "
                             f"is a unit of its own to Terragrunt; name shared files otherwise "
-                            f"(e.g. {layout.root_file})",
+                            f"(e.g. {shared_name(layout)})",
                         )
                     )
     return out
@@ -198,6 +232,7 @@ def run(root: Path, *, as_json: bool) -> int:
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
     findings += diagnose(root, layout, model)
     needs = [f for f in findings if f.level == "needs"]
+    suggestion = suggest_layout(root, layout, model)
     if as_json:
         print(
             json.dumps(
@@ -207,6 +242,7 @@ def run(root: Path, *, as_json: bool) -> int:
                     "root_file": layout.root_file,
                     "units": len(model.units) if model else 0,
                     "findings": [f.to_json() for f in findings],
+                    "suggested_layout": suggestion.to_json(),
                 },
                 indent=2,
             )
@@ -216,6 +252,8 @@ def run(root: Path, *, as_json: bool) -> int:
         print(f"{units} units under {', '.join(layout.live)}; root file {layout.root_file}")
         for finding in findings:
             print(f"  {finding.level:<5} {finding.where}: {finding.what}")
+        print("\nthe layout found here, for policy.toml (paste it as it is):\n")
+        print(suggestion.toml())
         print(
             "ready to adopt" if not needs else f"{len(needs)} thing(s) to do before adopting",
             file=sys.stderr,

@@ -141,7 +141,7 @@ def plan(
     leg: tuple[str, Sequence[str]] | None = None,
 ) -> int:
     """``invoke plan``; ``leg`` (its id and units): only those of the affected units."""
-    say(ws.settings.describe())
+    say(ws.describe())
     check_options(
         all_units=all_units,
         units=units,
@@ -295,7 +295,7 @@ def _plan_into(
         executor=executor,
         root=root,
         policy=parse_policy(ws.policy),
-        settings=ws.settings,
+        settings=ws.run_settings,
         interrupted=interrupted,
         worktree=tree_state,
     )

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.core.changes import folder_affects
+from tooling.core.changes import affected, folder_affects
 from tooling.errors import ToolingError
 from tooling.model.excludes import EXCLUDES_FILE
-from tooling.model.repo import UNIT_FILE, Model, Unit
+from tooling.model.repo import UNIT_FILE, Change, Model, Unit
 from tooling.model.stacks import STACK_FILE
 
 
@@ -81,6 +81,10 @@ _SUPPRESSED = re.compile(r"(?:Suppressed parsing errors|Suppressing parse error 
 _MENTIONED = re.compile(r"(/\S+?/" + re.escape(UNIT_FILE) + r")\b")
 
 
+#: a suppressed error that is no parse failure: locals read ``dependency.*`` in the first pass
+ROUTINE_SUPPRESSED = '("dependency" is not defined)'
+
+
 def unparsed_units(log: str, root: str) -> set[str]:
     """Units whose configuration Terragrunt could not parse, from its ``--log-level debug`` output.
 
@@ -90,6 +94,10 @@ def unparsed_units(log: str, root: str) -> set[str]:
     found: set[str] = set()
     for line in log.splitlines():
         if "Suppress" not in line and "Error" not in line:
+            continue
+        if ROUTINE_SUPPRESSED in line:
+            # the partial parse of locals that use a dependency's outputs: Terragrunt
+            # suppresses it and still reads the unit whole (its find lists it, reads and all)
             continue
         paths = [m.group(1) for m in _SUPPRESSED.finditer(line)]
         paths += [m.group(1) for m in _MENTIONED.finditer(line)]
@@ -102,7 +110,7 @@ def unparsed_units(log: str, root: str) -> set[str]:
 @dataclass(frozen=True)
 class Disagreement:
     unit: str
-    kind: str  # unit | dependency | read
+    kind: str  # unit | dependency | read | change (a change to path does not select unit)
     path: str
     dangerous: bool  # Terragrunt sees it, the model does not
 
@@ -126,6 +134,8 @@ class Report:
     disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
     #: units the repository's .terragrunt-excludes leaves out, which Terragrunt's find does not list
     excluded: tuple[str, ...] = ()
+    #: files whose change->units mapping was compared with Terragrunt's readers
+    changes_checked: int = 0
 
     @property
     def dangerous(self) -> tuple[Disagreement, ...]:
@@ -144,6 +154,7 @@ class Report:
             "blind": [{"unit": unit, "error": error} for unit, error in self.blind],
             "unparsed_by_terragrunt": list(self.unparsed),
             "excluded": list(self.excluded),
+            "changes_checked": self.changes_checked,
             "disagreements": [d.to_json() for d in (*self.dangerous, *self.over)],
         }
 
@@ -170,6 +181,34 @@ def _same_source_quirk(path: str, unit: Unit, model: Model) -> bool:
         ):
             return True
     return False
+
+
+def readers(theirs: Mapping[str, Seen]) -> dict[str, set[str]]:
+    """file -> the units Terragrunt says read it: what ``terragrunt find --filter
+    reading=FILE`` selects (the inverse of ``--reading``)."""
+    out: dict[str, set[str]] = {}
+    for unit, seen in theirs.items():
+        for read in seen.reading:
+            out.setdefault(read, set()).add(unit)
+    return out
+
+
+def change_misses(model: Model, theirs: Mapping[str, Seen]) -> list[Disagreement]:
+    """The change->units mapping of ``plan``/``matrix`` against Terragrunt's: for each file
+    Terragrunt says units read, a change to it alone must select each of them (or one of
+    their upstream units, which re-plans them as dependents). A unit the model already
+    lists the read for, and still does not select, is a mapping bug: dangerous."""
+    found = []
+    for path, wanted in sorted(readers(theirs).items()):
+        if path.startswith("../"):
+            continue  # outside the folder compared: no change there is seen
+        result = affected([Change("M", path)], model, lambda: model, base_sha="", head_sha="")
+        selected = {u.path for u in result.units} | {d.path for d in result.dependents}
+        for unit in sorted(wanted - selected):
+            known = model.units.get(unit)
+            if known is not None and not known.error and path in known.reads:
+                found.append(Disagreement(unit, "change", path, dangerous=True))
+    return found
 
 
 def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = ()) -> Report:
@@ -222,5 +261,15 @@ def compare(model: Model, theirs: Mapping[str, Seen], unparsed: Iterable[str] = 
         if not mine:
             exact += 1
         found.extend(mine)
+    parsed = {p: s for p, s in theirs.items() if p not in skip}
+    found += change_misses(model, parsed)
     found.sort(key=lambda d: (not d.dangerous, d.unit, d.kind, d.path))
-    return Report(compared, exact, tuple(blind), tuple(sorted(skip)), tuple(found), tuple(excluded))
+    return Report(
+        compared,
+        exact,
+        tuple(blind),
+        tuple(sorted(skip)),
+        tuple(found),
+        tuple(excluded),
+        changes_checked=len([f for f in readers(parsed) if not f.startswith("../")]),
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tooling.core.changes import Affected
+from tooling.core.suggest import did_you_mean
 from tooling.errors import UsageError
 from tooling.model.evaluator import READ_CYCLE
 from tooling.model.excludes import excludes
@@ -120,7 +121,8 @@ def select_targets(
         for raw in units:
             path = unit_arg(raw)
             if path not in model.units:
-                raise UsageError(f"--unit {raw}: no unit at {path} (see `invoke units`)")
+                hint = did_you_mean(path, model.units) or " See `invoke units`."
+                raise UsageError(f"--unit {raw}: no unit at {path}.{hint}")
             wanted[path] = "named"
     elif change is not None:
         wanted = {u.path: u.change for u in change.units if u.change != "deleted"}

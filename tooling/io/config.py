@@ -42,15 +42,27 @@ class Settings:
     provider_mirror: str | None = None
     #: what encrypts state and plans (root.hcl's encryption.tf); "" when plain
     encryption: str = ""
+    #: the repository's root file when it declares its state itself rather than reading
+    #: IAC_STATE_BUCKET (an adopted repository's S3 backend): the tooling's state settings
+    #: do not apply (:meth:`tooling.io.workspace.Workspace.run_settings`)
+    state_declared_by: str | None = None
+    #: whether any unit pins a module the sandbox catalog has (else it redirects nothing)
+    catalog_used: bool = True
 
     @property
     def state_backend(self) -> str:
         return "s3" if self.state_bucket else "local"
 
     @property
+    def sandboxed(self) -> bool:
+        """Module sources come from the sandbox catalog (for the units that pin its modules)."""
+        return self.module_sources == "sandbox" and self.catalog_used
+
+    @property
     def embedded_default(self) -> bool:
-        """The sandbox module catalog with local state: what runs with nothing configured."""
-        return self.module_sources == "sandbox" and not self.state_bucket
+        """The sandbox module catalog with local state: what runs with nothing configured,
+        on a repository whose root file reads the tooling's state settings."""
+        return self.sandboxed and not self.state_bucket and self.state_declared_by is None
 
     def to_json(self) -> dict[str, Any]:
         """``settings`` in summary.json: what a run planned against."""
@@ -65,10 +77,14 @@ class Settings:
         """The one line every task prints first: what it runs against."""
         modules = (
             "sandbox module catalog"
-            if self.module_sources == "sandbox"
+            if self.sandboxed
             else "remote module repositories"
+            if self.module_sources == "remote"
+            else "module sources as written (none is in the sandbox catalog)"
         )
-        if self.state_bucket:
+        if self.state_declared_by is not None:
+            state = f"the state backend {self.state_declared_by} declares"
+        elif self.state_bucket:
             where = f" at {self.state_endpoint}" if self.state_endpoint else ""
             state = f"S3 state in s3://{self.state_bucket}{where}"
         else:

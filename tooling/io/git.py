@@ -38,8 +38,36 @@ def git(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> proc.Result:
-    """``git ARGS`` in ``repo`` through the one runner (every git call in the tooling comes here)."""
-    return proc.run(["git", *args], cwd=repo, env=env, ok_codes=ok_codes, timeout=timeout)
+    """``git ARGS`` in ``repo`` through the one runner (every git call in the tooling comes here).
+
+    A folder that is no git repository is one line saying so and what to do, whatever
+    the command (git's own message is ``fatal: not a git repository ...``), unless the
+    caller accepts exit code 128 (and handles it).
+    """
+    result = proc.run(["git", *args], cwd=repo, env=env, ok_codes=(*ok_codes, 128), timeout=timeout)
+    if result.returncode == 128 and 128 not in ok_codes and NOT_A_REPOSITORY in result.stderr:
+        raise ToolingError(
+            f"{repo or Path.cwd()}: not inside a git repository (no .git here or above): "
+            "the tooling compares commits; run `git init`, then commit the files "
+            "(`git add -A && git commit -m 'first commit'`)"
+        )
+    if result.returncode not in ok_codes:
+        raise proc.CalledProcessError(result, repo)
+    return result
+
+
+#: what git says, whatever the command, in a folder outside any repository
+NOT_A_REPOSITORY = "not a git repository"
+NO_COMMIT_HINT = (
+    "the repository has no commit yet: commit its files first "
+    "(`git add -A && git commit -m 'first commit'`), then run this again"
+)
+
+
+def has_commit(repo: Path) -> bool:
+    """Whether the repository holds any commit (a fresh ``git init`` holds none)."""
+    result = git(repo, "rev-list", "-n", "1", "--all", ok_codes=(0, 128))
+    return result.returncode == 0 and bool(result.stdout.strip())
 
 
 def out(repo: Path, *args: str) -> str:
@@ -176,6 +204,8 @@ def rev_parse(repo: Path, rev: str) -> str:
     result = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1))
     sha = result.stdout.strip()
     if result.returncode != 0 or not sha:
+        if not has_commit(repo):
+            raise ToolingError(f"unknown revision {rev!r}: {NO_COMMIT_HINT}")
         raise ToolingError(
             f"unknown revision {rev!r}: fetch it (git fetch origin {rev}) or name another with --base/--head"
         )
@@ -220,6 +250,8 @@ def default_branch(repo: Path) -> str:
             == 0
         ):
             return candidate
+    if not has_commit(repo):
+        raise ToolingError(f"no default branch: {NO_COMMIT_HINT}")
     raise ToolingError("cannot find the default branch: pass --base REF")
 
 

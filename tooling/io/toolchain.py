@@ -261,9 +261,9 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
         bin_dir = scripts_dir()
         if not _on_path(bin_dir):
             hint += f" Then put {bin_dir} first on PATH (activate the virtual environment)."
+        # one line, whatever is missing: the command that runs the tools stops here
         raise ToolingError(
-            "the tools on PATH do not match .tool-versions:\n"
-            + "".join(f"  - {problem}\n" for problem in problems)
+            f"this command runs the pinned tools, which PATH does not match: {'; '.join(problems)}. "
             + hint
         )
     return found

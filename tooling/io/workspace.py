@@ -13,10 +13,30 @@ from tooling.io import config
 from tooling.model.layout import Layout, layout_from
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
+from tooling.model.sources import parse_source
 from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
     from tooling.io.stacks import Generated
+
+
+#: what a root file reads when it takes its state from the tooling's settings (the example's)
+STATE_SETTING = "IAC_STATE_BUCKET"
+
+#: the tool's own folder in a repository: local state, plan reports, caches, scratch copies
+PRIVATE_DIR = ".iac"
+
+
+def mark_private(root: Path) -> Path:
+    """``root/.iac``, created with a ``.gitignore`` of its own (``*``) as virtual environments
+    do, so what the tooling writes there never shows up in ``git status`` of a repository
+    whose own .gitignore does not mention it (a bump refuses a dirty tree)."""
+    folder = root / PRIVATE_DIR
+    folder.mkdir(exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.is_file():
+        ignore.write_text("# written by the iac tooling: nothing in this folder is committed\n*\n")
+    return folder
 
 
 def read_layout(root: Path) -> Layout:
@@ -70,6 +90,34 @@ class Workspace:
     def cache_dir(self) -> Path:
         """Per-repository cache (parse cache, models), inside the ignored .iac/ folder."""
         return self.root / ".iac" / "cache"
+
+    @cached_property
+    def run_settings(self) -> config.Settings:
+        """:attr:`settings` as they apply to this repository: what the first line of a task
+        and summary.json say it runs against. A root file that does not read
+        ``IAC_STATE_BUCKET`` declares its state itself (the local-state default is not
+        used), and the sandbox catalog redirects only modules it has."""
+        from dataclasses import replace
+
+        from tooling.io import sandbox
+
+        root_file = self.root / self.layout.root_file
+        try:
+            text = root_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        declared = None if STATE_SETTING in text else self.layout.root_file
+        catalog = set(sandbox.catalog_repos())
+        used = any(
+            parse_source(u.source).short_name in catalog
+            for u in self.current_model.units.values()
+            if u.source
+        )
+        return replace(self.settings, state_declared_by=declared, catalog_used=used)
+
+    def describe(self) -> str:
+        """The one line every task that reads the units prints first (:attr:`run_settings`)."""
+        return self.run_settings.describe()
 
     @cached_property
     def layout(self) -> Layout:

@@ -20,6 +20,7 @@ from tooling.model.exprs import (
     PURE_FUNCTIONS,
     READ_FUNCTIONS,
     UNKNOWN,
+    Partial,
     binary,
     blocks_of,
     locals_exprs,
@@ -27,6 +28,7 @@ from tooling.model.exprs import (
     norm,
     to_str,
 )
+from tooling.model.filefuncs import FileFunctions
 from tooling.model.gitpaths import from_top, top_level
 from tooling.model.hcl import Body, Expr
 from tooling.model.units import UNIT_FILE
@@ -65,7 +67,7 @@ class ConfigFile:
 READ_CYCLE = "read_terragrunt_config() cycle"
 
 
-class UnitEvaluator:
+class UnitEvaluator(FileFunctions):
     """Evaluates one unit's configuration, recording every file it reads."""
 
     def __init__(self, loader: Loader, unit_dir: str) -> None:
@@ -79,6 +81,8 @@ class UnitEvaluator:
         self._reading: list[str] = []
         self._loop: list[dict[str, Any]] = []
         self._values: Any = None
+        #: inside try()/can(): a missing attribute of a known object is an error they catch
+        self._guards = 0
 
     # -- paths
     def abs(self, rel: str) -> str:
@@ -231,11 +235,11 @@ class UnitEvaluator:
             self.include_all(target)
             for each in (target, *target.scope.includes.values()):
                 self.scan_reads(each)
-            return {
-                "locals": self.all_locals(target),
-                "inputs": UNKNOWN,
-                "dependency": self.dependency_paths(target),
-            }
+            return Partial(
+                locals=self.all_locals(target),
+                inputs=UNKNOWN,
+                dependency=self.dependency_paths(target),
+            )
         finally:
             self._reading.pop()
 
@@ -267,7 +271,7 @@ class UnitEvaluator:
                 value = self.eval(entry[0], config) if entry else UNKNOWN
             except ToolingError:
                 value = UNKNOWN
-            out[labels[0] if labels else ""] = {"config_path": value, "outputs": UNKNOWN}
+            out[labels[0] if labels else ""] = Partial(config_path=value, outputs=UNKNOWN)
         return out
 
     # -- expressions
@@ -316,12 +320,15 @@ class UnitEvaluator:
     def guarded(self, name: str, args: list[Expr], file: ConfigFile) -> Any:
         """``try()``/``can()``: an argument that fails is skipped, as Terragrunt does."""
         for arg in args:
+            self._guards += 1
             try:
                 value = self.eval(arg, file)
             except ToolingError:
                 if name == "can":
                     return False
                 continue
+            finally:
+                self._guards -= 1
             if name == "can":
                 return True if value is not UNKNOWN else UNKNOWN
             return value
@@ -366,6 +373,8 @@ class UnitEvaluator:
             try:
                 value = value[key]
             except (KeyError, IndexError, TypeError):
+                if self._guards and not isinstance(value, Partial):
+                    raise ToolingError(f"{file.path}: no attribute or index {key!r}") from None
                 return UNKNOWN
         return value
 
@@ -383,11 +392,11 @@ class UnitEvaluator:
             inc = file.scope.includes.get(name)
             if inc is None:
                 return UNKNOWN
-            return {
-                "locals": self.all_locals(inc),
-                "inputs": UNKNOWN,
-                "dependency": self.dependency_paths(inc),
-            }
+            return Partial(
+                locals=self.all_locals(inc),
+                inputs=UNKNOWN,
+                dependency=self.dependency_paths(inc),
+            )
         if root == "feature":
             return self.feature(file, name)
         if root == "values":

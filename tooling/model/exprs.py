@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any
+
+import yaml
 
 from tooling.model.hcl import Body, Expr
 
@@ -68,7 +71,43 @@ def binary(op: str, left: Any, right: Any) -> Any:
     return UNKNOWN
 
 
+class Partial(dict[str, Any]):
+    """An object the model builds with only some of its attributes (``include.NAME``,
+    ``read_terragrunt_config()``'s result): a missing one is unknown, not an error."""
+
+
+def _flatten(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        out.extend(_flatten(item) if isinstance(item, list) else [item])
+    return out
+
+
+def _decoded(value: Any) -> Any:
+    """Decoded YAML/JSON as HCL sees it: numbers, strings, bools, lists and objects."""
+    if isinstance(value, dict):
+        return {str(k): _decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)  # a YAML date or timestamp: a string to HCL
+
+
 PURE_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "yamldecode": lambda text: _decoded(yaml.safe_load(text)),
+    "jsondecode": lambda text: _decoded(json.loads(text)),
+    "contains": lambda items, value: value in items,
+    "length": len,
+    "keys": lambda m: sorted(m),
+    "values": lambda m: [m[k] for k in sorted(m)],
+    "startswith": lambda s, p: s.startswith(p),
+    "endswith": lambda s, p: s.endswith(p),
+    "tolist": list,
+    "flatten": _flatten,
+    "compact": lambda items: [i for i in items if i not in (None, "")],
+    "distinct": lambda items: list(dict.fromkeys(items)),
+    "element": lambda items, i: items[i % len(items)],
     "basename": posixpath.basename,
     "dirname": posixpath.dirname,
     "abspath": posixpath.normpath,

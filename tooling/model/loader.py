@@ -32,7 +32,7 @@ from tooling.model.units import (
     dag_order,
 )
 
-MODEL_CACHE_VERSION = 11
+MODEL_CACHE_VERSION = 12
 
 
 class Loader:
@@ -297,7 +297,7 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     """Build the model of every unit in ``tree``; parse errors name file:line."""
     model_cache = cache_dir / f"model-{tree.fingerprint()}.marshal" if cache_dir else None
     if model_cache is not None and model_cache.exists():
-        cached = _load_model(model_cache, tree.root)
+        cached = _load_model(model_cache, tree.root, tree)
         if cached is not None:
             return cached
     cache = ParseCache(cache_dir / "parse.marshal" if cache_dir else None)
@@ -318,8 +318,20 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     model = Model(units, order + stuck)
     cache.save()
     if model_cache is not None:
-        _save_model(model_cache, model)
+        _save_model(model_cache, model, tree)
     return model
+
+
+def _data_files(model: Model, tree: Tree) -> dict[str, str]:
+    """The files other than HCL that units read (file(), fileexists()): their content is part
+    of what the model computed, and the tree's fingerprint hashes HCL files only."""
+    out = {}
+    for unit in model.units.values():
+        for path in unit.reads:
+            if path.endswith((".hcl", "/")) or path in out:
+                continue
+            out[path] = tree.sha(path) if tree.exists(path) and not tree.is_dir(path) else ""
+    return out
 
 
 def _apply_excludes_file(tree: Tree, units: dict[str, Unit]) -> None:
@@ -368,9 +380,10 @@ def _add_stack_units(loader: Loader, units: dict[str, Unit]) -> None:
                 )
 
 
-def _save_model(path: Path, model: Model) -> None:
+def _save_model(path: Path, model: Model, tree: Tree) -> None:
     data = {
         "v": MODEL_CACHE_VERSION,
+        "data": _data_files(model, tree),
         "units": [(asdict(u)) for u in model.units.values()],
         "order": list(model.order),
     }
@@ -385,7 +398,7 @@ def _save_model(path: Path, model: Model) -> None:
         old.unlink(missing_ok=True)
 
 
-def _load_model(path: Path, root: Path) -> Model | None:
+def _load_model(path: Path, root: Path, tree: Tree) -> Model | None:
     try:
         with path.open("rb") as fh:
             data = marshal.load(fh)
@@ -393,6 +406,10 @@ def _load_model(path: Path, root: Path) -> Model | None:
         return None
     if not isinstance(data, dict) or data.get("v") != MODEL_CACHE_VERSION:
         return None
+    for read, sha in data["data"].items():
+        now = tree.sha(read) if tree.exists(read) and not tree.is_dir(read) else ""
+        if now != sha:
+            return None  # a data file a unit reads changed: evaluate again
     units = {}
     for raw in data["units"]:
         raw["dependencies"] = tuple(raw["dependencies"])

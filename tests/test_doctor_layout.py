@@ -1,0 +1,189 @@
+"""``invoke doctor`` on repositories laid out otherwise, and the first line of every task.
+
+Real parts only: throwaway git repositories (Gruntwork's live example from the
+shared corpus, the example tree with other root files), the real ``invoke``
+CLI in a separate process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from infra_fixtures import REPO, commit_all, git, invoke, make_example_repo
+from test_crosscheck import CORPUS
+
+from tooling.core import layoutguess
+
+GRUNTWORK = "terragrunt-infrastructure-live-example"
+
+
+def _pasted_block(output: str) -> str:
+    """The ``[layout]`` block doctor printed, as a user copies it."""
+    lines = output.splitlines()
+    start = lines.index("[layout]")
+    block = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        block.append(line)
+    return "\n".join(block) + "\n"
+
+
+@pytest.fixture
+def gruntwork(tmp_path: Path) -> Path:
+    source = CORPUS / GRUNTWORK
+    if not source.is_dir():
+        pytest.skip(f"{source} is absent: the real-world corpus is kept beside the repository")
+    repo = tmp_path / "live-example"
+    shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".git"))
+    shutil.copy2(REPO / "tasks.py", repo / "tasks.py")  # the tasks, as `invoke` finds them
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "Gruntwork's live example")
+    return repo
+
+
+def test_doctor_suggests_a_layout_that_pasted_in_finds_every_unit(
+    gruntwork: Path, tools: None
+) -> None:
+    before = invoke(gruntwork, "doctor", "--path", ".")
+    assert "needs live: the live folder does not exist" in before.stdout
+    block = _pasted_block(before.stdout)
+    assert tomllib.loads(block) == {
+        "layout": {"live": ["non-prod", "prod"], "root_file": "root.hcl"}
+    }
+
+    (gruntwork / "policy.toml").write_text(block, encoding="utf-8")
+    after = invoke(gruntwork, "doctor", "--path", ".", "--json")
+    doc = json.loads(after.stdout)
+    assert doc["units"] == 6
+    assert doc["live"] == ["non-prod", "prod"]
+    assert not [f for f in doc["findings"] if "live folder" in f["what"]]
+    assert doc["suggested_layout"]["live"] == ["non-prod", "prod"]
+    assert doc["suggested_layout"]["toml"] + "\n" == block
+
+    units = invoke(gruntwork, "units", "--json")
+    assert units.returncode == 0, units.output
+    assert len(json.loads(units.stdout)["units"]) == 6
+
+
+def test_doctor_leaves_out_folders_whose_units_do_not_include_the_root_file(
+    tmp_path: Path,
+) -> None:
+    repo = make_example_repo(tmp_path / "infra")
+    fixture = repo / "tests" / "fixture"
+    fixture.mkdir(parents=True)
+    (fixture / "terragrunt.hcl").write_text('terraform {\n  source = "."\n}\n', encoding="utf-8")
+
+    result = invoke(repo, "doctor", "--json")
+    suggested = json.loads(result.stdout)["suggested_layout"]
+    assert suggested["live"] == ["live"]
+    assert suggested["root_file"] == "root.hcl"
+    assert suggested["tiers"] == {"cloud": 3, "cluster": 4}
+
+
+def test_doctor_names_root_hcl_for_shared_files_when_the_root_file_is_terragrunt_hcl(
+    tmp_path: Path,
+) -> None:
+    repo = make_example_repo(tmp_path / "infra")
+    (repo / "root.hcl").rename(repo / "terragrunt.hcl")
+    for unit in (repo / "live").glob("*/*/terragrunt.hcl"):
+        text = unit.read_text(encoding="utf-8")
+        unit.write_text(text.replace('"root.hcl"', '"terragrunt.hcl"'), encoding="utf-8")
+    with (repo / "policy.toml").open("a", encoding="utf-8") as policy:
+        policy.write('\n[layout]\nroot_file = "terragrunt.hcl"\n')
+
+    result = invoke(repo, "doctor")
+    notes = [line for line in result.stdout.splitlines() if "name shared files otherwise" in line]
+    assert len(notes) == 7, result.stdout
+    assert all("(e.g. root.hcl)" in line for line in notes)
+    assert "(e.g. terragrunt.hcl)" not in result.stdout
+
+
+def test_a_root_file_that_is_no_hcl_marks_the_root(tmp_path: Path, tools: None) -> None:
+    """policy.toml [layout] root_file may be any file: a marker nothing includes."""
+    repo = tmp_path / "infra"
+    (repo / "stacks" / "app").mkdir(parents=True)
+    (repo / "stacks" / "app" / "terragrunt.hcl").write_text(
+        'terraform {\n  source = "."\n}\n', encoding="utf-8"
+    )
+    (repo / "stacks" / "app" / "main.tf").write_text("", encoding="utf-8")
+    (repo / ".infra-root").write_text("", encoding="utf-8")
+    (repo / "policy.toml").write_text(
+        '[layout]\nlive = ["stacks"]\nroot_file = ".infra-root"\n', encoding="utf-8"
+    )
+    shutil.copy2(REPO / ".tool-versions", repo / ".tool-versions")
+    shutil.copy2(REPO / "tasks.py", repo / "tasks.py")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "a marker file")
+
+    doctor = invoke(repo / "stacks" / "app", "doctor", "--path", str(repo))
+    assert doctor.returncode == 0, doctor.output
+    assert "1 units under stacks; root file .infra-root" in doctor.stdout
+    units = invoke(repo / "stacks" / "app", "units", "--json")
+    assert units.returncode == 0, units.output
+    assert [u["path"] for u in json.loads(units.stdout)["units"]] == ["stacks/app"]
+
+
+# --------------------------------------------------------------------------- the first line
+
+
+S3_ROOT = """\
+remote_state {
+  backend = "s3"
+  config = {
+    bucket = "acme-foundation-state"
+    key    = "${path_relative_to_include()}/terraform.tfstate"
+    region = "eu-west-1"
+  }
+}
+"""
+
+
+def test_the_embedded_default_is_announced_only_where_it_applies(tmp_path: Path) -> None:
+    example = make_example_repo(tmp_path / "example")
+    ours = invoke(example, "units")
+    assert ours.returncode == 0, ours.output
+    assert ours.stderr.splitlines()[0].endswith("(embedded default)")
+
+    adopted = make_example_repo(tmp_path / "adopted")
+    (adopted / "root.hcl").write_text(S3_ROOT, encoding="utf-8")
+    commit_all(adopted, "state in S3, as root.hcl declares")
+    theirs = invoke(adopted, "units")
+    assert theirs.returncode == 0, theirs.output
+    first = theirs.stderr.splitlines()[0]
+    assert "embedded default" not in first
+    assert "local state" not in first
+    assert "the state backend root.hcl declares" in first
+
+
+def test_the_sandbox_catalog_is_not_claimed_for_modules_it_does_not_have(
+    tmp_path: Path,
+) -> None:
+    repo = make_example_repo(tmp_path / "infra")
+    for unit in (repo / "live").glob("*/*/terragrunt.hcl"):
+        text = unit.read_text(encoding="utf-8")
+        unit.write_text(
+            text.replace("platform-modules/terraform-", "platform-modules/elsewhere-"),
+            encoding="utf-8",
+        )
+    commit_all(repo, "modules the catalog does not have")
+    result = invoke(repo, "units")
+    assert result.returncode == 0, result.output
+    first = result.stderr.splitlines()[0]
+    assert "sandbox module catalog" not in first
+    assert "none is in the sandbox catalog" in first
+
+
+def test_live_folders_are_the_top_level_folders_holding_units() -> None:
+    files = ["root.hcl", "prod/eu/app/terragrunt.hcl", "dev/app/terragrunt.hcl", "README.md"]
+    assert layoutguess.live_folders(files) == ("dev", "prod")
+    assert layoutguess.root_file(files) == "root.hcl"
+    assert layoutguess.root_file(["common.hcl", "x/terragrunt.hcl"], ["common.hcl"]) == "common.hcl"
+    assert layoutguess.root_file(["x/terragrunt.hcl"]) is None
+    toml = layoutguess.suggest(["x/terragrunt.hcl"]).toml()
+    assert tomllib.loads(toml) == {"layout": {"live": ["x"], "root_file": "root.hcl"}}
+    assert "create it" in toml
