@@ -260,6 +260,21 @@ def test_apply_without_the_key_refuses_in_one_line_and_leaves_the_encrypted_stat
     assert not (out / "apply.json").exists()
     assert _state(s3, bucket) == before
 
+    # another key than the plans were made with: the unit is refused in one line (no
+    # terminal codes, no OpenTofu error box), nothing is applied
+    wrong = invoke(
+        example_repo, "apply", "--plans", str(out), env={contract.PASSPHRASE_ENV: "x" * 24}
+    )
+    assert wrong.returncode == 1, wrong.output
+    record = json.loads((out / "apply.json").read_text())
+    reason = next(u["reason"] for u in record["units"] if u["path"] == UNIT)
+    assert [u["result"] for u in record["units"] if u["path"] == UNIT] == ["refused"]
+    assert "does not decrypt with the key in the environment" in reason, reason
+    assert "\n" not in reason and "\x1b" not in reason and "\x1b" not in wrong.output
+    assert _state(s3, bucket) == before
+    (out / "apply.json").unlink()
+    (out / "apply.md").unlink()
+
     applied = invoke(example_repo, "apply", "--plans", str(out), env=env)
     assert applied.returncode == 0, applied.output
     after = _state(s3, bucket)

@@ -232,3 +232,13 @@ def test_the_runbook_sections_the_record_names_exist_with_the_commands_the_tests
     )
     assert push.replace("'", "") in text.replace('"', "")
     assert "cd live/cloud/slow && terragrunt force-unlock -force LOCK_ID" in text
+
+
+def test_an_error_summary_drops_terminal_colour_codes_and_keeps_the_error() -> None:
+    coloured = (
+        "\x1b[31m╷\x1b[0m\x1b[0m\n\x1b[31m│\x1b[0m \x1b[0m\x1b[1m\x1b[31mError: \x1b[0m\x1b[0m"
+        "\x1b[1mFailed to read the given file as a state or plan file\x1b[0m\n\x1b[31m╵\x1b[0m\n"
+    )
+    assert error_summary(coloured) == (
+        "Error: Failed to read the given file as a state or plan file"
+    )

@@ -58,7 +58,7 @@ from typing import Any
 
 from tooling.commands import applysafety, atrest, audit, preflight, secrets, verify, workcopies
 from tooling.commands.plans import Target, learn_secrets, plan_unit, sha256_file
-from tooling.core import binding, declared, review
+from tooling.core import binding, declared, encryption, review
 from tooling.core.approval import cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
@@ -352,7 +352,7 @@ class Applier:
             self.record(
                 path,
                 "refused",
-                f"cannot read the saved plan to decide its gate: {exc}",
+                encryption.unreadable_plan(str(exc)),
                 gate=claimed,
             )
             return

@@ -67,3 +67,15 @@ def refusal(plan_file: str, variable: str, plans_dir: str) -> str:
         f'the plans were made with (docs/runbooks.md, "Encrypting plans and state"), then '
         f"run `invoke apply --plans {plans_dir}` again; nothing was applied"
     )
+
+
+def unreadable_plan(error: str) -> str:
+    """Why an apply could not read a saved plan (``error``: OpenTofu's message): one line
+    when the key in the environment is not the one the plan was made with."""
+    if "decryption failed" in error:
+        return (
+            "cannot read the saved plan: it does not decrypt with the key in the environment "
+            f"({PASSPHRASE_ENV} or {KMS_KEY_ENV}); set the key the plans were made with; "
+            "nothing was applied"
+        )
+    return f"cannot read the saved plan to decide its gate: {error}"

@@ -361,9 +361,14 @@ def drop_lock_false_advice(text: str) -> str:
     return _LOCK_FALSE_ADVICE.sub("", text)
 
 
+#: a terminal colour or style code
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def error_summary(text: str, limit: int = 1200) -> str:
-    """The useful part of a terragrunt/tofu failure: the `Error:` blocks, else the tail."""
-    lines = [line.rstrip() for line in text.splitlines()]
+    """The useful part of a terragrunt/tofu failure: the `Error:` blocks, else the tail;
+    terminal colour codes removed (``tofu show`` colours its errors)."""
+    lines = [line.rstrip() for line in _ANSI.sub("", text).splitlines()]
     picked: list[str] = []
     capture = False
     for line in lines:
