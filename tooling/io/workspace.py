@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,10 +33,14 @@ def mark_private(root: Path) -> Path:
     do, so what the tooling writes there never shows up in ``git status`` of a repository
     whose own .gitignore does not mention it (a bump refuses a dirty tree)."""
     folder = root / PRIVATE_DIR
-    folder.mkdir(exist_ok=True)
     ignore = folder / ".gitignore"
-    if not ignore.is_file():
-        ignore.write_text("# written by the iac tooling: nothing in this folder is committed\n*\n")
+    # best effort: a folder that cannot be written is named by the write that needs it
+    with contextlib.suppress(OSError):
+        folder.mkdir(exist_ok=True)
+        if not ignore.is_file():
+            ignore.write_text(
+                "# written by the iac tooling: nothing in this folder is committed\n*\n"
+            )
     return folder
 
 
@@ -110,10 +115,22 @@ class Workspace:
         catalog = set(sandbox.catalog_repos())
         used = any(
             parse_source(u.source).short_name in catalog
-            for u in self.current_model.units.values()
+            for u in self._banner_model().units.values()
             if u.source
         )
         return replace(self.settings, state_declared_by=declared, catalog_used=used)
+
+    def _banner_model(self) -> Model:
+        """The model the first line reads (which modules the units pin): the working tree's
+        when this run loaded it already, else HEAD's, cached by its tree SHA, so a task
+        that needs no model of the disk (``affected`` on a clean tree) never walks it for
+        its first line; the working tree's when there is no commit yet."""
+        if "current_model" in self.__dict__:
+            return self.current_model
+        try:
+            return self.model(self.tree_at("HEAD"))
+        except ToolingError:
+            return self.current_model
 
     def describe(self) -> str:
         """The one line every task that reads the units prints first (:attr:`run_settings`)."""
