@@ -131,13 +131,18 @@ class Workspace:
         return git.prefix(self.root)
 
     def work_tree(self) -> WorkTree:
-        return WorkTree(self.root, self.layout.live, self.git_prefix)
+        return WorkTree(self.root, self.layout.live, self.git_prefix, self.layout.default_tiers)
 
     def tree_at(self, rev: str, tree_sha: str | None = None) -> GitTree:
         from tooling.io import git
 
         return git.tree_at(
-            self.root, rev, tree_sha, live=self.layout.live, git_prefix=self.git_prefix
+            self.root,
+            rev,
+            tree_sha,
+            live=self.layout.live,
+            git_prefix=self.git_prefix,
+            default_tiers=self.layout.default_tiers,
         )
 
     def model(self, tree: Tree | None = None) -> Model:
