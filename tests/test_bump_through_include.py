@@ -166,3 +166,23 @@ def test_without_the_evaluated_source_the_include_is_still_skipped_with_why() ->
     found = bump.inventory([UnitText("prod/db", "prod", (("prod/db/terragrunt.hcl", unit),))])
     (skipped,) = found.skipped
     assert "is not a literal" in skipped.reason
+
+
+def test_an_included_local_built_from_get_env_is_not_taken_for_a_literal(tmp_path: Path) -> None:
+    unit = UNIT_HEAD + (
+        'terraform {\n  source = "${include.envcommon.locals.base_source_url}?ref=v0.8.0"\n}\n'
+    )
+    _write(
+        tmp_path,
+        {
+            "root.hcl": ROOT,
+            "_envcommon/mysql.hcl": (
+                f'locals {{\n  base_source_url = get_env("MODULES", "{URL}")\n}}\n'
+            ),
+            "prod/db/terragrunt.hcl": unit,
+        },
+    )
+    found = bump.inventory(_unit_texts(tmp_path, ("prod",)))
+    assert found.pins == ()
+    (skipped,) = found.skipped
+    assert "is not a literal" in skipped.reason

@@ -16,12 +16,11 @@ unit's own ``?ref=``, or the included file's local, found as
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.core.refs import ResolvedSource, SourceLine, find_source_lines, resolve_local_source
+from tooling.core.refs import SourceLine, find_source_lines, included
 from tooling.core.upgrades import Skip, pick_upgrades
 from tooling.errors import ToolingError, UsageError
 from tooling.model.sources import ModuleSource, parse_source, remote_url
@@ -196,38 +195,25 @@ def _scan_unit(unit: UnitText) -> Pin | Skipped:
     )
 
 
-_INCLUDED_LOCAL_RE = re.compile(
-    r"(?:\$\{\s*)?include\.([A-Za-z_][\w-]*)\.locals\.([A-Za-z_][\w-]*)(?:\s*\})?"
-)
-
-
 def _through_include(
     unit: UnitText, path: str, line: SourceLine, evaluated: ModuleSource
 ) -> Pin | Skipped | None:
     """The pin of a source the file writes through an included file's locals, from the
-    model's evaluated ``evaluated`` and the literal holding its ref; None: not that case."""
-    if evaluated.kind != "git" or evaluated.identity is None or evaluated.ref is None:
+    model's evaluated source and the literal holding its ref; None: not that case."""
+    if unit.source is None or evaluated.kind != "git" or evaluated.identity is None:
         return None
     url = remote_url(evaluated)
-    if url is None:  # pragma: no cover - every git source with an identity has a URL
+    if url is None or evaluated.ref is None:
         return None
-    where: tuple[str, str, tuple[int, int]] | None = None
-    if line.ref_span is not None and line.ref == evaluated.ref:
-        where = (path, _text_of(unit, path), line.ref_span)  # `${include...}?ref=v1` here
-    else:
-        local = _INCLUDED_LOCAL_RE.fullmatch(line.value.strip())
-        if local is None:
-            return None
-        for name, text in unit.files[1:]:
-            found = resolve_local_source(text, local.group(2))
-            if isinstance(found, ResolvedSource) and found.ref == evaluated.ref:
-                where = (name, text, found.ref_span)
-                break
-    if where is None:
+    own = _text_of(unit, path)
+    found = included.locate(line.value.strip(), line.ref_span, unit.files[1:], unit.source)
+    if found is None:
         return None
-    file, text, span = where
+    file = found[0] or path
+    text = own if found[0] is None else _text_of(unit, file)
+    span = found[1]
     version = parse_version(evaluated.ref)
-    if version is None or version.text != evaluated.ref:
+    if version is None or version.text != evaluated.ref or text[span[0] : span[1]] != evaluated.ref:
         return Skipped(
             unit.path,
             f"ref {evaluated.ref} written through an included file's locals is not a version "
