@@ -24,6 +24,7 @@ from infra_fixtures import GIT_ENV, REPO, Invoked, commit_all, git
 
 pytestmark = pytest.mark.e2e
 
+DNS_MODULE = "https://git.example.com/platform-modules/terraform-cloudflare-dns.git"
 MODULES_URL = "git@github.com:gruntwork-io/terragrunt-infrastructure-modules-example.git"
 
 ALL_UNITS = [
@@ -211,3 +212,39 @@ def test_a_live_roots_tier_is_its_units_default_in_units_matrix_and_the_plan_sum
     assert plan.returncode == 0, plan.output
     summary = json.loads((out / "summary.json").read_text())
     assert [(u["path"], u["tier"]) for u in summary["units"]] == [("prod/dns", "production")]
+
+
+def test_doctors_suggested_roots_paste_as_they_are_for_folders_named_with_quotes_and_dollars(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "envs"
+    repo.mkdir()
+    (repo / "root.hcl").write_text(
+        'remote_state {\n  backend = "s3"\n  config = {\n    bucket = "b"\n'
+        '    key    = "${path_relative_to_include()}/tf.tfstate"\n    region = "us-east-1"\n'
+        "  }\n}\n"
+    )
+    envs = ["my env $(touch pwned)", 'pr"od']
+    for env in envs:
+        (repo / env / "app").mkdir(parents=True)
+        (repo / env / "app" / "terragrunt.hcl").write_text(
+            'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n'
+            f'terraform {{\n  source = "git::{DNS_MODULE}?ref=v1.1.0"\n}}\n'
+        )
+    shutil.copy2(REPO / ".tool-versions", repo / ".tool-versions")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "two environments")
+
+    suggested = _adopt(repo)
+    assert suggested["roots"] == {
+        env: {"state_prefix": f"{env}/", "tier": env, "executor": "hosted"} for env in envs
+    }
+    doctor = iac(repo, "doctor", "--json")
+    assert doctor.returncode == 0, doctor.output
+    check = iac(repo, "check", "--json")
+    assert check.returncode == 0, check.output
+    units = iac(repo, "units", "--json")
+    assert {(u["path"], u["tier"]) for u in json.loads(units.stdout)["units"]} == {
+        (f"{env}/app", env) for env in envs
+    }
+    assert not list(tmp_path.rglob("pwned"))
