@@ -248,3 +248,46 @@ def test_doctors_suggested_roots_paste_as_they_are_for_folders_named_with_quotes
         (f"{env}/app", env) for env in envs
     }
     assert not list(tmp_path.rglob("pwned"))
+
+
+STACK_UNIT = """include "root" {
+  path = find_in_parent_folders("root.hcl")
+}
+
+terraform {
+  source = "git::https://git.example.com/platform-modules/terraform-cloudflare-dns.git?ref=${values.version}"
+}
+
+inputs = {
+  zone_name = values.zone
+  records   = {}
+}
+"""
+
+STACK = """unit "public" {
+  source = "../../catalog/units/zone"
+  path   = "public"
+  values = {
+    version = "v1.1.0"
+    zone    = "apps.example.net"
+  }
+}
+"""
+
+
+def test_a_stacks_generated_units_take_their_live_roots_tier(
+    example_repo: Path, tools: None
+) -> None:
+    (example_repo / "catalog/units/zone").mkdir(parents=True)
+    (example_repo / "catalog/units/zone/terragrunt.hcl").write_text(STACK_UNIT)
+    (example_repo / "edge/apps").mkdir(parents=True)
+    (example_repo / "edge/apps/terragrunt.stack.hcl").write_text(STACK)
+    with (example_repo / "policy.toml").open("a") as fh:
+        fh.write('\n[layout]\nlive = ["live"]\n\n[layout.roots."edge"]\ntier = "edge-tier"\n')
+    commit_all(example_repo, "a stack under a live root of its own")
+
+    units = iac(example_repo, "units", "--json")
+    assert units.returncode == 0, units.output
+    tiers = {u["path"]: u["tier"] for u in json.loads(units.stdout)["units"]}
+    assert tiers["edge/apps/.terragrunt-stack/public"] == "edge-tier"
+    assert tiers["live/cloud/dns"] == "cloud"

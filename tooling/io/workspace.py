@@ -173,7 +173,9 @@ class Workspace:
         rewrites = tuple(self.settings.module_rewrites)
         env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
         try:
-            return stacks.generate(self.root, self.layout.live, env, self.cache_dir)
+            return stacks.generate(
+                self.root, self.layout.live, env, self.cache_dir, self.layout.default_tiers
+            )
         except ToolingError as exc:
             # the stack units keep their error: any change selects them, their plan fails visibly
             say(f"warning: the stacks were not generated, their units stay unread: {exc}")
