@@ -270,6 +270,7 @@ def test_opentofu_code_in_a_live_root_other_than_live_is_refused_by_check(
     [
         ('[layout.roots."prod"]\nstate_prefx = "prod/"\n', "has unknown key(s) state_prefx"),
         ('[layout.roots."prod"]\nstate_prefix = 3\n', "state_prefix must be a key prefix"),
+        ('[layout.roots."prod"]\ntier = 3\n', 'tier must be a tier\'s name, e.g. "prod"'),
         ('[layout.roots."../up"]\nstate_prefix = "up/"\n', "must be a folder inside"),
         (
             '[layout.roots."prod"]\nmay_depend_on = ["prod"]\n',

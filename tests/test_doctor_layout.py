@@ -22,15 +22,10 @@ GRUNTWORK = "terragrunt-infrastructure-live-example"
 
 
 def _pasted_block(output: str) -> str:
-    """The ``[layout]`` block doctor printed, as a user copies it."""
+    """The ``[layout]`` block doctor printed (the end of its output, with the
+    ``[layout.roots]`` tables that follow it), as a user copies it."""
     lines = output.splitlines()
-    start = lines.index("[layout]")
-    block = []
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        block.append(line)
-    return "\n".join(block) + "\n"
+    return "\n".join(lines[lines.index("[layout]") :]).strip() + "\n"
 
 
 @pytest.fixture
@@ -53,7 +48,15 @@ def test_doctor_suggests_a_layout_that_pasted_in_finds_every_unit(
     assert "needs live: the live folder does not exist" in before.stdout
     block = _pasted_block(before.stdout)
     assert tomllib.loads(block) == {
-        "layout": {"live": ["non-prod", "prod"], "root_file": "root.hcl"}
+        "layout": {
+            "live": ["non-prod", "prod"],
+            "root_file": "root.hcl",
+            # each root's state prefix, from root.hcl's key (path_relative_to_include())
+            "roots": {
+                "non-prod": {"state_prefix": "non-prod/", "tier": "non-prod", "executor": "hosted"},
+                "prod": {"state_prefix": "prod/", "tier": "prod", "executor": "hosted"},
+            },
+        }
     }
 
     (gruntwork / "policy.toml").write_text(block, encoding="utf-8")

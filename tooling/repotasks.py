@@ -235,7 +235,10 @@ def crosscheck(c: Context, path: str = "", json_: bool = False) -> None:
 def doctor(c: Context, path: str = "", json_: bool = False) -> None:
     """What a Terragrunt repository needs to adopt this tooling, and what the model cannot read.
 
-    Read-only. Exit 1 when something must be done first.
+    Read-only. Exit 1 when something must be done first. Last, the [layout] found
+    here to paste into policy.toml as it is (the live folders, the root file and,
+    for environments keeping their state under their own folder, a
+    [layout.roots."FOLDER"] table each); docs/adopt.md walks through it.
     """
     from tooling.commands import doctor as doc
 

@@ -117,7 +117,7 @@ def run(
     live = tuple(d for d in layout.live if (root / d).is_dir())
     if live:
         try:
-            model = load(WorkTree(root, live, git.prefix(root)), cache_dir)
+            model = load(WorkTree(root, live, git.prefix(root), layout.default_tiers), cache_dir)
         except ToolingError as exc:
             early.append(policy.syntax_violation(exc))
         else:

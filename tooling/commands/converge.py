@@ -153,7 +153,7 @@ def unit_texts(ws: Workspace, tree: Tree) -> list[UnitText]:
                 files.append((name, tree.read(name).decode("utf-8", "surrogateescape")))
             except ToolingError:
                 continue
-        out.append(UnitText(path, unit.tier, tuple(files)))
+        out.append(UnitText(path, unit.tier, tuple(files), unit.source))
     return out
 
 

@@ -23,6 +23,7 @@ from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.trees import SKIP_DIRS
+from tooling.model.units import UNRESOLVED_EXECUTOR
 
 STACK_FILE = "terragrunt.stack.hcl"
 
@@ -91,6 +92,16 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         units = [u for u in units if found.root_file in u.reads]
         keep = {u.path.split("/", 1)[0] for u in units}
         found = replace(found, live=tuple(d for d in found.live if d in keep) or found.live)
+    roots = layoutguess.state_roots(
+        found.live,
+        ((u.path, u.state_key, u.executor) for u in units if u.executor != UNRESOLVED_EXECUTOR),
+    )
+    if roots:
+        # the tiers as they will be once pasted: each root names its units' default tier
+        tiers = tuple((folder, folder.rsplit("/", 1)[-1]) for folder, _, _ in roots)
+        with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
+        units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
+        found = replace(found, roots=roots)
     return replace(found, tiers=tuple(sorted(Counter(u.tier for u in units).items())))
 
 

@@ -60,6 +60,7 @@ class RenamedTree:
         self.inner = inner
         self.root = inner.root
         self.git_prefix = inner.git_prefix
+        self.default_tiers = inner.default_tiers
         self.real = real.rstrip("/") + "/"
         self.virtual = virtual.rstrip("/") + "/"
 

@@ -4,8 +4,13 @@ From the list of a repository's files (paths relative to its root): the live
 folders are the top-level folders holding a ``terragrunt.hcl`` below them, the
 root file is the first of ``root.hcl``, a root ``terragrunt.hcl`` (the legacy
 root, which Terragrunt advises renaming) or another top-level ``.hcl`` file
-units include by name. Only the keys policy.toml ``[layout]`` knows today are
-written (``live``, ``root_file``); the tiers each unit gets are a comment.
+units include by name. Several live folders whose units' state keys each start
+with their own folder (the root file's ``key = "${path_relative_to_include()}/..."``)
+are each suggested as a live root (``[layout.roots."FOLDER"]``) with that
+``state_prefix``, the folder as the default ``tier`` of its units and, when its
+units agree on one, their ``executor`` (which makes the root a layer of
+``check``), so ``check``'s state-key and layer rules pass without moving state.
+The tiers each unit gets are a comment.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ class Suggestion:
     root_file: str | None
     #: tier -> number of units, as the model assigns them (``tier`` local, else the folder)
     tiers: tuple[tuple[str, int], ...] = ()
+    #: (folder, state prefix, executor or None) of each live root whose units keep their
+    #: state under it
+    roots: tuple[tuple[str, str, str | None], ...] = ()
 
     def toml(self) -> str:
         """The ``[layout]`` table, ready to paste into policy.toml."""
@@ -38,6 +46,15 @@ class Suggestion:
         if self.tiers:
             found = ", ".join(f"{tier} ({n})" for tier, n in self.tiers)
             lines.append(f"# tiers (units): {found}")
+        for folder, prefix, executor in self.roots:
+            lines += [
+                "",
+                f"[layout.roots.{json.dumps(folder)}]",
+                f"state_prefix = {json.dumps(prefix)}",
+                f"tier = {json.dumps(folder.rsplit('/', 1)[-1])}",
+            ]
+            if executor is not None:
+                lines.append(f"executor = {json.dumps(executor)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
@@ -45,6 +62,14 @@ class Suggestion:
             "live": list(self.live),
             "root_file": self.root_file or ROOT_FILE,
             "tiers": dict(self.tiers),
+            "roots": {
+                folder: {
+                    "state_prefix": prefix,
+                    "tier": folder.rsplit("/", 1)[-1],
+                    "executor": executor,
+                }
+                for folder, prefix, executor in self.roots
+            },
             "toml": self.toml(),
         }
 
@@ -72,6 +97,31 @@ def root_file(files: Iterable[str], included: Iterable[str] = ()) -> str | None:
         if name in top and name.endswith(".hcl"):
             return name
     return None
+
+
+def state_roots(
+    live: Iterable[str], units: Iterable[tuple[str, str | None, str]]
+) -> tuple[tuple[str, str, str | None], ...]:
+    """(folder, ``folder/``, executor) for each of several live folders whose units'
+    state keys (``units``: unit path, state key, executor) all start with their own
+    folder; () unless each does. The executor is the one its units share (None: several,
+    or one the model could not work out)."""
+    folders = tuple(live)
+    keys: dict[str, list[str | None]] = {f: [] for f in folders}
+    executors: dict[str, set[str]] = {f: set() for f in folders}
+    for path, key, executor in units:
+        top = path.split("/", 1)[0]
+        if top in keys:
+            keys[top].append(key)
+            executors[top].add(executor)
+    if len(folders) < 2:
+        return ()
+    for folder, found in keys.items():
+        if not found or not all(k is not None and k.startswith(folder + "/") for k in found):
+            return ()
+    return tuple(
+        (f, f + "/", next(iter(executors[f])) if len(executors[f]) == 1 else None) for f in folders
+    )
 
 
 def suggest(

@@ -261,6 +261,7 @@ def tree_at(
     tree_sha: str | None = None,
     live: str | tuple[str, ...] = LIVE_DIR,
     git_prefix: str | None = None,
+    default_tiers: tuple[tuple[str, str], ...] = (),
 ) -> GitTree:
     """A :class:`GitTree` for ``rev``; files are listed (one ``ls-tree``) only when needed."""
     if tree_sha is None:
@@ -283,6 +284,7 @@ def tree_at(
             listing_to_project(dict.fromkeys(parse_ls_tree_links(ls_tree()), ""), at)
         ),
         git_prefix=at,
+        default_tiers=default_tiers,
     )
 
 

@@ -65,7 +65,11 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 
 def generate(
-    root: Path, live: tuple[str, ...], env: dict[str, str], cache_dir: Path | None
+    root: Path,
+    live: tuple[str, ...],
+    env: dict[str, str],
+    cache_dir: Path | None,
+    default_tiers: tuple[tuple[str, str], ...] = (),
 ) -> Generated | None:
     """Generate every stack of the working tree at ``root`` in a scratch copy; None if there is none.
 
@@ -95,7 +99,7 @@ def generate(
                 f"`terragrunt stack generate` failed for {stack} (exit {ran.returncode}): "
                 + terragrunt.error_summary(ran.stderr or ran.stdout)
             )
-    model = load(WorkTree(scratch, live), cache_dir)
+    model = load(WorkTree(scratch, live, default_tiers=default_tiers), cache_dir)
     if failures:
         units = dict(model.units)
         for path, unit in units.items():

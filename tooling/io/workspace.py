@@ -148,13 +148,18 @@ class Workspace:
         return git.prefix(self.root)
 
     def work_tree(self) -> WorkTree:
-        return WorkTree(self.root, self.layout.live, self.git_prefix)
+        return WorkTree(self.root, self.layout.live, self.git_prefix, self.layout.default_tiers)
 
     def tree_at(self, rev: str, tree_sha: str | None = None) -> GitTree:
         from tooling.io import git
 
         return git.tree_at(
-            self.root, rev, tree_sha, live=self.layout.live, git_prefix=self.git_prefix
+            self.root,
+            rev,
+            tree_sha,
+            live=self.layout.live,
+            git_prefix=self.git_prefix,
+            default_tiers=self.layout.default_tiers,
         )
 
     def model(self, tree: Tree | None = None) -> Model:
@@ -185,7 +190,9 @@ class Workspace:
         rewrites = tuple(self.settings.module_rewrites)
         env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
         try:
-            return stacks.generate(self.root, self.layout.live, env, self.cache_dir)
+            return stacks.generate(
+                self.root, self.layout.live, env, self.cache_dir, self.layout.default_tiers
+            )
         except ToolingError as exc:
             # the stack units keep their error: any change selects them, their plan fails visibly
             say(f"warning: the stacks were not generated, their units stay unread: {exc}")

@@ -9,8 +9,10 @@ and ``prod/``), declares each under ``[layout.roots."FOLDER"]`` with its own
 facts: ``state_prefix`` (its units' state keys start with it, instead of
 ``[check] foundation_state_prefix``), and optionally ``executor`` and
 ``may_depend_on``, which make the folder a layer of ``invoke check`` (as a
-``[check.layers.NAME]`` table would, named after the folder). Each such root
-is a live folder too (``live`` may then be left out).
+``[check.layers.NAME]`` table would, named after the folder), and ``tier``:
+the tier of its units that declare none (else a unit's tier is the folder
+below its live folder). Each such root is a live folder too (``live`` may
+then be left out).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tooling.model.units import LIVE_DIR
 ROOT_FILE = "root.hcl"
 
 
-_ROOT_KEYS = ("state_prefix", "executor", "may_depend_on")
+_ROOT_KEYS = ("state_prefix", "executor", "may_depend_on", "tier")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class LiveRoot:
     executor: str | None = None
     #: the layers (folders or [check.layers] names) its units may depend on; default: itself
     may_depend_on: tuple[str, ...] = ()
+    #: the tier of its units that declare none (None: the folder below the live folder)
+    tier: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,11 @@ class Layout:
     root_file: str = ROOT_FILE
     #: the live roots declared with their own facts (``[layout.roots."FOLDER"]``)
     roots: tuple[LiveRoot, ...] = ()
+
+    @property
+    def default_tiers(self) -> tuple[tuple[str, str], ...]:
+        """(folder, tier) of the roots that name their units' default tier."""
+        return tuple((r.path, r.tier) for r in self.roots if r.tier is not None)
 
     def root_of(self, path: str) -> LiveRoot | None:
         """The declared live root that holds the unit folder ``path`` (the longest match)."""
@@ -124,6 +133,11 @@ def _roots(raw: Any, where: str) -> tuple[LiveRoot, ...]:
                 f"{where}: {here} may_depend_on needs executor: a root is a layer once it "
                 'names where its units run (e.g. executor = "hosted")'
             )
+        tier = table.get("tier")
+        if tier is not None and (not isinstance(tier, str) or not tier.strip()):
+            raise ToolingError(
+                f'{where}: {here} tier must be a tier\'s name, e.g. "{path.split("/")[-1]}"'
+            )
         if any(r.path == path for r in out):
             raise ToolingError(f"{where}: {here} names the folder {path!r} twice; keep one")
         out.append(
@@ -132,6 +146,7 @@ def _roots(raw: Any, where: str) -> tuple[LiveRoot, ...]:
                 None if prefix is None else prefix.strip("/") + "/",
                 executor,
                 tuple(may),
+                tier,
             )
         )
     return tuple(out)

@@ -26,6 +26,8 @@ class Tree(Protocol):
     root: Path
     #: the project root relative to git's top level ("infra"; "" at the top level or outside git)
     git_prefix: str
+    #: (live root, tier): the default tier of the units under it ([layout.roots] tier)
+    default_tiers: tuple[tuple[str, str], ...]
 
     def exists(self, path: str) -> bool: ...
 
@@ -79,11 +81,16 @@ class WorkTree:
     """The files on disk under ``root`` (what ``--uncommitted`` and plans see)."""
 
     def __init__(
-        self, root: Path, live: str | tuple[str, ...] = LIVE_DIR, git_prefix: str = ""
+        self,
+        root: Path,
+        live: str | tuple[str, ...] = LIVE_DIR,
+        git_prefix: str = "",
+        default_tiers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.root = root.resolve()
         self.live = (live,) if isinstance(live, str) else tuple(live)
         self.git_prefix = git_prefix.strip("/")
+        self.default_tiers = default_tiers
         self._files: dict[str, Path] = {}
         self._dirs: set[str] = set()
         self._shas: dict[str, str] = {}
@@ -163,7 +170,7 @@ class WorkTree:
         return sorted(p for p in self._links if p.startswith(prefix))
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha1(repr((self.live, self.git_prefix)).encode())
+        digest = hashlib.sha1(repr((self.live, self.git_prefix, self.default_tiers)).encode())
         for path in sorted(self._files):
             digest.update(path.encode())
             if path.endswith(".hcl"):
@@ -191,10 +198,12 @@ class GitTree:
         live: str | tuple[str, ...] = LIVE_DIR,
         links: Callable[[], set[str]] | None = None,
         git_prefix: str = "",
+        default_tiers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.root = root.resolve()
         self.live = (live,) if isinstance(live, str) else tuple(live)
         self.git_prefix = git_prefix.strip("/")
+        self.default_tiers = default_tiers
         self._tree_sha = tree_sha
         self._lister = lister
         self._links = links
@@ -288,8 +297,8 @@ class GitTree:
         return sorted(p for p in self._entries if _is_unit_file(p, self.live))
 
     def fingerprint(self) -> str:
-        if self.live == (LIVE_DIR,) and not self.git_prefix:
+        if self.live == (LIVE_DIR,) and not self.git_prefix and not self.default_tiers:
             return self._tree_sha
         return hashlib.sha1(
-            f"{self._tree_sha}|{self.live!r}|{self.git_prefix}".encode()
+            f"{self._tree_sha}|{self.live!r}|{self.git_prefix}|{self.default_tiers!r}".encode()
         ).hexdigest()

@@ -3,6 +3,14 @@
 :func:`inventory` reads every unit's ``terraform { source }`` (in the unit file,
 else in the one included file that sets it) into :class:`Pin` or :class:`Skipped`
 (with the reason); the ``select_*`` and ``match_units`` functions choose among them.
+
+A source written through an included file's locals
+(``"${include.envcommon.locals.base_source_url}?ref=v0.8.0"``, Gruntwork's
+layout) is not a literal of the unit's file: the module comes from the model's
+evaluated ``terraform.source``, and the ref from the literal that holds it (the
+unit's own ``?ref=``, or the included file's local, found as
+:mod:`tooling.core.refs` finds a local). Such a pin is edited by its span
+(:attr:`Pin.by_span`).
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.core.refs import find_source_lines
+from tooling.core.refs import SourceLine, find_source_lines, included
 from tooling.core.upgrades import Skip, pick_upgrades
 from tooling.errors import ToolingError, UsageError
 from tooling.model.sources import ModuleSource, parse_source, remote_url
@@ -35,6 +43,8 @@ class UnitText:
     path: str
     tier: str
     files: tuple[tuple[str, str], ...]
+    #: ``terraform.source`` as the model evaluates it (None: not known)
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,8 @@ class Pin:
     #: the version the unit is at (the ``# vX.Y.Z`` comment for a SHA pin)
     current: Version
     url: str
+    #: the module came from the evaluated source, not from the file's literals: edit by span
+    by_span: bool = False
 
     @property
     def identity(self) -> str:
@@ -134,6 +146,10 @@ def _scan_unit(unit: UnitText) -> Pin | Skipped:
     path, text, lines = found[0]
     line = lines[0]
     src: ModuleSource | None = line.source
+    if src is None and unit.source is not None:
+        through = _through_include(unit, path, line, parse_source(unit.source))
+        if through is not None:
+            return through
     module = src.short_name if src is not None else None
 
     def skip(reason: str) -> Skipped:
@@ -177,6 +193,53 @@ def _scan_unit(unit: UnitText) -> Pin | Skipped:
         current=version,
         url=url,
     )
+
+
+def _through_include(
+    unit: UnitText, path: str, line: SourceLine, evaluated: ModuleSource
+) -> Pin | Skipped | None:
+    """The pin of a source the file writes through an included file's locals, from the
+    model's evaluated source and the literal holding its ref; None: not that case."""
+    if unit.source is None or evaluated.kind != "git" or evaluated.identity is None:
+        return None
+    url = remote_url(evaluated)
+    if url is None or evaluated.ref is None:
+        return None
+    own = _text_of(unit, path)
+    found = included.locate(line.value.strip(), line.ref_span, unit.files[1:], unit.source)
+    if found is None:
+        return None
+    file = found[0] or path
+    text = own if found[0] is None else _text_of(unit, file)
+    span = found[1]
+    version = parse_version(evaluated.ref)
+    if version is None or version.text != evaluated.ref or text[span[0] : span[1]] != evaluated.ref:
+        return Skipped(
+            unit.path,
+            f"ref {evaluated.ref} written through an included file's locals is not a version "
+            "tag; a commit SHA pinned there is bumped by hand",
+            file,
+            _line_of(text, span[0]),
+            unit.source,
+            evaluated.ref,
+            evaluated.short_name,
+        )
+    return Pin(
+        unit=unit.path,
+        tier=unit.tier,
+        file=file,
+        line=_line_of(text, span[0]),
+        span=span,
+        source=evaluated,
+        ref=evaluated.ref,
+        current=version,
+        url=url,
+        by_span=True,
+    )
+
+
+def _text_of(unit: UnitText, path: str) -> str:
+    return next(text for name, text in unit.files if name == path)
 
 
 def inventory(units: Iterable[UnitText]) -> Inventory:

@@ -192,6 +192,20 @@ def changed_lines(old: str, new: str) -> list[int]:
     return [i for i, (x, y) in enumerate(zip(a, b, strict=True), 1) if x != y]
 
 
+def _edit_spans(file: str, text: str, changes: Sequence[Change]) -> str:
+    """``text`` with each pin's ref span (a literal reached through an included file's
+    locals) replaced by its new tag, last span first; each span once."""
+    edits = {c.pin.span: c for c in changes}
+    for (start, end), change in sorted(edits.items(), reverse=True):
+        if text[start:end] != change.pin.ref:
+            raise ToolingError(
+                f"{file}:{change.pin.line}: expected the ref {change.pin.ref!r} there; "
+                "the file changed since it was read: run the bump again"
+            )
+        text = text[:start] + change.new_version + text[end:]
+    return text
+
+
 def apply_changes(texts: Mapping[str, str], changes: Sequence[Change]) -> dict[str, str]:
     """The new text of every file ``changes`` touch; each ref literal changes on its line only.
 
@@ -204,8 +218,11 @@ def apply_changes(texts: Mapping[str, str], changes: Sequence[Change]) -> dict[s
             raise ToolingError(f"{file}: not found; was it moved since the plan was made?")
         text = texts[file]
         here = [c for c in changes if c.pin.file == file]
+        text = _edit_spans(file, text, [c for c in here if c.pin.by_span])
         done: set[tuple[str, str, str]] = set()
         for change in here:
+            if change.pin.by_span:
+                continue
             key = (change.old, change.new_version, change.pin.identity)
             if key in done:
                 continue
