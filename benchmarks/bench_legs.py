@@ -180,6 +180,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="`invoke plan --jobs` of each leg")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    hosted_tiers = (args.units + 199) // 200  # tiers of 100 units, every other one hosted
+    if not 1 <= args.tiers <= hosted_tiers:
+        parser.error(
+            f"--tiers must be 1 to {hosted_tiers} (the hosted tiers of {args.units} units)"
+        )
+    if not all(1 <= n <= 256 for n in args.legs):
+        parser.error("--legs: each count must be 1 to 256 (GitHub's matrix limit)")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     work = Path(tempfile.mkdtemp(prefix="bench-legs-"))
     rows = []
     try:
