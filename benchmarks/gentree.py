@@ -60,7 +60,7 @@ inputs = {{
     unit  = "u{index}"
   }}
   tags = ["generated", "benchmark", "{group}"]
-}}
+{upstream}}}
 """
 
 DEPENDENCY = """
