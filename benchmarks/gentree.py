@@ -5,8 +5,16 @@ Shape (realistic for a big foundation): ``live/t<i>/tier.hcl`` per tier,
 ``live/t<i>/g<j>/shared/settings.yaml`` read with file() by every unit of the
 group, units ``live/t<i>/g<j>/u<k>/terragrunt.hcl`` (about 40 lines each) that
 include root.hcl and their tier file, pin a module by tag, and depend on the
-previous unit of their group (dependency chains); every tenth unit also reads
-a JSON file that sits in *another* unit's folder.
+previous unit of their group (dependency chains: each unit's input
+``upstream`` is its upstream's output ``id``, mocked for plan and validate, so
+a unit plans before its upstream is applied); every tenth unit also reads a
+JSON file that sits in *another* unit's folder.
+
+The modules the units pin (``terraform-mod-<m>``, m in 0..19, tags v1.0.0 to
+v1.4.0) exist once :func:`module_repos` builds them: local git repositories of
+stand-in modules (OpenTofu's built-in ``terraform_data``, no provider plugin),
+which ``IAC_MODULE_REWRITE`` maps the units' URLs onto, so the tree plans
+offline with local state (benchmarks/bench_legs.py).
 
 Usage: python benchmarks/gentree.py DEST --units 1000
 """
@@ -52,7 +60,7 @@ inputs = {{
     unit  = "u{index}"
   }}
   tags = ["generated", "benchmark", "{group}"]
-}}
+{upstream}}}
 """
 
 DEPENDENCY = """
@@ -62,6 +70,69 @@ dependency "previous" {{
   mock_outputs = {{
     id = "mock"
   }}
+  mock_outputs_allowed_terraform_commands = ["validate", "plan"]
+}}
+"""
+
+UPSTREAM = "  upstream = dependency.previous.outputs.id\n"
+
+#: the module repositories' URL prefix, as the units write it
+MODULES_URL = "https://git.example.com/platform-modules/"
+MODULE_COUNT = 20
+MODULE_TAGS = tuple(f"v1.{minor}.0" for minor in range(5))
+
+MODULE = """\
+# terraform-mod-{module} {tag}: a stand-in module for generated units.
+variable "name" {{
+  type = string
+}}
+
+variable "environment" {{
+  type = string
+}}
+
+variable "owner" {{
+  type = string
+}}
+
+variable "cost_center" {{
+  type = string
+}}
+
+variable "replicas" {{
+  type = number
+}}
+
+variable "labels" {{
+  type = map(string)
+}}
+
+variable "tags" {{
+  type = list(string)
+}}
+
+variable "upstream" {{
+  type    = string
+  default = ""
+}}
+
+resource "terraform_data" "this" {{
+  input = {{
+    module      = "terraform-mod-{module}"
+    release     = "{tag}"
+    name        = var.name
+    environment = var.environment
+    owner       = var.owner
+    cost_center = var.cost_center
+    replicas    = var.replicas
+    labels      = var.labels
+    tags        = var.tags
+    upstream    = var.upstream
+  }}
+}}
+
+output "id" {{
+  value = terraform_data.this.id
 }}
 """
 
@@ -126,10 +197,32 @@ def generate(dest: Path, units: int, per_group: int = 10, groups_per_tier: int =
                 replicas=1 + k % 3,
                 extra_local=extra,
                 dependency=DEPENDENCY.format(previous=k - 1) if k > 0 else "",
+                upstream=UPSTREAM if k > 0 else "",
             )
         )
         paths.append(path)
     return paths
+
+
+def module_repos(dest: Path) -> str:
+    """Build the modules the generated units pin under ``dest`` (one git repository per
+    module, one commit and annotated tag per release); return the ``IAC_MODULE_REWRITE``
+    value that maps the units' module URLs onto them."""
+    from benchenv import sh  # the bench identity; benchmarks/ is on the path of its importers
+
+    def git(repo: Path, *args: str) -> None:
+        sh(repo, "git", *args, check=True)
+
+    for module in range(MODULE_COUNT):
+        repo = dest / f"terraform-mod-{module}.git"
+        repo.mkdir(parents=True)
+        git(repo, "init", "--quiet", "--initial-branch=main")
+        for tag in MODULE_TAGS:
+            (repo / "main.tf").write_text(MODULE.format(module=module, tag=tag))
+            git(repo, "add", "--all")
+            git(repo, "commit", "--quiet", "-m", f"release {tag}")
+            git(repo, "tag", "-a", tag, "-m", f"release {tag}")
+    return f"{MODULES_URL}={dest.resolve().as_uri()}/"
 
 
 def main() -> None:
