@@ -30,11 +30,12 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tooling.commands import preflight
-from tooling.core import executors
+from tooling.core import executors, rendergroups
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.errors import ToolingError
@@ -186,6 +187,37 @@ def _render_pair(
 _PRERENDERED: dict[Path, Pair] = {}
 
 
+def _units_below(folder: str, cap: int) -> int:
+    """How many unit folders (holding ``terragrunt.hcl``) ``folder`` holds, counted up to
+    one more than ``cap`` (enough to decide); Terragrunt's caches and hidden folders
+    are not walked."""
+    found = 0
+    for _, subdirs, files in os.walk(folder):
+        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
+        if "terragrunt.hcl" in files:
+            found += 1
+            if found > cap:
+                break
+    return found
+
+
+def _render_grouped(
+    root: Path, dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
+) -> dict[Path, Pair]:
+    """:func:`render_tree` from the folders :func:`rendergroups.render_groups` picks (one
+    unless the common folder holds many units nobody asked for); a group whose render
+    fails is left out (its units are then rendered on their own, naming the error)."""
+    groups = rendergroups.render_groups(
+        [d.resolve().as_posix() for d in dirs],
+        partial(_units_below, cap=len(dirs) + rendergroups.SLACK),
+    )
+    out: dict[Path, Pair] = {}
+    for members in groups.values():
+        with contextlib.suppress(ToolingError):
+            out.update(render_tree(root, [Path(m) for m in members], env, conf))
+    return out
+
+
 def render_units(
     units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
 ) -> dict[Path, Pair]:
@@ -201,8 +233,7 @@ def render_units(
     alone: list[tuple[Path, Path]] = []
     for root, dirs in trees.items():
         conf = settings_of(root)
-        with contextlib.suppress(ToolingError):  # then each unit on its own below
-            out.update(render_tree(root, dirs, env, conf))
+        out.update(_render_grouped(root, dirs, env, conf))
         alone += [(root, d) for d in dirs if d.resolve() not in out]
 
     def one(item: tuple[Path, Path]) -> tuple[Path, Pair | None]:
@@ -350,9 +381,8 @@ def verify_many(
         conf = settings_of(root)
         renders = {k: v for k, v in ((i[0].resolve(), _take(i[0])) for i in items) if v}
         missing = [i[0] for i in items if i[0].resolve() not in renders]
-        if missing:
-            with contextlib.suppress(ToolingError):  # then each unit on its own below
-                renders.update(render_tree(root, missing, env, conf))
+        if missing:  # a unit left without a render is verified on its own below
+            renders.update(_render_grouped(root, missing, env, conf))
         for run_dir, path, tier in items:
             pair = renders.get(run_dir.resolve())
             if pair is None:
