@@ -55,13 +55,12 @@ def test_a_core_module_importing_a_command_breaks_the_layers(tmp_path: Path) -> 
     root = _copy_package(tmp_path)
     gates = root / "tooling" / "core" / "gates.py"
     gates.write_text(
-        gates.read_text()
-        + "\nfrom tooling.commands import plans as _wrong_way  # noqa: E402,F401\n"
+        gates.read_text() + "\nfrom tooling.commands import plan as _wrong_way  # noqa: E402,F401\n"
     )
     result = _lint_imports(root)
     assert result.returncode == 1
     assert "Layers: commands -> (io | core) -> model BROKEN" in result.stdout
-    assert "tooling.core.gates -> tooling.commands.plans" in result.stdout
+    assert "tooling.core.gates -> tooling.commands.plan" in result.stdout
 
 
 def test_a_model_module_starting_a_process_breaks_the_purity_contract(tmp_path: Path) -> None:

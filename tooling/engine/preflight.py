@@ -17,7 +17,7 @@
    ``gcp_audience_pattern``.
 
 4. The role each unit will run as (``iam_role`` in what ``terragrunt render``
-   resolves for it, :func:`tooling.commands.verify.roles_of`) is the executor's
+   resolves for it, :func:`tooling.engine.verify.roles_of`) is the executor's
    own (its ``aws_role_arn_pattern``) or one ``[check.allowed_roles.TIER]``
    lists for the unit's tier; a unit without ``iam_role`` runs as the job's
    identity, checked in 3. This holds for a role the root file declares too,
@@ -286,7 +286,7 @@ def check_state_backend(settings: config.Settings) -> None:
         PartialCredentialsError,
     )
 
-    from tooling.commands.move import s3_client
+    from tooling.io.statestore import s3_client
 
     where = settings.state_endpoint or f"AWS S3 ({settings.state_region})"
     try:
