@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -140,3 +141,36 @@ def store_for(
     if name:
         return S3Store(name, client_factory(settings))
     return LocalStore(root / ".iac" / "state", root)
+
+
+@dataclass(frozen=True)
+class BucketFailure:
+    """Why a state bucket cannot be used: ``kind`` is ``credentials`` (none found),
+    ``unreachable`` (no answer) or ``client`` (S3 answered ``code``)."""
+
+    kind: str
+    code: str
+    detail: str
+
+
+def probe_bucket(settings: config.Settings, bucket: str) -> BucketFailure | None:
+    """Can these credentials use ``bucket`` (S3 HeadBucket, short timeouts)? None if so."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
+
+    try:
+        s3_client(settings, quick=True).head_bucket(Bucket=bucket)
+    except (NoCredentialsError, PartialCredentialsError) as exc:
+        return BucketFailure("credentials", "", str(exc))
+    except BotoCoreError as exc:
+        return BucketFailure("unreachable", "", str(exc))
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        code = str(error.get("Code") or status)
+        return BucketFailure("client", code, str(error.get("Message") or exc))
+    return None
