@@ -15,7 +15,8 @@ from typing import Any
 
 from tooling.model.exprs import norm, outer_calls
 from tooling.model.gitpaths import in_repository
-from tooling.model.hcl import Body, Expr, ParseCache
+from tooling.model.hcl import Body, Expr
+from tooling.model.parsecache import ParseCache
 from tooling.model.trees import Tree
 
 

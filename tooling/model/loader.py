@@ -19,7 +19,7 @@ from tooling.model.configfiles import ConfigFile, Loader, Scope
 from tooling.model.evaluator import UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm
-from tooling.model.hcl import ParseCache
+from tooling.model.parsecache import ParseCache
 from tooling.model.sources import parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
