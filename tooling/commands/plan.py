@@ -22,10 +22,9 @@ from tooling.core.results import Result, with_gates
 from tooling.core.targets import check_options, never_run_loops, select_targets
 from tooling.engine import preflight, verify, workcopies
 from tooling.engine.batchplanner import run_batch
+from tooling.engine.detect import compute_affected, print_affected
 
-# re-exported: the planners' and the tests' way in to detection
-from tooling.engine.detect import compute_affected as compute_affected
-from tooling.engine.detect import print_affected as print_affected
+# re-exported: the task files' exit code for a unit that does not parse (graph, matrix, outdated)
 from tooling.engine.detect import unreadable_exit as unreadable_exit
 from tooling.engine.legs import read_matrix
 from tooling.engine.preplan import preflight_rendered

@@ -2,7 +2,7 @@
 several per executor (``--max-legs``, ``max_legs`` in policy.toml).
 
 The units are the ones ``invoke plan`` would plan for the same change (the
-changed units, deleted ones included, from :func:`tooling.commands.plan.compute_affected`);
+changed units, deleted ones included, from :func:`tooling.engine.detect.compute_affected`);
 the runner labels come from ``policy.toml`` (:mod:`tooling.core.executors`); the
 split into legs is :mod:`tooling.core.shards`.
 """
