@@ -5,7 +5,7 @@ state, the sandbox module catalog. Each repeat runs both paths twice, paired and
 interleaved (which of the pair goes first alternates between repeats):
 
   verified  what `invoke plan` does before the first plan: the preflight with
-            every unit rendered meanwhile (`pipeline.preflight_rendered`: one
+            every unit rendered meanwhile (`preflight_rendered`: one
             `terragrunt render --all` in a thread beside the preflight, what
             root.hcl declares from the model, then the roles checked), the
             working-copy check armed (`workcopies.armed`: the tags' trees and
@@ -48,9 +48,10 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import example_tree  # noqa: E402
 
-from tooling.commands import pipeline, preflight, verify, workcopies  # noqa: E402
-from tooling.commands.batch import run_batch  # noqa: E402
-from tooling.commands.plans import Target, plan_unit  # noqa: E402
+from tooling.engine import preflight, verify, workcopies  # noqa: E402
+from tooling.engine.batchplanner import run_batch  # noqa: E402
+from tooling.engine.preplan import preflight_rendered  # noqa: E402
+from tooling.engine.unitplanner import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
@@ -95,7 +96,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     try:
         start, c0 = time.perf_counter(), cpu()
         if verified:
-            pipeline.preflight_rendered(ws, all_targets, env, jobs=jobs)
+            preflight_rendered(ws, all_targets, env, jobs=jobs)
             env = workcopies.armed(
                 [(t.path, t.run_dir, t.source) for t in all_targets],
                 env,

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from benchenv import example_tree, sh  # noqa: E402
 
-from tooling.commands import workcopies  # noqa: E402
+from tooling.engine import workcopies  # noqa: E402
 from tooling.io import terragrunt  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 

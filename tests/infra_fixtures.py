@@ -395,7 +395,7 @@ def units_by_path(summary: Mapping[str, object]) -> dict[str, dict[str, object]]
 
 def plan_one(root: Path, unit: str, out: Path) -> object:
     """Plan one unit of ``root`` with the real binaries; return the plans.Result."""
-    from tooling.commands.plans import Target, plan_unit
+    from tooling.engine.unitplanner import Target, plan_unit
     from tooling.io.workspace import Workspace
 
     ws = Workspace(root)

@@ -513,7 +513,7 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
     assert (installed / "schemas" / "units.schema.json").is_file()
     assert any((installed / "sandbox_catalog").rglob("main.tf"))
     assert (installed / "tasks.py").is_file() and (
-        installed / "commands" / "workcopy_hook.py"
+        installed / "engine" / "workcopy_hook.py"
     ).is_file()
     script = target / "bin" / "iac"
     env = {**os.environ, **GIT_ENV, "PYTHONPATH": str(target)}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tooling.commands.apply import explain_failure
 from tooling.core.record import binding_problems, change_set
+from tooling.engine.applier import explain_failure
 
 UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
@@ -132,7 +132,7 @@ def test_a_lock_error_names_id_holder_age_and_the_runbooks_command_never_lock_fa
 def test_the_outcome_is_what_opentofu_did(
     code: int, output: str, interrupted: bool, result: str, fragment: str
 ) -> None:
-    from tooling.commands.apply import outcome
+    from tooling.engine.applier import outcome
 
     got, reason = outcome(code, output, interrupted)
     assert got == result and fragment in reason

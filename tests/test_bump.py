@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tooling.commands.converge import dirty_message
 from tooling.core import bump
 from tooling.core.bump import Changelog, Pin, UnitText
+from tooling.engine.converge import dirty_message
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.forge import github_repository

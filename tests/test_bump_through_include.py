@@ -38,7 +38,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def _unit_texts(root: Path, live: tuple[str, ...]) -> list[UnitText]:
     """What ``outdated`` and the bumps read: each unit's file, the .hcl files it reads,
-    and its evaluated source (as tooling.commands.converge.unit_texts builds them)."""
+    and its evaluated source (as tooling.engine.converge.unit_texts builds them)."""
     model = load(WorkTree(root, live), None)
     out = []
     for path in model.order:

@@ -24,9 +24,10 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling.commands import check, verify
-from tooling.commands.batch import run_batch
-from tooling.commands.plans import Target, plan_unit
+from tooling.commands import check
+from tooling.engine import verify
+from tooling.engine.batchplanner import run_batch
+from tooling.engine.unitplanner import Target, plan_unit
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e

@@ -22,7 +22,7 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling.commands.plans import Target, plan_unit
+from tooling.engine.unitplanner import Target, plan_unit
 from tooling.io import terragrunt
 from tooling.io.workspace import Workspace
 

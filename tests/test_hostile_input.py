@@ -8,9 +8,10 @@ import tomllib
 
 import pytest
 
-from tooling.commands import pipeline, preflight
+from tooling.commands import plan
 from tooling.core import names
 from tooling.core.targets import check_options, unit_arg
+from tooling.engine import preflight
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 from tooling.model.hcl import HclSyntaxError, parse
@@ -58,13 +59,13 @@ def test_plan_options_that_make_sense_pass() -> None:
 
 @pytest.mark.parametrize(("text", "jobs"), [("", None), ("1", 1), ("8", 8)])
 def test_jobs_is_a_whole_number_of_one_or_more(text: str, jobs: int | None) -> None:
-    assert pipeline.parse_jobs(text) == jobs
+    assert plan.parse_jobs(text) == jobs
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "abc", "1.5", " "])
 def test_jobs_otherwise_is_a_usage_error(text: str) -> None:
     with pytest.raises(UsageError, match="--jobs"):
-        pipeline.parse_jobs(text)
+        plan.parse_jobs(text)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from infra_fixtures import (
 )
 
 from tooling.commands import move as moving
+from tooling.engine import moves
 from tooling.model.repo import WorkTree, load
 
 pytestmark = pytest.mark.e2e
@@ -175,7 +176,7 @@ def test_the_new_key_is_computed_from_the_configuration_at_the_new_path(example_
     assert plan.folder_moved is False
     # the renamed view sees the unit (and its includes) at the new path only
     view = load(
-        moving.RenamedTree(WorkTree(example_repo), "live/cluster/vms", "live/cluster/compute/vms"),
+        moves.RenamedTree(WorkTree(example_repo), "live/cluster/vms", "live/cluster/compute/vms"),
         None,
     )
     assert "live/cluster/compute/vms" in view.units and "live/cluster/vms" not in view.units
@@ -213,4 +214,4 @@ def test_a_moved_unit_is_blocked_only_while_its_state_waits_at_the_old_key(
         ),
         dependents=(),
     )
-    assert moving.moved_unit_blocked(example_repo, model, change, NEW) is blocked
+    assert moves.moved_unit_blocked(example_repo, model, change, NEW) is blocked

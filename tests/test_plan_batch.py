@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from infra_fixtures import EXAMPLE_UNITS, commit_all, git, invoke, read_summary, units_by_path
 
-from tooling.commands.batch import run_batch
-from tooling.commands.pipeline import summary_document
-from tooling.commands.plans import Progress, plan_unit, run_all
 from tooling.core.gates import parse_policy
 from tooling.core.targets import select_targets
+from tooling.engine.batchplanner import run_batch
+from tooling.engine.summary import summary_document
+from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -80,7 +80,7 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     for path in planned:
         plan = out / units[path]["plan_file"]
         assert units[path]["plan_file"] == f"units/{path}/plan.tfplan" and plan.stat().st_size > 0
-        from tooling.commands.plans import sha256_file
+        from tooling.engine.unitplanner import sha256_file
 
         assert sha256_file(plan) == units[path]["plan_sha256"]
         assert (

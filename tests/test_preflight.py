@@ -22,9 +22,9 @@ import boto3
 import pytest
 from infra_fixtures import commit_all, edit, invoke, serving
 
-from tooling.commands import preflight
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy
+from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
 

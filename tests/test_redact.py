@@ -107,7 +107,7 @@ def test_policy_secrets_table_names_the_words_and_extra_names_and_refuses_typos(
 def test_a_short_secret_environment_variable_is_named_in_one_warning_never_its_value(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
 
     monkeypatch.setenv("TF_VAR_door_password", "x7q")
     secrets.reset()
@@ -229,7 +229,7 @@ def test_reset_keeps_the_lock_and_removes_only_report_files(tmp_path: Path) -> N
 
 
 def test_writes_are_atomic_and_redacted(tmp_path: Path) -> None:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
 
     secrets.register({"canary-written-secret"})
     try:
@@ -256,7 +256,7 @@ SOURCES = {
 
 
 def _scope_redactor(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
 
     monkeypatch.setenv("VAULT_TOKEN", SOURCES["secret-named environment variable"])
     monkeypatch.setenv("TF_VAR_dns_zone_kind", "cloud")  # not secret: a plain word
@@ -295,7 +295,7 @@ def _encodings(value: str) -> list[str]:
 def test_redaction_scope_every_source_and_its_encodings_are_masked_names_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
 
     _scope_redactor(monkeypatch)
     try:
@@ -332,7 +332,7 @@ def test_redaction_scope_every_source_and_its_encodings_are_masked_names_never(
 def test_a_secret_inside_a_unit_path_stops_the_write_and_names_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
 
     secrets.reset()
     secrets.register({"canary-in-a-path"})

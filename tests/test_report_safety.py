@@ -259,7 +259,7 @@ def test_sensitive_dependency_outputs_never_reach_the_report_logs_summary_or_out
 
 
 def test_nothing_posted_to_github_carries_a_registered_secret(github_api) -> None:  # type: ignore[no-untyped-def]
-    from tooling.commands import secrets
+    from tooling.engine import secrets
     from tooling.io.forge import Forge
 
     env = github_api.env()
@@ -329,7 +329,7 @@ def test_a_batch_plan_whose_dependent_fails_still_redacts_its_upstreams_sensitiv
     commit_all(example_repo, "a unit whose failing plan echoes an upstream's sensitive output")
     apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
     out = tmp_path / "out"
-    # two units: one `terragrunt run --all` (tooling/commands/batch.py)
+    # two units: one `terragrunt run --all` (tooling/engine/batchplanner.py)
     ran = invoke(
         example_repo,
         "plan",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, invoke, make_example_repo, read_summary
 
-from tooling.commands import verify
+from tooling.engine import verify
 from tooling.io import terragrunt
 from tooling.io.workspace import Workspace
 from tooling.model import declared as declared_model
@@ -267,8 +267,8 @@ HOOKS = {
 def test_a_units_own_hook_is_refused_before_terragrunt_runs_it_on_both_planners(
     tmp_path: Path, tools: None, kind: str
 ) -> None:
-    from tooling.commands.batch import run_batch
-    from tooling.commands.plans import Target, plan_unit
+    from tooling.engine.batchplanner import run_batch
+    from tooling.engine.unitplanner import Target, plan_unit
 
     repo = make_example_repo(tmp_path / "infra")
     mark = tmp_path / "ran $(id)"

@@ -158,7 +158,7 @@ def test_the_hook_process_hashes_and_verifies_without_loading_openssl_or_typing(
     expected = Expected(DNS, "local", None, "", {"main.tf": hcl.blob_sha(EVIL.encode())})
     manifest = tmp_path / "manifest.bin"
     manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
-    hook = Path(__file__).resolve().parent.parent / "tooling" / "commands" / "workcopy_hook.py"
+    hook = Path(__file__).resolve().parent.parent / "tooling" / "engine" / "workcopy_hook.py"
     ran = subprocess.run(
         [sys.executable, "-I", "-S", "-X", "importtime", str(hook), str(manifest), str(unit)],
         cwd=copy,

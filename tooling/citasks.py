@@ -10,7 +10,7 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from tooling.commands.cli import run, workspace
+from tooling.cli import run, workspace
 
 
 @task(
@@ -135,7 +135,7 @@ def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
     without a readable summary.json. The unit folders (plans, texts, logs) are
     copied, so OUT is the whole report.
     """
-    from tooling.commands import legs
+    from tooling.engine import legs
 
     def go() -> int:
         from tooling.errors import UsageError

@@ -10,7 +10,7 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from tooling.commands.cli import run, workspace
+from tooling.cli import run, workspace
 
 _APP_HELP = {
     "app": "the application's name ([a-z0-9-]+); its state lives under apps/APP/",
@@ -102,7 +102,7 @@ def outdated(c: Context, json_: bool = False) -> None:
     report) when a unit's HCL does not parse.
     """
     from tooling.commands import bump as bumpflow
-    from tooling.commands import pipeline
+    from tooling.commands import plan as pipeline
 
     def go() -> int:
         ws = workspace()

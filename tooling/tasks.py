@@ -3,7 +3,7 @@
 as ``invoke TASK`` (``tasks.py`` at its root loads this collection).
 
 Thin on purpose: each task declares its options and help, and calls one
-function of the ``tooling`` package through :func:`tooling.commands.cli.run`,
+function of the ``tooling`` package through :func:`tooling.cli.run`,
 which maps a ``ToolingError`` to its exit code (1 for a failure to act on, 2
 for bad usage) so a known failure never prints a traceback. This file is the
 command-line contract: most of its lines are the help texts ``invoke --help
@@ -21,7 +21,7 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from tooling.commands.cli import run, say_settings, use_usage_exit_codes, workspace
+from tooling.cli import run, say_settings, use_usage_exit_codes, workspace
 
 
 def _project_root() -> Path:
@@ -100,7 +100,7 @@ def affected(
     commits only, with a note naming what was left out).
     Exit code 1 (after the result) when a unit's HCL does not parse.
     """
-    from tooling.commands import detect
+    from tooling.engine import detect
     from tooling.errors import UsageError
 
     def go() -> int:
@@ -180,10 +180,9 @@ def plan(
     be the leg's); summary.json records the leg, and `invoke report --merge`
     combines the legs' folders.
     """
-    from tooling.commands import pipeline
+    from tooling.commands import plan as pipeline
 
     if from_matrix or leg:
-        from tooling.commands import legs
         from tooling.errors import UsageError
 
         def one_leg() -> int:
@@ -192,7 +191,7 @@ def plan(
                     "--from-matrix and --leg go together, without --all, --unit "
                     "or --comment (the leg names its units; the merged report is commented)"
                 )
-            return legs.plan_leg(
+            return pipeline.plan_leg(
                 workspace(),
                 matrix=from_matrix,
                 leg=leg,
@@ -227,7 +226,8 @@ def plan(
 )
 def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str = "") -> None:
     """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
-    from tooling.commands import listing, pipeline
+    from tooling.commands import listing
+    from tooling.commands import plan as pipeline
 
     def go() -> int:
         ws = workspace()
@@ -273,7 +273,7 @@ def clean_runner(c: Context, plans: str = "") -> None:
     kept, and each kept folder is named: push the state back first
     (docs/runbooks.md, "The state could not be saved").
     """
-    from tooling.commands import applysafety
+    from tooling.engine import applysafety
 
     def clean() -> None:
         applysafety.clean_runner(_project_root(), [Path(plans)] if plans else [])
@@ -382,8 +382,9 @@ def matrix(
     the routes name, or an executor they do not name, is an error (exit 1), and
     the job outputs `matrix` and `any` are written to $GITHUB_OUTPUT.
     """
-    from tooling.commands import ci, pipeline
-    from tooling.commands import matrix as matrices
+    from tooling.commands import ci
+    from tooling.commands import plan as pipeline
+    from tooling.engine import matrix as matrices
 
     def go() -> int:
         ws = workspace()
@@ -468,7 +469,7 @@ def main() -> None:
     folder holding policy.toml) or any folder below it."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from tooling.commands.cli import UsageProgram
+    from tooling.cli import UsageProgram
 
     try:
         release = version("tooling")

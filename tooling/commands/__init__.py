@@ -1,3 +1,4 @@
-"""One module per command family: the flows behind the invoke tasks."""
+"""The entry points: one thin module per command family, each calling down into
+:mod:`tooling.engine`, :mod:`tooling.io` and :mod:`tooling.core`; none imports another."""
 
-from tooling.commands import secrets as _secrets  # noqa: F401  (installs the one redaction step)
+from tooling.engine import secrets as _secrets  # noqa: F401  (installs the one redaction step)

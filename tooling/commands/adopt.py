@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline, secrets, verify
-from tooling.commands.plans import learn_secrets
 from tooling.core import redact
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
 from tooling.core.suggest import did_you_mean
 from tooling.core.targets import unit_arg
+from tooling.engine import secrets, verify
+from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.engine.unitplanner import learn_secrets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
 from tooling.io.ui import say
@@ -253,8 +254,8 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     if path not in model.units:
         hint = did_you_mean(path, model.units) or " See `invoke units`."
         raise UsageError(f"{unit}: no unit at {path}.{hint}")
-    pipeline.refuse_unparsable(model, [path])
-    pipeline.refuse_bad_names(ws, model, [path])
+    refuse_unparsable(model, [path])
+    refuse_bad_names(ws, model, [path])
     unit_dir = ws.root / path
     verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
@@ -309,7 +310,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         output = raw.read_text(errors="replace")
         outdir.append_text(log, output)
         if code != 0 or interrupted:
-            from tooling.commands.apply import outcome
+            from tooling.engine.applier import outcome
 
             _, why = outcome(code, output, interrupted, path)
             raise ToolingError(f"applying the import plan failed: {why}")

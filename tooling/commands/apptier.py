@@ -41,7 +41,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import apprule
 from tooling.core.apps import (
     APPS_PREFIX,
     CONFIG_SUFFIXES,
@@ -78,6 +77,7 @@ from tooling.core.record import (
     exit_code,
     record_document,
 )
+from tooling.engine import apprule
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
@@ -219,7 +219,7 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
 @dataclass
 class AppPlan:
     """``tofu init`` then ``tofu plan`` in the app's folder: the command
-    :func:`tooling.commands.plans.plan_unit` runs for an app. The saved plan's
+    :func:`tooling.engine.unitplanner.plan_unit` runs for an app. The saved plan's
     resource types are checked when it is read (``refused``)."""
 
     prep: Prepared
@@ -244,10 +244,10 @@ class AppPlan:
 
 
 def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
-    from tooling.commands import pipeline
-    from tooling.commands.plans import Target, plan_unit, settled
     from tooling.core import gates, report
     from tooling.core.results import with_gates
+    from tooling.engine.summary import summary_document, write_summary
+    from tooling.engine.unitplanner import Target, plan_unit, settled
 
     out_dir = folder.path
     target = Target(
@@ -281,7 +281,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
             error="refused: " + "; ".join(command.refused),
         )
     (result,) = with_gates([result], gates.parse_policy(ws.policy))
-    doc = pipeline.summary_document(
+    doc = summary_document(
         [result],
         base=None,
         head="",
@@ -292,7 +292,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     )
     doc["head"] = app_commit(prep.app_dir)  # the app repository's commit, when the folder is in one
     doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
-    pipeline.write_summary(out_dir, doc)
+    write_summary(out_dir, doc)
     rendered = report.render([result], head=doc["head"], interrupted=interrupted)
     folder.write_text("comment.md", rendered)
     say(report.table([result]))
@@ -315,10 +315,10 @@ def _apply_one(
 ) -> None:
     """Init, check the saved plan's resource types once more, decide its gate from
     the saved plan itself (never from summary.json), apply it."""
-    from tooling.commands import apply as applying
-    from tooling.commands import secrets
     from tooling.core import gates, redact
     from tooling.core.planjson import summarize
+    from tooling.engine import applier as applying
+    from tooling.engine import secrets
 
     log = plan_file.parent / "apply.log"
     raw = ws.root / ".iac" / "apply-output" / f"app-{prep.app}.out"
@@ -373,8 +373,8 @@ def apply(
     ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False
 ) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
-    from tooling.commands import apply as applying
-    from tooling.commands.plans import sha256_file
+    from tooling.engine import applier as applying
+    from tooling.engine.unitplanner import sha256_file
     from tooling.io import toolchain
 
     prep = prepare(ws, app, directory)

@@ -1,4 +1,5 @@
-"""The audit trail: every ``invoke apply`` appends one record; ``invoke audit`` lists them.
+"""``invoke audit``: the audit trail, one record per ``invoke apply``
+(:func:`tooling.engine.applier.append_audit` appends it).
 
 The record (:func:`tooling.core.audit.record`) goes to the state store
 (:class:`tooling.io.auditlog.AuditLog`): ``s3://BUCKET/audit/…`` with
@@ -11,24 +12,11 @@ the run: ``GITHUB_RUN_ID``, its attempt, workflow, job and URL.
 from __future__ import annotations
 
 import json
-import os
-import uuid
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any
 
 from tooling.core import audit
 from tooling.io.auditlog import AuditLog
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-
-
-def append(ws: Workspace, apply_doc: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
-    """Write the record of the apply that just ended; returns where it went."""
-    doc = audit.record(apply_doc, summary, at=datetime.now(UTC), env=os.environ)
-    where = AuditLog(ws.root, ws.settings).put(audit.key(doc, suffix=uuid.uuid4().hex[:8]), doc)
-    say(f"audit record: {where}")
-    return where
 
 
 def run(ws: Workspace, *, since: str | None = None, as_json: bool = False) -> int:

@@ -29,19 +29,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.commands import pipeline
-from tooling.commands.converge import (
-    Context,
-    Outcome,
-    close_superseded,
-    converge,
-    discover,
-    lock_platforms,
-    open_context,
-    read_changelog,
-    recover,
-    unit_texts,
-)
 from tooling.core.bump import (
     BumpPlan,
     Inventory,
@@ -60,6 +47,19 @@ from tooling.core.bump import (
     select_pins,
     split_globs,
 )
+from tooling.engine.converge import (
+    Context,
+    Outcome,
+    close_superseded,
+    converge,
+    discover,
+    lock_platforms,
+    open_context,
+    read_changelog,
+    recover,
+    unit_texts,
+)
+from tooling.engine.refusals import refuse_unparsable
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.ui import say, show
@@ -94,7 +94,7 @@ def _default_branch_pins(ws: Workspace, ctx: Context) -> tuple[GitTree, Inventor
     repositories. A unit that does not parse may pin a module too: refused first."""
     tree = ws.tree_at(ctx.default_sha)
     model = ws.model(tree)
-    pipeline.refuse_unparsable(model, list(model.units), doing="bump modules")
+    refuse_unparsable(model, list(model.units), doing="bump modules")
     inv = inventory(unit_texts(ws, tree))
     ctx.modules = tuple(sorted({p.url for p in inv.pins}))
     return tree, inv

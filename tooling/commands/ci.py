@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import matrix as matrices
 from tooling.core import ci, legs, pages
+from tooling.engine import matrix as matrices
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -54,9 +54,9 @@ def checked_matrix(
     legs = ci.checked_legs(doc, ci.parse_routes(routes))
     missing: list[dict[str, Any]] = []
     if check_runners:
-        from tooling.commands import runners
+        from tooling.engine import runnerhealth
 
-        missing = runners.unavailable_legs(ws, legs)
+        missing = runnerhealth.unavailable_legs(ws, legs)
         for leg in missing:
             say(f"::error::{leg['message']}")
         gone = {leg["executor"] for leg in missing}
@@ -140,7 +140,7 @@ def _merge_legs(plans: Path, matrix: str) -> None:
     """A split executor's ``plan-<leg>`` folders merged into ``plan-<executor>`` first."""
     doc = json.loads(matrix) if matrix.strip() else {}
     if any(isinstance(e, dict) and e.get("leg") for e in doc.get("include") or ()):
-        from tooling.commands import legs as leg_flow
+        from tooling.engine import legs as leg_flow
 
         leg_flow.merge_matrix(Path.cwd(), plans, doc)
 

@@ -92,7 +92,7 @@ def run(root: Path, *, as_json: bool, live: tuple[str, ...] = (".",)) -> int:
     # a unit left out because its HCL does not parse is a failure too, named file:line:col
     broken = 0
     if report.unparsed:
-        from tooling.commands.pipeline import unreadable_exit
+        from tooling.engine.detect import unreadable_exit
 
         broken = unreadable_exit(load(WorkTree(root.resolve(), live, git.prefix(root)), None))
     return 1 if report.dangerous or broken else 0

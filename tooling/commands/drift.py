@@ -43,8 +43,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import issues, pipeline, verify, workcopies
-from tooling.commands.plans import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.drift import (
     DEFAULT_OUT,
@@ -64,6 +62,11 @@ from tooling.core.drift import (
     verdict,
 )
 from tooling.core.targets import never_run_loops
+from tooling.engine import issues, verify, workcopies
+from tooling.engine.issues import run_url_from_env
+from tooling.engine.preplan import preflight_rendered
+from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.engine.unitplanner import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc
 from tooling.io.ui import say, show
@@ -95,15 +98,6 @@ def sync_issue(
         change_comment(merged, head=head, executor=executor, run_url=run_url) if changed else None
     )
     return issues.keep(forge, issue, LABEL, wanted, comment=comment)
-
-
-def run_url_from_env(env: Mapping[str, str]) -> str | None:
-    server, repo, run_id = (
-        env.get(k, "").strip() for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
-    )
-    return (
-        f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
-    )
 
 
 # --------------------------------------------------------------------------- the command
@@ -169,11 +163,11 @@ def run(
         say(
             f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
         )
-        pipeline.refuse_unparsable(model, [t.path for t in targets])
-        pipeline.refuse_bad_names(ws, model, [t.path for t in targets])
+        refuse_unparsable(model, [t.path for t in targets])
+        refuse_bad_names(ws, model, [t.path for t in targets])
         env = ws.tool_env if targets else {}
         # the units rendered once, beside the preflight; each plan's verifier uses its render
-        pipeline.preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
+        preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
         try:
             workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
             targets, env = workcopies.guarded(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tooling.commands.pipeline import compute_affected, unreadable_exit
+from tooling.engine.detect import compute_affected, unreadable_exit
 from tooling.errors import UsageError
 from tooling.io.ui import show
 from tooling.io.workspace import Workspace

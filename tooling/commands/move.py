@@ -19,8 +19,9 @@ claims the real resources. Moving a unit is therefore a state migration:
    until ``invoke move-unit OLD NEW --remove-backup``.
 
 When the folder was already moved by hand (``git mv``), the same command
-migrates the state only. :func:`moved_unit_blocked` tells ``invoke plan``
-whether a moved unit still waits for its state.
+migrates the state only. :func:`tooling.engine.moves.moved_unit_blocked` tells
+``invoke plan`` whether a moved unit still waits for its state; the state stores are
+:mod:`tooling.io.statestore`.
 
 The new key is computed, not assumed: the model is loaded over a view of the
 working tree in which the unit's files sit at the other path.
@@ -28,262 +29,25 @@ working tree in which the unit's files sit at the other path.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tooling.core import names
-from tooling.core.changes import Affected
 from tooling.core.targets import unit_arg
+from tooling.engine.moves import model_with_unit_at, work_tree
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git
+from tooling.io.statestore import s3_client, store_for
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model.layout import layout_from
-from tooling.model.repo import UNIT_FILE, Model, Tree, WorkTree, load
+from tooling.model.repo import UNIT_FILE, Model, load
 from tooling.model.trees import in_live
 
 BACKUP_SUFFIX = ".moved-backup"
-
-
-# --------------------------------------------------------------------------- the model at another path
-
-
-class RenamedTree:
-    """A tree in which the files under ``real`` appear under ``virtual`` (and not under ``real``)."""
-
-    def __init__(self, inner: Tree, real: str, virtual: str) -> None:
-        self.inner = inner
-        self.root = inner.root
-        self.git_prefix = inner.git_prefix
-        self.default_tiers = inner.default_tiers
-        self.real = real.rstrip("/") + "/"
-        self.virtual = virtual.rstrip("/") + "/"
-
-    def _map(self, path: str) -> str | None:
-        if path.startswith(self.virtual):
-            return self.real + path[len(self.virtual) :]
-        if path.startswith(self.real):
-            return None  # moved away
-        return path
-
-    def exists(self, path: str) -> bool:
-        mapped = self._map(path)
-        return mapped is not None and self.inner.exists(mapped)
-
-    def sha(self, path: str) -> str:
-        mapped = self._map(path)
-        if mapped is None:
-            raise ToolingError(f"{path}: not in the renamed view")
-        return self.inner.sha(mapped)
-
-    def read(self, path: str) -> bytes:
-        mapped = self._map(path)
-        if mapped is None:
-            raise ToolingError(f"{path}: not in the renamed view")
-        return self.inner.read(mapped)
-
-    def is_dir(self, path: str) -> bool:
-        mapped = self._map(path.rstrip("/") + "/")
-        return mapped is not None and self.inner.is_dir(mapped.rstrip("/"))
-
-    def files_under(self, folder: str) -> list[str]:
-        return sorted(p for p in (self._unmap(f) for f in self.inner.files_under(folder)) if p)
-
-    def _unmap(self, path: str) -> str | None:
-        if path.startswith(self.real):
-            return self.virtual + path[len(self.real) :]
-        return None if path.startswith(self.virtual) else path
-
-    def realpath(self, path: str) -> str:
-        return path
-
-    def links_under(self, folder: str) -> list[str]:
-        return []
-
-    def unit_files(self) -> list[str]:
-        out = []
-        for path in self.inner.unit_files():
-            if path.startswith(self.real):
-                out.append(self.virtual + path[len(self.real) :])
-            elif not path.startswith(self.virtual):
-                out.append(path)
-        return sorted(out)
-
-    def fingerprint(self) -> str:
-        return hashlib.sha1(
-            f"{self.inner.fingerprint()}|{self.real}->{self.virtual}".encode()
-        ).hexdigest()
-
-
-def _work_tree(root: Path) -> WorkTree:
-    """The working tree under the live folders of policy.toml ``[layout]``."""
-    return WorkTree(root, layout_from(config.read_policy(root)).live, git.prefix(root))
-
-
-def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
-    """The working tree's model as if the unit folder ``real`` were at ``virtual``."""
-    return load(RenamedTree(_work_tree(root), real, virtual), None)
-
-
-# --------------------------------------------------------------------------- state stores
-
-
-class StateStore(Protocol):
-    """Where units keep state; keys are the model's ``state_key`` values."""
-
-    where: str
-
-    def exists(self, key: str) -> bool: ...
-
-    def locked(self, key: str) -> bool: ...
-
-    def read(self, key: str) -> bytes: ...
-
-    def copy(self, src: str, dst: str) -> None: ...
-
-    def delete(self, key: str) -> None: ...
-
-    def describe(self, key: str) -> str: ...
-
-
-class LocalStore:
-    """The local backend: ``<state dir>/<key>`` (root.hcl's ``IAC_STATE_DIR``, set by the tooling
-    to ``.iac/state`` of the repository)."""
-
-    def __init__(self, state_dir: Path, root: Path | None = None) -> None:
-        self.dir = state_dir
-        self.root = root
-        self.where = str(state_dir)
-
-    def _path(self, key: str) -> Path:
-        return self.dir / key
-
-    def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
-
-    def locked(self, key: str) -> bool:
-        path = self._path(key)
-        return (path.parent / f".{path.name}.lock.info").exists()
-
-    def read(self, key: str) -> bytes:
-        return self._path(key).read_bytes()
-
-    def copy(self, src: str, dst: str) -> None:
-        target = self._path(dst)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copy2(self._path(src), tmp)
-        os.replace(tmp, target)
-
-    def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
-
-    def describe(self, key: str) -> str:
-        path = self._path(key)
-        if self.root is not None and path.is_relative_to(self.root):
-            return path.relative_to(self.root).as_posix()
-        return str(path)
-
-
-class S3Store:
-    """An S3 (or S3-compatible) bucket; the lock of a key is ``<key>.tflock`` (``use_lockfile``)."""
-
-    def __init__(self, bucket: str, client: Any) -> None:
-        self.bucket = bucket
-        self.client = client
-        self.where = f"s3://{bucket}"
-
-    def _head(self, key: str) -> bool:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
-        except BotoCoreError as exc:  # unreachable endpoint, no credentials...
-            raise ToolingError(
-                f"s3://{self.bucket}/{key}: cannot reach the state backend ({exc}); "
-                "check IAC_STATE_ENDPOINT, the network and the AWS credentials"
-            ) from None
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise ToolingError(
-                f"s3://{self.bucket}/{key}: cannot read the state backend ({code}): {exc}"
-            ) from None
-        return True
-
-    def exists(self, key: str) -> bool:
-        return self._head(key)
-
-    def locked(self, key: str) -> bool:
-        return self._head(f"{key}.tflock")
-
-    def read(self, key: str) -> bytes:
-        body: bytes = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        return body
-
-    def copy(self, src: str, dst: str) -> None:
-        self.client.copy_object(
-            Bucket=self.bucket,
-            Key=dst,
-            CopySource={"Bucket": self.bucket, "Key": src},
-            ServerSideEncryption="AES256",  # root.hcl's backend has encrypt = true
-        )
-
-    def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=key)
-
-    def describe(self, key: str) -> str:
-        return f"s3://{self.bucket}/{key}"
-
-
-def s3_client(settings: config.Settings, *, quick: bool = False) -> Any:
-    """A boto3 S3 client with the tooling's settings (:func:`tooling.io.s3.client`)."""
-    from tooling.io import s3
-
-    return s3.client(settings, quick=quick)
-
-
-def store_for(
-    root: Path,
-    settings: config.Settings,
-    bucket: str | None = None,
-    client_factory: Callable[[config.Settings], Any] = s3_client,
-) -> StateStore:
-    """The store the units' state lives in, as root.hcl configures it from the same variables."""
-    name = bucket or settings.state_bucket
-    if name:
-        return S3Store(name, client_factory(settings))
-    return LocalStore(root / ".iac" / "state", root)
-
-
-# --------------------------------------------------------------------------- plan's question
-
-
-def moved_unit_blocked(root: Path, model: Model, change: Affected | None, path: str) -> bool:
-    """Must the moved unit at ``path`` wait? Only when its new key holds no state and its old key does.
-
-    (A unit never applied has state at neither key: it plans like a new unit.
-    One whose state was migrated has state at the new key.)
-    """
-    moved_from = (
-        next((u.moved_from for u in change.units if u.path == path), None) if change else None
-    )
-    unit = model.units.get(path)
-    if moved_from is None or unit is None or unit.state_key is None:
-        return True
-    old = model_with_unit_at(root, path, moved_from).units.get(moved_from)
-    if old is None or old.state_key is None:
-        return True
-    settings = config.load()
-    new_store = store_for(root, settings, unit.state_bucket)
-    old_store = store_for(root, settings, old.state_bucket)
-    return not new_store.exists(unit.state_key) and old_store.exists(old.state_key)
 
 
 # --------------------------------------------------------------------------- the move
@@ -317,7 +81,7 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
             "policy.toml [layout] live), e.g. "
             + ("cloud/zone" if live == (".",) else f"{live[0]}/zone")
         )
-    current = load(_work_tree(root), None)
+    current = load(work_tree(root), None)
     for path in (old, new):
         unit = current.units.get(path)
         if unit is not None and unit.error and "HCL syntax error" in unit.error:
@@ -383,10 +147,10 @@ def move_unit(
     old, new = _norm(old, "OLD"), _norm(new, "NEW")
     move = plan_move(root, old, new)
     if client_factory is s3_client:
-        from tooling.commands import preflight
+        from tooling.engine import preflight
 
         preflight.check_state_backend(settings)
-    model = load(_work_tree(root), None)
+    model = load(work_tree(root), None)
     unit = model.units.get(new if move.folder_moved else old)
     store = store_for(root, settings, unit.state_bucket if unit else None, client_factory)
     backup = move.old_key + BACKUP_SUFFIX

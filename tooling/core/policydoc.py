@@ -3,7 +3,7 @@
 Each table is interpreted where it is used (see :mod:`tooling.model.policyfile`),
 so a task that never reads ``[gates]`` would never notice ``node_type`` for
 ``node_types``. :func:`validate` reads every table the way its user does: every
-task calls it first (:func:`tooling.commands.cli.run`), and an unknown table or
+task calls it first (:func:`tooling.cli.run`), and an unknown table or
 key, or a value of the wrong kind, stops the task by name before it writes
 anything.
 """

@@ -1,6 +1,6 @@
 """The apply record (``apply.json``) and report (``apply.md``), and what an apply's
 outcome means. Pure: built from the run's results, OpenTofu's output and the
-earlier record; the process and the files are :mod:`tooling.commands.apply`'s.
+earlier record; the process and the files are :mod:`tooling.engine.applier`'s.
 
 The record is merged, never overwritten: each run adds itself to ``runs`` and
 updates ``units`` (the latest result per unit). The foundation's apply and the

@@ -1,6 +1,6 @@
 """After an apply that did not finish cleanly: what OpenTofu said it did, against what its
 state records, and the state it could not save. Pure: built from OpenTofu's output,
-the state's addresses and file names; reading them is :mod:`tooling.commands.applysafety`'s.
+the state's addresses and file names; reading them is :mod:`tooling.engine.applysafety`'s.
 
 - **Unrecorded objects.** OpenTofu killed hard (``kill -9``, a runner torn
   down) after "Creation complete" but before it saved the state: the objects

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,18 +325,11 @@ def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
 
 def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
     """Read many blobs with one ``git cat-file --batch``."""
-    completed = subprocess.run(
-        ["git", "cat-file", "--batch"],
-        cwd=repo,
-        input=("\n".join(shas) + "\n").encode(),
-        capture_output=True,
-        check=False,
+    code, data, err = proc.run_bytes(
+        ["git", "cat-file", "--batch"], cwd=repo, input_bytes=("\n".join(shas) + "\n").encode()
     )
-    if completed.returncode != 0:
-        raise ToolingError(
-            f"git cat-file failed: {completed.stderr.decode(errors='replace').strip()}"
-        )
-    data = completed.stdout
+    if code != 0:
+        raise ToolingError(f"git cat-file failed: {err.decode(errors='replace').strip()}")
     out: dict[str, bytes] = {}
     pos = 0
     while pos < len(data):

@@ -18,7 +18,7 @@ Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``
   lock dies with its process, so a killed run never leaves it stuck;
 - **atomic**: every file is written to a temporary name and renamed;
 - **redacted**: every text passes through the process's redaction step
-  (:mod:`tooling.commands.secrets`: secret environment variables, and the
+  (:mod:`tooling.engine.secrets`: secret environment variables, and the
   sensitive values a run learns);
 - **job summary**: :meth:`ReportDir.job_summary` appends to
   ``$GITHUB_STEP_SUMMARY``, redacted too.
@@ -57,7 +57,7 @@ _redact_hook: Callable[[str], str] | None = None
 
 def install_redactor(hook: Callable[[str], str]) -> None:
     """Set the redaction step (built from :mod:`tooling.core.redact` by the command
-    layer, :mod:`tooling.commands.secrets`) that every text written here passes through."""
+    layer, :mod:`tooling.engine.secrets`) that every text written here passes through."""
     global _redact_hook
     with _hook_lock:
         _redact_hook = hook

@@ -139,6 +139,21 @@ def run(
     return result
 
 
+def run_bytes(
+    args: Sequence[str], *, cwd: Path | None = None, input_bytes: bytes = b""
+) -> tuple[int, bytes, bytes]:
+    """Run ``args`` with ``input_bytes`` on its stdin; its exit code, stdout and stderr as
+    bytes (a batch reader such as ``git cat-file --batch``). Every exit code is returned."""
+    argv = _argv(args)
+    try:
+        proc = subprocess.run(
+            argv, cwd=cwd, env=child_env(), input=input_bytes, capture_output=True, check=False
+        )
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _not_found(argv, exc, cwd) from exc
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 def stream(
     args: Sequence[str],
     on_line: Callable[[str, str], None],

@@ -1,4 +1,5 @@
-"""The S3 client of the tooling (boto3), configured like root.hcl's backend."""
+"""The tooling's AWS clients (boto3): S3 configured like root.hcl's backend, and the
+caller's identity (STS)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,25 @@ def client(settings: config.Settings, *, quick: bool = False) -> Any:
         endpoint_url=settings.state_endpoint,
         config=Config(**options) if options else None,
     )
+
+
+class AwsError(Exception):
+    """An AWS call failed (no credentials, unreachable, refused); the text is boto's."""
+
+
+def caller_arn(region: str) -> str:
+    """The ARN of the AWS identity in the environment (STS GetCallerIdentity)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        # a fresh session: the default one caches the credentials it resolved first
+        sts = boto3.session.Session().client(
+            "sts",
+            region_name=region,
+            config=Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2}),
+        )
+        return str(sts.get_caller_identity()["Arn"])
+    except (BotoCoreError, ClientError) as exc:
+        raise AwsError(str(exc)) from None

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
+from tooling.model.configfiles import ConfigFile, Loader, Scope
+from tooling.model.evaluator import UnitEvaluator
 from tooling.model.exprs import UNKNOWN, blocks_of
-from tooling.model.hcl import ParseCache
-from tooling.model.loader import Loader
+from tooling.model.parsecache import ParseCache
 from tooling.model.trees import WorkTree
 
 #: the blocks of a declaring file this module reproduces; any other: None

@@ -12,10 +12,10 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.configfiles import ConfigFile, Loader, Scope
 from tooling.model.exprs import (
     PURE_FUNCTIONS,
     READ_FUNCTIONS,
@@ -33,33 +33,10 @@ from tooling.model.gitpaths import from_top, top_level
 from tooling.model.hcl import Body, Expr
 from tooling.model.units import UNIT_FILE
 
-if TYPE_CHECKING:
-    from tooling.model.loader import Loader
-
 #: what ``find_in_parent_folders()`` looks for without an argument (Terragrunt's rule)
 DEFAULT_PARENT_FILE = "terragrunt.hcl"
 #: the file ``terragrunt stack generate`` writes beside a generated unit: its ``values``
 VALUES_FILE = "terragrunt.values.hcl"
-
-
-@dataclass
-class Scope:
-    """The configuration being parsed: what ``get_terragrunt_dir()`` and relative paths refer to."""
-
-    config: str  # repo-relative path of the configuration file
-    includes: dict[str, ConfigFile] = field(default_factory=dict)
-
-    @property
-    def dir(self) -> str:
-        return posixpath.dirname(self.config)
-
-
-@dataclass
-class ConfigFile:
-    path: str  # repo-relative
-    body: Body
-    scope: Scope
-    locals_cache: dict[str, Any] = field(default_factory=dict)
 
 
 #: the start of the error of a unit whose files read each other with read_terragrunt_config():
@@ -480,7 +457,5 @@ __all__ = [
     "DEFAULT_PARENT_FILE",
     "UNIT_FILE",
     "VALUES_FILE",
-    "ConfigFile",
-    "Scope",
     "UnitEvaluator",
 ]

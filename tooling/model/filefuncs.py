@@ -15,8 +15,7 @@ from tooling.errors import ToolingError
 from tooling.model.exprs import UNKNOWN
 
 if TYPE_CHECKING:
-    from tooling.model.evaluator import ConfigFile
-    from tooling.model.loader import Loader
+    from tooling.model.configfiles import ConfigFile, Loader
 
 
 class FileFunctions:

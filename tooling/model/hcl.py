@@ -22,16 +22,13 @@ Terragrunt evaluator in :mod:`tooling.model.repo` walks. Expressions become tupl
 ======================  =========================================
 
 Parsing is the expensive step (tree-sitter plus this conversion), so results are
-cached by the git blob SHA of the file's bytes; a warm run reads the cache with
-``marshal`` and never builds a syntax tree.
+cached by the git blob SHA of the file's bytes (:mod:`tooling.model.parsecache`); a
+warm run reads the cache with ``marshal`` and never builds a syntax tree.
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
-import os
-from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
@@ -42,7 +39,6 @@ Expr = tuple[Any, ...]
 
 _PARSER: Any = None
 _CALLS: Any = None
-CACHE_VERSION = 7
 
 #: the operator tokens of binary and unary operations
 _OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "!"})
@@ -469,38 +465,3 @@ def _flush(tokens: list[Any]) -> list[Any]:
         newline = isinstance(tok, str) and tok.endswith("\n")
         out.append(tok)
     return out
-
-
-class ParseCache:
-    """Parsed bodies keyed by blob SHA, persisted with ``marshal`` in one file."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict[str, Body] = {}
-        self.dirty = False
-        if path is not None and path.exists():
-            try:
-                with path.open("rb") as fh:
-                    loaded = marshal.load(fh)
-                if isinstance(loaded, dict) and loaded.get("v") == CACHE_VERSION:
-                    self.entries = loaded["e"]
-            except (EOFError, ValueError, TypeError, OSError):
-                self.entries = {}  # a corrupt cache is only a slow run, never an error
-
-    def get(self, sha: str, data_loader: Any, filename: str) -> Body:
-        body = self.entries.get(sha)
-        if body is None:
-            body = parse(data_loader(), filename)
-            self.entries[sha] = body
-            self.dirty = True
-        return body
-
-    def save(self) -> None:
-        if self.path is None or not self.dirty:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            marshal.dump({"v": CACHE_VERSION, "e": self.entries}, fh)
-        os.replace(tmp, self.path)  # atomic: a crash never leaves a half-written cache
-        self.dirty = False

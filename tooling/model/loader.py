@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.model.evaluator import ConfigFile, Scope, UnitEvaluator
+from tooling.model.configfiles import ConfigFile, Loader, Scope
+from tooling.model.evaluator import UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
-from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm, outer_calls
-from tooling.model.gitpaths import in_repository
-from tooling.model.hcl import Body, Expr, ParseCache
+from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm
+from tooling.model.parsecache import ParseCache
 from tooling.model.sources import parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
@@ -33,49 +33,6 @@ from tooling.model.units import (
 )
 
 MODEL_CACHE_VERSION = 12
-
-
-class Loader:
-    def __init__(self, tree: Tree, cache: ParseCache) -> None:
-        self.tree = tree
-        self.cache = cache
-        self.root_posix = tree.root.as_posix()
-        self.root_prefix = self.root_posix.rstrip("/") + "/"
-        self._bodies: dict[str, Body] = {}
-        self._read_calls: dict[str, list[tuple[Expr, bool]]] = {}
-        self._found: dict[tuple[str, str], str | None] = {}
-
-    def find_up(self, directory: str, name: str) -> str | None:
-        """``name`` in ``directory`` or the nearest folder above it (memoised: units share parents)."""
-        key = (directory, name)
-        if key not in self._found:
-            candidate = norm(f"{directory}/{name}") if directory not in ("", ".") else norm(name)
-            inside = in_repository(candidate, self.tree.git_prefix)
-            if candidate.startswith("../") and not inside:
-                self._found[key] = None  # above the git repository: not part of the model
-            elif self.tree.exists(candidate):
-                self._found[key] = candidate
-            elif not in_repository(norm(f"{directory or '.'}/.."), self.tree.git_prefix):
-                self._found[key] = None  # git's top level reached
-            else:
-                # Terragrunt looks on above the project root, up to git's top level here
-                self._found[key] = self.find_up(norm(f"{directory or '.'}/.."), name)
-        return self._found[key]
-
-    def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:
-        """The outermost read-function calls of a file (static, computed once per file)."""
-        calls = self._read_calls.get(file.path)
-        if calls is None:
-            calls = self._read_calls[file.path] = list(outer_calls(file.body))
-        return calls
-
-    def file(self, rel: str, scope: Scope) -> ConfigFile:
-        body = self._bodies.get(rel)
-        if body is None:
-            body = self._bodies[rel] = self.cache.get(
-                self.tree.sha(rel), lambda: self.tree.read(rel), rel
-            )
-        return ConfigFile(rel, body, scope)
 
 
 #: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)

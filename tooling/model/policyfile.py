@@ -12,7 +12,7 @@ does not know, through :func:`refuse_unknown_keys`: a misspelt key must not
 silently drop a rule. ``[gate]`` for ``[gates]``, or ``node_type`` for
 ``node_types``, would otherwise let a VM change apply without approval.
 Every task reads all of them first (:func:`tooling.core.policydoc.validate`,
-called by :func:`tooling.commands.cli.run`), so a typo in a table the task
+called by :func:`tooling.cli.run`), so a typo in a table the task
 does not use stops it too, before it writes anything.
 """
 

@@ -16,11 +16,12 @@ import posixpath
 from typing import TYPE_CHECKING
 
 from tooling.errors import ToolingError
-from tooling.model.evaluator import Scope, UnitEvaluator
+from tooling.model.configfiles import Scope
+from tooling.model.evaluator import UnitEvaluator
 from tooling.model.exprs import blocks_of, norm
 
 if TYPE_CHECKING:
-    from tooling.model.loader import Loader
+    from tooling.model.configfiles import Loader
     from tooling.model.trees import Tree
 
 STACK_FILE = "terragrunt.stack.hcl"

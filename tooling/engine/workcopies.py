@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import workcopy_hook
 from tooling.core import workcopy
 from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
+from tooling.engine import workcopy_hook
 from tooling.errors import ToolingError
 from tooling.io import config, git, tags
 from tooling.io.ui import say

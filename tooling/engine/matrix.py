@@ -2,7 +2,7 @@
 several per executor (``--max-legs``, ``max_legs`` in policy.toml).
 
 The units are the ones ``invoke plan`` would plan for the same change (the
-changed units, deleted ones included, from :func:`tooling.commands.pipeline.compute_affected`);
+changed units, deleted ones included, from :func:`tooling.engine.detect.compute_affected`);
 the runner labels come from ``policy.toml`` (:mod:`tooling.core.executors`); the
 split into legs is :mod:`tooling.core.shards`.
 """
@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline
 from tooling.core import executors, shards
+from tooling.engine.detect import compute_affected, print_affected
 from tooling.errors import ToolingError
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
@@ -46,8 +46,8 @@ def matrix(
 ) -> dict[str, Any]:
     """``{"include": [{"executor", "runs_on", "units"[, "leg", "cost"]}, ...]}``; empty executors left out."""
     costs = _timings(timings)
-    change, model = pipeline.compute_affected(ws, base, uncommitted=True)
-    pipeline.print_affected(change, say)
+    change, model = compute_affected(ws, base, uncommitted=True)
+    print_affected(change, say)
     declared = executors.parse(ws.policy)
     doc = executors.matrix([(u.path, u.executor) for u in change.units], declared)
     limits = {name: max_legs or e.max_legs for name, e in declared.items()}

@@ -16,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import pipeline
-from tooling.core import legs, report, shards
+from tooling.core import legs, report
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir
 from tooling.io.ui import say, show
-from tooling.io.workspace import Workspace
 
 
 def read_matrix(text: str) -> dict[str, Any]:
@@ -47,39 +45,6 @@ def read_matrix(text: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("include"), list):
         raise UsageError(f'{source}: no "include" list: pass `invoke matrix`\'s output')
     return doc
-
-
-def plan_leg(
-    ws: Workspace,
-    *,
-    matrix: str,
-    leg: str,
-    base: str | None,
-    jobs: int | None,
-    out: Path | None,
-    executor: str | None = None,
-) -> int:
-    """Plan leg ``leg`` of ``matrix``: the affected units it lists, as its executor; the
-    folder's summary.json records the leg (``leg``) for :func:`merge`."""
-    if not leg:
-        raise UsageError("--from-matrix needs --leg ID (a `leg` of the matrix, or an executor)")
-    doc = read_matrix(matrix)
-    own, units = shards.leg_units(doc, leg)
-    if executor is not None and executor != own:
-        raise UsageError(
-            f"--leg {leg} is a leg of executor {own}, not {executor}: this job runs {executor}'s legs only"
-        )
-    executor = own
-    index, count = legs.position(doc["include"], leg)
-    code = pipeline.plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=(leg, units))
-    summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"
-    if not summary.is_file():
-        return code
-    written = json.loads(summary.read_text(encoding="utf-8"))
-    written["leg"] = legs.leg_record(leg, index, count, units)
-    outdir.write_json(summary, written)
-    say(f"leg {leg} ({index} of {count} of executor {executor}): {len(units)} unit(s)")
-    return code
 
 
 def _load(folder: Path) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 ``root.hcl`` declares it as a ``before_hook`` on ``init``, ``plan`` and ``apply``; the
 pipeline arms it through ``IAC_WORKCOPY_HOOK`` (the interpreter, this file and
 the manifest of what each unit's checkout must hold, see
-:mod:`tooling.commands.workcopies`). Terragrunt runs it in the unit's working
+:mod:`tooling.engine.workcopies`). Terragrunt runs it in the unit's working
 copy after writing the generated files, before OpenTofu's init and again before
 the plan or apply, so what it verifies is what OpenTofu reads next. A problem is printed (one line each) and the exit
 code is 1: Terragrunt then runs no OpenTofu command for the unit, and the

@@ -34,10 +34,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight
 from tooling.core import executors, rendergroups
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
+from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io import config, proc, terragrunt
 from tooling.model import declared as declared_model

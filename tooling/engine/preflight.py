@@ -17,7 +17,7 @@
    ``gcp_audience_pattern``.
 
 4. The role each unit will run as (``iam_role`` in what ``terragrunt render``
-   resolves for it, :func:`tooling.commands.verify.roles_of`) is the executor's
+   resolves for it, :func:`tooling.engine.verify.roles_of`) is the executor's
    own (its ``aws_role_arn_pattern``) or one ``[check.allowed_roles.TIER]``
    lists for the unit's tier; a unit without ``iam_role`` runs as the job's
    identity, checked in 3. This holds for a role the root file declares too,
@@ -144,20 +144,12 @@ def role_problems(
 
 def aws_caller_arn() -> str:
     """The ARN of the AWS identity in the environment (STS GetCallerIdentity)."""
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError
+    from tooling.io import s3
 
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     try:
-        # a fresh session: the default one caches the credentials it resolved first
-        sts = boto3.session.Session().client(
-            "sts",
-            region_name=region,
-            config=Config(connect_timeout=10, read_timeout=20, retries={"max_attempts": 2}),
-        )
-        return str(sts.get_caller_identity()["Arn"])
-    except (BotoCoreError, ClientError) as exc:
+        return s3.caller_arn(region)
+    except s3.AwsError as exc:
         raise ToolingError(
             f"preflight: cannot read the AWS identity (STS GetCallerIdentity: {exc}); "
             "this job must hold its executor's AWS role before planning or applying"
@@ -279,34 +271,17 @@ def check_state_backend(settings: config.Settings) -> None:
     bucket = settings.state_bucket
     if not bucket or settings in _checked_backends:
         return
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        NoCredentialsError,
-        PartialCredentialsError,
-    )
-
-    from tooling.commands.move import s3_client
+    from tooling.io.statestore import probe_bucket
 
     where = settings.state_endpoint or f"AWS S3 ({settings.state_region})"
-    try:
-        s3_client(settings, quick=True).head_bucket(Bucket=bucket)
-    except (NoCredentialsError, PartialCredentialsError) as exc:
-        problem = backend_problem(bucket, where, kind="credentials", code="", detail=str(exc))
-    except BotoCoreError as exc:
-        problem = backend_problem(bucket, where, kind="unreachable", code="", detail=str(exc))
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        code = str(error.get("Code") or status)
-        problem = backend_problem(
-            bucket, where, kind="client", code=code, detail=str(error.get("Message") or exc)
-        )
-    else:
+    failure = probe_bucket(settings, bucket)
+    if failure is None:
         _checked_backends.add(settings)
         say(f"preflight: state bucket s3://{bucket} reachable")
         return
-    raise ToolingError(problem)
+    raise ToolingError(
+        backend_problem(bucket, where, kind=failure.kind, code=failure.code, detail=failure.detail)
+    )
 
 
 def check_roles(ws: Workspace, roles: Iterable[tuple[str, str, str | None]]) -> None:

@@ -1,42 +1,41 @@
-"""The tasks' logic, one function per command; ``tasks.py`` only parses options.
+"""``invoke plan``: plan the affected (or named) units and write the report; one leg of a
+split matrix (``--from-matrix M --leg ID``).
 
-Each function takes a :class:`~tooling.io.workspace.Workspace` and plain
-arguments, prints its result on stdout (human text, or the ``--json`` document)
-and progress and diagnostics on stderr (:mod:`tooling.io.ui`), and returns an
-exit code or raises :class:`ToolingError`.
+It prints progress and diagnostics on stderr (:mod:`tooling.io.ui`) and returns an
+exit code or raises :class:`ToolingError`; the mechanisms it calls are in
+:mod:`tooling.engine` (detection, refusals, preflight, the planners, summary.json).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import preflight, verify, workcopies
-from tooling.commands.batch import run_batch
-
-# re-exported: the planners' and the tests' way in to detection
-from tooling.commands.detect import compute_affected as compute_affected
-from tooling.commands.detect import print_affected as print_affected
-from tooling.commands.detect import unreadable_exit as unreadable_exit
-from tooling.commands.plans import Progress
-from tooling.core import binding
+from tooling.core import binding, legs, shards
 from tooling.core.changes import Affected
-from tooling.core.gates import GatePolicy, parse_policy
+from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
-from tooling.core.targets import Target, check_options, never_run_loops, select_targets
-from tooling.errors import ToolingError, UsageError
+from tooling.core.targets import check_options, never_run_loops, select_targets
+from tooling.engine import preflight, verify, workcopies
+from tooling.engine.batchplanner import run_batch
+from tooling.engine.detect import compute_affected, print_affected
+
+# re-exported: the task files' exit code for a unit that does not parse (graph, matrix, outdated)
+from tooling.engine.detect import unreadable_exit as unreadable_exit
+from tooling.engine.legs import read_matrix
+from tooling.engine.preplan import preflight_rendered
+from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.engine.summary import summary_document, write_summary
+from tooling.engine.unitplanner import Progress
+from tooling.errors import UsageError
 from tooling.io import git, outdir, proc
-from tooling.io.config import Settings
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.evaluator import READ_CYCLE
 from tooling.model.repo import Model
-
-SUMMARY_VERSION = 1
-
 
 # --------------------------------------------------------------------------- plan
 
@@ -51,37 +50,15 @@ def blocked_moves(
     """The moved units that must wait: their state is still at the old key (the state stores tell)."""
     if change is None or not any(u.change == "moved" for u in change.units):
         return set()
-    from tooling.commands import move as moving  # the state stores: only when a unit moved
+    from tooling.engine import moves  # the state stores: only when a unit moved
 
     return {
         u.path
         for u in change.units
         if u.change == "moved"
         and not (executor and u.executor != executor)
-        and moving.moved_unit_blocked(root, model, change, u.path)
+        and moves.moved_unit_blocked(root, model, change, u.path)
     }
-
-
-def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan") -> None:
-    """Fail closed, before the report folder is touched, when a unit to plan has an
-    HCL syntax error: its dependencies and state key are unknown, so neither the
-    plan order nor the change set can be trusted. (A unit the model merely cannot
-    *evaluate* is planned: Terragrunt is the authority on what it means.)"""
-    wanted = set(paths)
-    broken = list(
-        dict.fromkeys(
-            str(u.error)
-            for u in model.units.values()
-            if u.path in wanted and "HCL syntax error" in (u.error or "")
-        )
-    )
-    if broken:
-        raise ToolingError(
-            f"cannot {doing}: a unit's HCL does not parse"
-            + (" (the previous report is kept)" if doing == "plan" else "")
-            + ":\n  "
-            + "\n  ".join(broken)
-        )
 
 
 def parse_jobs(text: str) -> int | None:
@@ -102,30 +79,6 @@ def known_executors(ws: Workspace, model: Model) -> set[str]:
     from tooling.core import executors
 
     return set(executors.parse(ws.policy)) | {u.executor for u in model.units.values()}
-
-
-def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
-    """Fail closed before any state key is used or command built when a unit to plan has a
-    folder name outside the naming rule (``invoke check`` names the same units)."""
-    from tooling.core import names
-
-    wanted = set(paths)
-    bad = [
-        b
-        for b in names.bad_unit_names(model.units, ws.layout.live, names.pattern_from(ws.policy))
-        if b.path in wanted
-    ]
-    if bad:
-        raise ToolingError(
-            "cannot plan: a unit's folder name is not allowed (the previous report is kept):\n  "
-            + "\n  ".join(f"{b.path}/terragrunt.hcl:1: {b.why}" for b in bad)
-            + "\nRename the folder to lowercase letters, digits and dashes "
-            "(`invoke move-unit OLD NEW` migrates its state); docs/rules.md, unit-name."
-        )
-
-
-def write_summary(out_dir: Path, data: dict[str, Any]) -> Path:
-    return outdir.write_json(out_dir / "summary.json", data)
 
 
 def plan(
@@ -164,29 +117,6 @@ def plan(
             comment=comment,
             leg=leg,
         )
-
-
-def preflight_rendered(
-    ws: Workspace, targets: Sequence[Target], env: dict[str, str], *, jobs: int
-) -> None:
-    """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
-    in a thread): the roles the units will run as are checked once both are done, and the
-    renders serve the verifier before each plan (no second render per unit)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    planned = [(t.run_dir, t.path, t.tier) for t in targets if not t.destroy and not t.preset]
-    verify.avoid_loops(
-        ws.root / path
-        for path, unit in ws.current_model.units.items()
-        if unit.error and READ_CYCLE in unit.error
-    )
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        rendering = pool.submit(verify.prerender, [(d, p) for d, p, _ in planned], env, jobs=jobs)
-        try:
-            preflight.check(ws, [(t.path, t.executor) for t in targets])
-        finally:
-            renders = rendering.result()
-    preflight.check_roles(ws, verify.roles_of(planned, renders))
 
 
 def _plan_into(
@@ -380,34 +310,34 @@ def _explain_lock_errors(ws: Workspace, results: Sequence[Result]) -> list[Resul
     return out
 
 
-def summary_document(
-    results: Sequence[Result],
+def plan_leg(
+    ws: Workspace,
     *,
+    matrix: str,
+    leg: str,
     base: str | None,
-    head: str,
-    executor: str | None,
-    root: Path,
-    policy: GatePolicy,
-    settings: Settings | None = None,
-    interrupted: bool = False,
-    worktree: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """summary.json: the run's revisions and tools, whether the tree was dirty
-    (``worktree``, :func:`tooling.core.binding.worktree_record`), and per unit its
-    result with its gate (decided here under ``policy`` for a result that has none yet)."""
-    from tooling.io import toolchain
-
-    doc: dict[str, Any] = {
-        "version": SUMMARY_VERSION,
-        "base": base,
-        "head": head,
-        "executor": executor,
-        "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
-        "interrupted": interrupted,
-    }
-    if worktree is not None:
-        doc["worktree"] = dict(worktree)
-    if settings is not None:
-        doc["settings"] = settings.to_json()
-    doc["units"] = [r.to_json() for r in with_gates(results, policy)]
-    return doc
+    jobs: int | None,
+    out: Path | None,
+    executor: str | None = None,
+) -> int:
+    """Plan leg ``leg`` of ``matrix``: the affected units it lists, as its executor; the
+    folder's summary.json records the leg (``leg``) for :func:`merge`."""
+    if not leg:
+        raise UsageError("--from-matrix needs --leg ID (a `leg` of the matrix, or an executor)")
+    doc = read_matrix(matrix)
+    own, units = shards.leg_units(doc, leg)
+    if executor is not None and executor != own:
+        raise UsageError(
+            f"--leg {leg} is a leg of executor {own}, not {executor}: this job runs {executor}'s legs only"
+        )
+    executor = own
+    index, count = legs.position(doc["include"], leg)
+    code = plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=(leg, units))
+    summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"
+    if not summary.is_file():
+        return code
+    written = json.loads(summary.read_text(encoding="utf-8"))
+    written["leg"] = legs.leg_record(leg, index, count, units)
+    outdir.write_json(summary, written)
+    say(f"leg {leg} ({index} of {count} of executor {executor}): {len(units)} unit(s)")
+    return code

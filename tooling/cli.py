@@ -192,7 +192,7 @@ def _bug(exc: Exception) -> NoReturn:
 
 
 def workspace() -> Any:
-    from tooling.commands import secrets
+    from tooling.engine import secrets
     from tooling.io import toolchain
     from tooling.io.workspace import Workspace, mark_private
 

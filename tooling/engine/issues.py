@@ -1,7 +1,7 @@
 """One GitHub issue kept by a hidden marker: found, opened, updated or closed.
 
 The drift check and the runner health check each keep one issue current
-(:mod:`tooling.commands.drift`, :mod:`tooling.commands.runners`). The issue is
+(:mod:`tooling.commands.drift`, :mod:`tooling.engine.runnerhealth`). The issue is
 found by its hidden marker among the open issues with ``label`` (or without
 it, when someone removed the label, which is then put back). What it should
 say is the caller's decision: ``wanted`` (title, body) keeps it open with that
@@ -10,6 +10,7 @@ text, None closes it. An unchanged re-run sends no write at all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tooling.io.forge import JSONObject
@@ -64,3 +65,12 @@ def keep(
         return {"number": number, "url": url, "action": "unchanged"}
     forge.update_issue(number, title=title, body=body)
     return {"number": number, "url": url, "action": "updated"}
+
+
+def run_url_from_env(env: Mapping[str, str]) -> str | None:
+    server, repo, run_id = (
+        env.get(k, "").strip() for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
+    return (
+        f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
+    )

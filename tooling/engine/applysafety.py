@@ -1,7 +1,7 @@
 """The apply's guards around state: the folder's record, a plan bound to its unit's state,
 and what is left when an apply does not finish cleanly (a state OpenTofu could not
 save, objects it made that its state does not record). Used by
-:mod:`tooling.commands.apply`; the rules are :mod:`tooling.core.binding` and
+:mod:`tooling.engine.applier`; the rules are :mod:`tooling.core.binding` and
 :mod:`tooling.core.statecheck`.
 """
 

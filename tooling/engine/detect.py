@@ -1,7 +1,7 @@
 """Change detection for the tasks: what a change affects (``invoke affected``, the
 plan's selection, the matrix), and the listings' exit code.
 
-Apart from :mod:`tooling.commands.pipeline` so that detection imports only what
+Apart from :mod:`tooling.commands.plan` so that detection imports only what
 it needs: no planner, no verifier, no check rules.
 """
 

@@ -1,7 +1,7 @@
 """Plan units one Terragrunt process each, in DAG order with a worker pool (a
 ready queue), and keep what reviewers and apply need.
 
-(:mod:`tooling.commands.batch` plans many units through one Terragrunt process
+(:mod:`tooling.engine.batchplanner` plans many units through one Terragrunt process
 and gives the same results.) Per unit: ``terragrunt plan -out=<abs path>`` (its stdout is the human plan
 text, already redacted by OpenTofu), then ``tofu show -json`` on the saved plan
 in Terragrunt's working directory (cheaper than a second ``terragrunt show``,
@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from tooling.commands import secrets, verify
 from tooling.core import redact
 from tooling.core.declared import Declared, values_in_plan
 from tooling.core.planjson import summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
+from tooling.engine import secrets, verify
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, terragrunt
 from tooling.model.units import Unit

@@ -1,7 +1,7 @@
 """Plan many units through one ``terragrunt run --all plan`` process (a lone unit
 through one ``terragrunt plan``).
 
-The same results as planning one process per unit (:mod:`tooling.commands.plans`),
+The same results as planning one process per unit (:mod:`tooling.engine.unitplanner`),
 without a Terragrunt start-up per unit. Terragrunt's JSON log is split per unit
 as it arrives; each unit's ``tofu show -json`` runs as soon as its plan is
 written; its plan text and log are kept like the per-unit planner's.
@@ -21,8 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.commands import secrets, verify
-from tooling.commands.plans import (
+from tooling.core import redact, runlog
+from tooling.core.declared import Declared, values_in_plan
+from tooling.core.planjson import PlanSummary, summarize
+from tooling.core.results import Result
+from tooling.core.targets import Target, waves
+from tooling.engine import secrets, verify
+from tooling.engine.unitplanner import (
     PLAN_NAME,
     Progress,
     mocked_dependencies,
@@ -34,11 +39,6 @@ from tooling.commands.plans import (
     unit_out_dir,
     upstream_secrets,
 )
-from tooling.core import redact, runlog
-from tooling.core.declared import Declared, values_in_plan
-from tooling.core.planjson import PlanSummary, summarize
-from tooling.core.results import Result
-from tooling.core.targets import Target, waves
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, terragrunt
 

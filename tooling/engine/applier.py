@@ -1,0 +1,483 @@
+"""Apply exactly the reviewed plans, in DAG order, and stop where a human must look.
+
+For each unit of ``DIR/summary.json``, in order:
+
+1. a unit whose plan did not succeed, or whose upstream failed, was refused or
+   did not run, is ``not-run``; one whose upstream waits for approval waits too;
+2. a unit the folder's record (``apply.json``) says was applied by an earlier
+   run is reported as ``applied`` (``earlier``) and left alone; one an earlier
+   run was killed while applying is settled from OpenTofu's own output;
+3. ``no-changes`` plans are reported and skipped;
+4. the binding is verified: the plan file's SHA-256 equals the one in the
+   summary, HEAD is the commit the plans were made for, the tools are the
+   versions the plans were made with, the state the plan file records is the
+   unit's own, no state an earlier apply could not save is waiting; any
+   mismatch refuses the unit (never a silent re-plan). Plans of a dirty tree
+   are refused as a whole;
+5. the gate is recomputed from the saved plan itself (``show -json``) and
+   policy.toml, never read from ``summary.json``: ``manual`` units wait
+   (``waiting-approval``) unless ``--approve-manual``;
+6. the saved plan is applied; OpenTofu's own stale-plan and lineage refusals
+   are ``refused``, a lock error names the lock's ID, holder and age and the
+   runbook's recovery command (never an automatic force-unlock); a state
+   OpenTofu could not save (``errored.tfstate``) is copied into the plan folder
+   and named with the push command, objects reported created but absent from
+   the state are named with their import command;
+7. after a unit applies, each dependent planned against its mock outputs, or
+   against outputs this apply changed, is re-planned (the "cascade"): applied
+   if its gate is still ``auto``; with ``--approve-manual`` a ``manual`` one is
+   applied only if it changes exactly the same resources, with the same
+   actions and the same values, as the plan the reviewer approved
+   (:mod:`tooling.core.approval`); otherwise it waits, its new plan in apply.md.
+8. an apply is ``applied`` only when OpenTofu completed without reporting an
+   error, whatever Terragrunt's exit code; a unit the model cannot evaluate is
+   ``refused``.
+
+The record is merged, never overwritten: each run adds itself to ``runs`` and
+updates ``units`` (the latest result per unit), and is saved after every unit,
+so a re-run after a failure continues from the failure point.
+
+SIGINT/SIGTERM are forwarded once to the running apply's process group; the
+tool waits for OpenTofu to persist state and release the lock, records what
+OpenTofu really did (its exit status and output), marks the rest ``not-run``,
+writes the report and exits non-zero. The apply writes its output to a file,
+not a pipe: if the tool itself is killed, OpenTofu still finishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tooling.core import audit, binding, declared, encryption, review
+from tooling.core.approval import cascade_wait
+from tooling.core.gates import Gate, decide, parse_policy, reasons_text
+from tooling.core.planjson import PlanSummary, summarize
+from tooling.core.record import (
+    MARKS,
+    RUNNING,
+    ApplyRun,
+    UnitApply,
+    binding_problems,
+    earlier_applied,
+    model_block,
+    record_document,
+    report_md,
+    upstream_block,
+)
+from tooling.core.record import explain_failure as _explain
+from tooling.core.record import outcome as _outcome
+from tooling.engine import applysafety, secrets, verify, workcopies
+from tooling.engine.unitplanner import Target, learn_secrets, plan_unit, sha256_file
+from tooling.errors import ToolingError
+from tooling.io import git, outdir, proc, terragrunt
+from tooling.io.auditlog import AuditLog
+from tooling.io.outdir import read_record as read_record  # the folder's earlier record
+from tooling.io.ui import say, show
+from tooling.io.workspace import Workspace
+
+
+def explain_failure(
+    output: str, unit_path: str = "", now: datetime | None = None
+) -> tuple[str, str]:
+    """(result, reason) for a failed ``apply`` (:func:`tooling.core.record.explain_failure`)."""
+    return _explain(output, unit_path, now, summary=terragrunt.error_summary(output))
+
+
+def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> tuple[str, str]:
+    """What an apply really did (:func:`tooling.core.record.outcome`)."""
+    return _outcome(code, output, interrupted, unit_path, summary=terragrunt.error_summary(output))
+
+
+# ------------------------------------------------------------------ the run
+
+
+class Applier:
+    def __init__(self, ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> None:
+        self.ws = ws
+        self.dir = plans_dir.resolve()
+        self.approve = approve_manual
+        summary_path = self.dir / "summary.json"
+        if not summary_path.is_file():
+            raise ToolingError(
+                f"{summary_path}: no summary.json; run `invoke plan --out {plans_dir}` first"
+            )
+        try:
+            self.summary: dict[str, Any] = json.loads(summary_path.read_text())
+        except ValueError as exc:
+            raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
+        units = self.summary.get("units") if isinstance(self.summary, dict) else None
+        if not isinstance(units, list) or not all(isinstance(u, dict) for u in units):
+            raise ToolingError(
+                f"{summary_path}: not a plan summary (no list of units); re-plan with `invoke plan --out {plans_dir}`"
+            )
+        if self.summary.get("interrupted"):
+            # not the set a reviewer approved: some units stopped half way, and the
+            # units after them were never planned
+            raise ToolingError(
+                f"{summary_path}: this plan was interrupted before every unit finished; "
+                f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
+            )
+        dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
+        if dirty:
+            raise ToolingError(dirty)
+        self.head = git.rev_parse(ws.root, "HEAD")
+        self.tools_now = self._tools_now()
+        self.policy = parse_policy(ws.policy)
+        self.declared = declared.parse_policy(ws.policy)  # policy.toml [sensitive_attributes]
+        self.run = ApplyRun()
+        self.model = ws.model()
+        self.worktree: Path | None = None
+        self.record_doc = read_record(self.dir, self.summary)
+        self.earlier: dict[str, dict[str, Any]] = {
+            str(u.get("path")): u for u in self.record_doc.get("units", []) if isinstance(u, dict)
+        }
+        self.started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+        self.running: str | None = None
+        key = hashlib.sha256(str(self.dir).encode()).hexdigest()[:16]
+        # raw OpenTofu output, outside the report folder (which is uploaded): redacted into apply.log after
+        self.raw_dir = ws.root / ".iac" / "apply-output" / key
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        """The tools' environment, with the modules of every planned unit mapped (a deleted
+        unit's destroy is applied from the base revision, whose module the tree may no longer pin)."""
+        return self.ws.env_for(
+            str(u["source"]) for u in self.summary.get("units", []) if u.get("source")
+        )
+
+    def _tools_now(self) -> dict[str, str]:
+        from tooling.io import toolchain
+
+        return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
+
+    # -- the record, saved after every unit
+    def document(self) -> dict[str, Any]:
+        return record_document(
+            self.run,
+            order=[str(u["path"]) for u in self.summary.get("units", [])],
+            earlier=self.record_doc,
+            head=self.head,
+            plans_head=self.summary.get("head"),
+            approve_manual=self.approve,
+            started_at=self.started_at,
+            running=self.running,
+        )
+
+    def save(self) -> None:
+        outdir.write_json(self.dir / "apply.json", self.document())
+
+    # -- helpers
+    def record(
+        self,
+        path: str,
+        result: str,
+        reason: str,
+        *,
+        cascaded: bool = False,
+        gate: str = "none",
+        earlier: bool = False,
+        plan_text: str | None = None,
+    ) -> None:
+        self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier, plan_text))
+        if self.running == path:
+            self.running = None
+        show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
+        self.save()
+
+    def run_dir(self, unit: Mapping[str, Any]) -> Path:
+        if unit.get("destroy"):
+            if self.worktree is None:
+                base = self.summary.get("base")
+                if not base:
+                    raise ToolingError(
+                        "summary.json has a destroy plan but no base revision; re-plan"
+                    )
+                self.worktree = git.add_worktree(
+                    self.ws.root,
+                    self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}",
+                    str(base),
+                )
+            return self.worktree / str(unit["path"])
+        return self.ws.run_dir(str(unit["path"]))
+
+    def raw_file(self, path: str) -> Path:
+        return self.raw_dir / (path.replace("/", "__") + ".out")
+
+    def state_key(self, unit: Mapping[str, Any]) -> str | None:
+        """The unit's own state key, from the model of the tree it is applied from."""
+        path = str(unit["path"])
+        base = str(self.summary.get("base"))
+        model = self.ws.model(self.ws.tree_at(base)) if unit.get("destroy") else self.model
+        model_unit = model.units.get(path)
+        return model_unit.state_key if model_unit else None
+
+    def applied(self, unit: Mapping[str, Any], run_dir: Path, plan_file: Path) -> tuple[str, str]:
+        """Apply a saved plan: (result, reason), naming what a failed apply left behind."""
+        path = str(unit["path"])
+        since = time.time_ns()
+        code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
+        result, reason = outcome(code, output, interrupted, path)
+        if result != "applied":
+            folder = (
+                self.dir / str(unit.get("plan_file"))
+            ).parent  # units/UNIT, even for a cascade
+            left, whole = applysafety.after_failure(
+                path, run_dir, folder, output, self.env, since_ns=since
+            )
+            reason = left if whole else f"{left}; {reason}" if left else reason
+        return result, reason
+
+    def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
+        """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
+        args = terragrunt.apply_args(plan_file)
+        env = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
+        raw = self.raw_file(path)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(f"# plan {plan_file}\n")
+        self.running = path
+        self.save()
+        code, interrupted = proc.run_to_file(args, output=raw, cwd=run_dir, env=env)
+        if interrupted:
+            self.run.interrupted = True
+        output = raw.read_text(errors="replace")
+        outdir.append_text(
+            plan_file.parent / "apply.log", f"$ {' '.join(args)}\n{output}\n[exit {code}]\n"
+        )
+        raw.unlink(missing_ok=True)
+        return code, output, interrupted
+
+    def settle_killed(self, unit: Mapping[str, Any]) -> bool:
+        """An earlier run was killed while applying this unit: did OpenTofu finish?
+        (:func:`tooling.engine.applysafety.settle_killed`)"""
+        path = str(unit["path"])
+        return applysafety.settle_killed(self.raw_file(path), self.dir / str(unit.get("plan_file")))
+
+    # -- the walk
+    def execute(self) -> ApplyRun:
+        units: list[dict[str, Any]] = list(self.summary.get("units", []))
+        # deleted units' destroy plans run last: nothing left may depend on them
+        ordered = [u for u in units if not u.get("destroy")] + [
+            u for u in units if u.get("destroy")
+        ]
+        try:
+            for unit in ordered:
+                self.one(unit)
+        finally:
+            if self.worktree is not None:
+                git.remove_worktree(self.ws.root, self.worktree)
+        return self.run
+
+    def upstream_block(self, unit: Mapping[str, Any]) -> tuple[str, str] | None:
+        model_unit = self.model.units.get(str(unit["path"]))
+        return upstream_block(model_unit.dependencies if model_unit else (), self.run.by_path())
+
+    def gate_of(self, unit: Mapping[str, Any], summary: PlanSummary) -> Gate:
+        """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
+        model_unit = self.model.units.get(str(unit["path"]))
+        gate_class = "manual" if unit.get("destroy") or model_unit is None else model_unit.gate
+        return decide(
+            status="changes",
+            declared=gate_class,
+            summary=summary,
+            destroy=bool(unit.get("destroy")),
+            policy=self.policy,
+        )
+
+    def one(self, unit: Mapping[str, Any]) -> None:
+        path = str(unit["path"])
+        claimed = (unit.get("gate") or {}).get("decision", "none")
+        if self.run.interrupted:
+            self.record(path, "not-run", "interrupted before this unit", gate=claimed)
+            return
+        before = self.earlier.get(path) or {}
+        killed = before.get("result") == RUNNING and self.settle_killed(unit)
+        kept = earlier_applied(path, before, claimed, killed_applied=killed)
+        if kept is not None:
+            self.record(
+                path, kept.result, kept.reason, cascaded=kept.cascaded, gate=kept.gate, earlier=True
+            )
+            return
+        status = unit.get("status")
+        if status == "no-changes":
+            self.record(path, "no-changes", "", gate=claimed)
+            return
+        if status != "changes":
+            self.record(
+                path,
+                "not-run",
+                f"plan status is {status}"
+                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                gate=claimed,
+            )
+            return
+        blocked = self.upstream_block(unit) or model_block(self.model.units.get(path), unit)
+        if blocked:
+            self.record(path, blocked[0], blocked[1], gate=claimed)
+            return
+        plan_file, run_dir = self.dir / str(unit.get("plan_file")), self.run_dir(unit)
+        problems = binding_problems(
+            unit,
+            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+            head=self.head,
+            summary_head=self.summary.get("head"),
+            tools_now=self.tools_now,
+            tools_then=self.summary.get("tools") or {},
+        ) or verify.before_apply(run_dir, path, str(unit.get("tier")), self.env)
+        if not problems:
+            unbound = applysafety.unbound_plan(
+                plan_file,
+                str(unit.get("plan_file")),
+                self.state_key(unit),
+                self.ws.settings.state_bucket,
+            )
+            left = applysafety.unsaved_state(path, run_dir, plan_file.parent)
+            left = left or applysafety.cut_short_earlier(path, run_dir, plan_file.parent, self.env)
+            problems = [*problems, *(p for p in (unbound, left) if p)]
+        if problems:
+            self.record(path, "refused", "; ".join(problems), gate=claimed)
+            return
+        try:
+            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
+        except ToolingError as exc:
+            self.record(
+                path,
+                "refused",
+                encryption.unreadable_plan(str(exc)),
+                gate=claimed,
+            )
+            return
+        # what the apply's output may echo: the plan's sensitive values and its upstreams'
+        if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
+            self.record(path, "refused", unreadable, gate=claimed)
+            return
+        secrets.register(declared.values_in_plan(shown, self.declared))  # policy.toml's list
+        reviewed = summarize(shown)
+        if not reviewed.has_changes:
+            self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
+            return
+        gate = self.gate_of(unit, reviewed)
+        note = (
+            ""
+            if gate.decision == claimed
+            else f" (summary.json said {claimed}; the saved plan says {gate.decision})"
+        )
+        if gate.decision == "manual" and not self.approve:
+            self.record(
+                path,
+                "waiting-approval",
+                "manual gate: " + reasons_text(gate) + note,
+                gate=gate.decision,
+            )
+            return
+        if self.needs_cascade(unit):
+            self.cascade(unit, reviewed)
+            return
+        result, reason = self.applied(unit, run_dir, plan_file)
+        self.record(
+            path,
+            result,
+            reason + note if result == "applied" and note else reason,
+            gate=gate.decision,
+        )
+
+    def needs_cascade(self, unit: Mapping[str, Any]) -> bool:
+        """Planned against mock outputs, or against outputs this run changed?"""
+        done = self.run.by_path()
+        applied = {p for p, r in done.items() if r.result == "applied"}
+        by_path = {str(u["path"]): u for u in self.summary.get("units", [])}
+        if applied.intersection(unit.get("mocked_dependencies") or ()):
+            return True
+        model_unit = self.model.units.get(str(unit["path"]))
+        for dep in model_unit.dependencies if model_unit else ():
+            if dep in applied and (by_path.get(dep) or {}).get("output_changes"):
+                return True
+        return False
+
+    def cascade(self, unit: Mapping[str, Any], reviewed: PlanSummary) -> None:
+        """Re-plan a dependent against its upstream's real outputs, then apply if allowed."""
+        path = str(unit["path"])
+        model_unit = self.model.units[path]
+        out = self.dir / "cascade"
+        target = Target(
+            path,
+            model_unit.tier,
+            model_unit.executor,
+            "cascade",
+            self.ws.run_dir(path),
+            model_unit.dependencies,
+            gate_class=model_unit.gate,
+            source=model_unit.source,
+        )
+        say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
+        fresh = plan_unit(target, out, self.env, declared=self.declared)
+        if fresh.status == "error":
+            self.record(
+                path,
+                "failed",
+                f"re-plan after upstream apply failed: {fresh.error}",
+                cascaded=True,
+                gate=self.gate_of(unit, reviewed).decision,
+            )
+            return
+        gate = decide(
+            status=fresh.status,
+            declared=model_unit.gate,
+            summary=fresh.summary,
+            destroy=False,
+            policy=self.policy,
+        )
+        if fresh.status == "no-changes":
+            self.record(
+                path,
+                "no-changes",
+                "re-planned after upstream apply: nothing left to do",
+                cascaded=True,
+                gate=gate.decision,
+            )
+            return
+        assert fresh.summary is not None and fresh.plan_file is not None
+        # compared with the saved plan the reviewer saw (changes and values), not summary.json
+        why = cascade_wait(gate, approved=self.approve, reviewed=reviewed, fresh=fresh.summary)
+        if why is not None:
+            self.record(
+                path,
+                "waiting-approval",
+                f"re-planned after upstream apply ({out / (fresh.text_file or fresh.plan_file)}); {why}",
+                cascaded=True,
+                gate=gate.decision,
+                plan_text=fresh.plan_text,
+            )
+            return
+        result, reason = self.applied(unit, self.ws.run_dir(path), out / fresh.plan_file)
+        if result == "applied" and not reason:
+            reason = "re-planned against its upstream's real outputs, then applied"
+        self.record(path, result, reason, cascaded=True, gate=gate.decision)
+
+
+def finish(
+    folder: outdir.ReportDir, record: Mapping[str, Any], run: ApplyRun, summary: Mapping[str, Any]
+) -> None:
+    """Write the record (``apply.json``) and the report (``apply.md``, also the job summary)."""
+    folder.write_json("apply.json", dict(record))
+    md = report_md(run, summary)
+    folder.write_text("apply.md", md)
+    folder.job_summary(md)
+    waiting = review.waiting_lines(run.units, str(folder.path))
+    say("\n".join([*waiting, f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}"]))
+
+
+def append_audit(ws: Workspace, apply_doc: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+    """Write the record of the apply that just ended; returns where it went."""
+    doc = audit.record(apply_doc, summary, at=datetime.now(UTC), env=os.environ)
+    where = AuditLog(ws.root, ws.settings).put(audit.key(doc, suffix=uuid.uuid4().hex[:8]), doc)
+    say(f"audit record: {where}")
+    return where

@@ -1,0 +1,112 @@
+"""A moved unit: the model as if its folder sat at another path, and whether its plan waits
+for its state (still at the old key). Used by ``invoke move-unit`` and ``invoke plan``."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from tooling.core.changes import Affected
+from tooling.errors import ToolingError
+from tooling.io import config, git
+from tooling.io.statestore import store_for
+from tooling.model.layout import layout_from
+from tooling.model.repo import Model, Tree, WorkTree, load
+
+
+class RenamedTree:
+    """A tree in which the files under ``real`` appear under ``virtual`` (and not under ``real``)."""
+
+    def __init__(self, inner: Tree, real: str, virtual: str) -> None:
+        self.inner = inner
+        self.root = inner.root
+        self.git_prefix = inner.git_prefix
+        self.default_tiers = inner.default_tiers
+        self.real = real.rstrip("/") + "/"
+        self.virtual = virtual.rstrip("/") + "/"
+
+    def _map(self, path: str) -> str | None:
+        if path.startswith(self.virtual):
+            return self.real + path[len(self.virtual) :]
+        if path.startswith(self.real):
+            return None  # moved away
+        return path
+
+    def exists(self, path: str) -> bool:
+        mapped = self._map(path)
+        return mapped is not None and self.inner.exists(mapped)
+
+    def sha(self, path: str) -> str:
+        mapped = self._map(path)
+        if mapped is None:
+            raise ToolingError(f"{path}: not in the renamed view")
+        return self.inner.sha(mapped)
+
+    def read(self, path: str) -> bytes:
+        mapped = self._map(path)
+        if mapped is None:
+            raise ToolingError(f"{path}: not in the renamed view")
+        return self.inner.read(mapped)
+
+    def is_dir(self, path: str) -> bool:
+        mapped = self._map(path.rstrip("/") + "/")
+        return mapped is not None and self.inner.is_dir(mapped.rstrip("/"))
+
+    def files_under(self, folder: str) -> list[str]:
+        return sorted(p for p in (self._unmap(f) for f in self.inner.files_under(folder)) if p)
+
+    def _unmap(self, path: str) -> str | None:
+        if path.startswith(self.real):
+            return self.virtual + path[len(self.real) :]
+        return None if path.startswith(self.virtual) else path
+
+    def realpath(self, path: str) -> str:
+        return path
+
+    def links_under(self, folder: str) -> list[str]:
+        return []
+
+    def unit_files(self) -> list[str]:
+        out = []
+        for path in self.inner.unit_files():
+            if path.startswith(self.real):
+                out.append(self.virtual + path[len(self.real) :])
+            elif not path.startswith(self.virtual):
+                out.append(path)
+        return sorted(out)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha1(
+            f"{self.inner.fingerprint()}|{self.real}->{self.virtual}".encode()
+        ).hexdigest()
+
+
+def work_tree(root: Path) -> WorkTree:
+    """The working tree under the live folders of policy.toml ``[layout]``."""
+    return WorkTree(root, layout_from(config.read_policy(root)).live, git.prefix(root))
+
+
+def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
+    """The working tree's model as if the unit folder ``real`` were at ``virtual``."""
+    return load(RenamedTree(work_tree(root), real, virtual), None)
+
+
+def moved_unit_blocked(root: Path, model: Model, change: Affected | None, path: str) -> bool:
+    """Must the moved unit at ``path`` wait? Only when its new key holds no state and its old key does.
+
+    (A unit never applied has state at neither key: it plans like a new unit.
+    One whose state was migrated has state at the new key.)
+    """
+    moved_from = (
+        next((u.moved_from for u in change.units if u.path == path), None) if change else None
+    )
+    unit = model.units.get(path)
+    if moved_from is None or unit is None or unit.state_key is None:
+        return True
+    old = model_with_unit_at(root, path, moved_from).units.get(moved_from)
+    if old is None or old.state_key is None:
+        return True
+    settings = config.load()
+    new_store = store_for(root, settings, unit.state_bucket)
+    old_store = store_for(root, settings, old.state_bucket)
+    return not new_store.exists(unit.state_key) and old_store.exists(old.state_key)
