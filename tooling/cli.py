@@ -140,7 +140,7 @@ def use_usage_exit_codes() -> None:
 def errors() -> Iterator[None]:
     import tooling.commands  # noqa: F401  (installs the one redaction step)
     from tooling.errors import ToolingError
-    from tooling.io.outdir import guard_streams
+    from tooling.io.redacting import guard_streams
 
     # every line the tooling prints passes through the one redaction step
     with guard_streams():

@@ -27,7 +27,7 @@ from tooling.core.redact import (
     secret_env,
     short_secret_env,
 )
-from tooling.io import outdir
+from tooling.io import redacting
 
 
 class _Secrets:
@@ -110,4 +110,4 @@ def reset() -> None:
     _SECRETS.reset()
 
 
-outdir.install_redactor(redact)
+redacting.install_redactor(redact)
