@@ -138,10 +138,11 @@ def use_usage_exit_codes() -> None:
 
 @contextmanager
 def errors() -> Iterator[None]:
-    import tooling.commands  # noqa: F401  (installs the one redaction step)
+    from tooling.engine import secrets
     from tooling.errors import ToolingError
     from tooling.io.redacting import guard_streams
 
+    secrets.install()  # the one redaction step, installed by the preamble (no import does it)
     # every line the tooling prints passes through the one redaction step
     with guard_streams():
         try:
