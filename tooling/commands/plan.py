@@ -95,14 +95,12 @@ def plan(
     leg: tuple[str, Sequence[str]] | None = None,
 ) -> int:
     """``invoke plan``; ``leg`` (its id and units): only those of the affected units."""
-    say(ws.describe())
     check_options(
         all_units=all_units,
         units=units,
         executor=executor,
         executors=known_executors(ws, ws.current_model),
     )
-    ws.check_tools()
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
     # checked and locked now; emptied only once parsing and preflight succeeded

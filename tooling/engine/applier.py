@@ -155,9 +155,8 @@ class Applier:
         )
 
     def _tools_now(self) -> dict[str, str]:
-        from tooling.io import toolchain
-
-        return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
+        # the versions the task's preamble checked (a workspace checks them once)
+        return {tool.name: tool.version for tool in self.ws.checked_tools}
 
     # -- the record, saved after every unit
     def document(self) -> dict[str, Any]:
