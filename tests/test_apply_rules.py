@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from tooling.core import record
 from tooling.core.record import binding_problems, change_set
-from tooling.engine.applier import explain_failure
+from tooling.io.terragrunt import error_summary
+
+
+def explain_failure(
+    output: str, unit_path: str = "", now: datetime | None = None
+) -> tuple[str, str]:
+    """The classification an apply makes of its failed run's ``output``."""
+    return record.explain_failure(output, unit_path, now, summary=error_summary(output))
+
 
 UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
@@ -132,7 +143,7 @@ def test_a_lock_error_names_id_holder_age_and_the_runbooks_command_never_lock_fa
 def test_the_outcome_is_what_opentofu_did(
     code: int, output: str, interrupted: bool, result: str, fragment: str
 ) -> None:
-    from tooling.engine.applier import outcome
+    from tooling.commands.apply import outcome
 
     got, reason = outcome(code, output, interrupted)
     assert got == result and fragment in reason

@@ -302,7 +302,7 @@ class ReportDir:
     def __enter__(self) -> ReportDir:
         return self
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, _tb: object) -> None:
         self.close()
         # a full disk, a read-only file system, a file where a folder should be:
         # one line naming this folder and the cause, not a bug report
