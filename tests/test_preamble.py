@@ -305,3 +305,32 @@ def test_a_plan_and_its_apply_each_check_the_tools_once(
     assert applied.returncode == 0, applied.output
     assert "live/cloud/iam: applied" in applied.stdout
     assert (checks, banners) == (1, 1)
+
+
+def test_one_plan_parses_policy_toml_once_however_many_steps_read_it(
+    example_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooling.io import config
+
+    reads: list[Path] = []
+    parses: list[str] = []
+    read, parse = config.read_policy, config.parse_policy_text
+
+    def counted_read(root: Path) -> Any:
+        reads.append(root)
+        return read(root)
+
+    def counted_parse(text: str) -> Any:
+        parses.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(config, "read_policy", counted_read)
+    monkeypatch.setattr(config, "parse_policy_text", counted_parse)
+    config._parsed.cache_clear()  # what earlier tests in this process parsed
+    out = tmp_path / "plans"
+    ran = invoke_in_process(
+        example_repo, "plan", "--unit", "live/cloud/iam", "--out", str(out), monkeypatch=monkeypatch
+    )
+    assert ran.returncode == 0, ran.output
+    assert len(reads) >= 3  # the policy check, the layout, the workspace, the verifier...
+    assert parses == [(example_repo / "policy.toml").read_text(encoding="utf-8")]
