@@ -185,8 +185,9 @@ def test_the_alias_check_finds_a_renamed_module(tmp_path: Path) -> None:
 
 
 def _preamble_calls(path: Path) -> list[str]:
-    """Calls in ``path`` that only the preamble may make: a tools check
-    (``.check_tools()``, ``check_versions(...)``) or the first line (``say(X.describe())``)."""
+    """Calls in ``path`` that only the owners may make: the tools' check itself
+    (``check_versions(...)``; ``ws.check_tools()`` is the workspace's, made once per
+    workspace, and a task has one) or the first line (``say(X.describe())``)."""
     found = []
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):
@@ -194,7 +195,7 @@ def _preamble_calls(path: Path) -> list[str]:
             continue
         func = node.func
         called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if called in ("check_tools", "check_versions"):
+        if called == "check_versions":
             found.append(f"{path}:{node.lineno}: {called}()")
         elif called == "say" and len(node.args) == 1:
             arg = node.args[0]
@@ -203,8 +204,9 @@ def _preamble_calls(path: Path) -> list[str]:
     return found
 
 
-#: the owners: the preamble, the workspace's one check (a property, so once per task), and
-#: the toolchain that defines the check (``invoke setup`` checks what it installed)
+#: the owners: the preamble (the first line), the workspace's one check (a property, so
+#: once per workspace, and a task has one: :func:`tooling.cli.workspace`), and the
+#: toolchain that defines the check
 _OWNERS = ("tooling/cli.py", "tooling/io/workspace.py", "tooling/io/toolchain.py")
 
 
@@ -217,7 +219,6 @@ def test_only_the_preamble_checks_the_tools_or_prints_the_first_line() -> None:
     found = [line for path in files for line in _preamble_calls(path)]
     assert found == [], "declare it in the task's run(..., banner=, tools=):\n" + "\n".join(found)
     owners = [line for name in _OWNERS for line in _preamble_calls(REPO / name)]
-    assert any("cli.py" in line and "check_tools" in line for line in owners), owners
     assert any("workspace.py" in line and "check_versions" in line for line in owners), owners
 
 
@@ -232,7 +233,6 @@ def test_the_preamble_check_finds_a_second_check_or_banner(tmp_path: Path) -> No
     )
     assert _preamble_calls(sample) == [
         f"{sample}:2: say(....describe())",
-        f"{sample}:3: check_tools()",
         f"{sample}:4: check_versions()",
     ]
 

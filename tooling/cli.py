@@ -207,9 +207,14 @@ def _given(value: object) -> bool:
 
 def missing_line(task: Task, names: Sequence[str]) -> str:
     """The one line for ``task``'s required options ``names`` (Python names) missing:
-    ``error: apply needs --plans DIR. See `invoke --help apply`.``"""
+    ``error: apply needs --plans DIR. See `invoke --help apply`.``; a positional one also
+    shows the positional form (``adopt needs --id ID (positional: invoke adopt UNIT
+    ADDRESS ID)``)."""
     wanted = [f"{option_flag(n)} {task.required.get(n, 'VALUE')}" for n in names]
     listed = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} and {wanted[-1]}"
+    if any(n in task.positional for n in names):  # they are usually given in order, unflagged
+        shape = " ".join(task.required.get(n, n.upper()) for n in task.positional)
+        listed += f" (positional: invoke {task.command} {shape})"
     return f"error: {task.command} needs {listed}. See `invoke --help {task.command}`."
 
 
