@@ -143,7 +143,7 @@ def test_a_lock_error_names_id_holder_age_and_the_runbooks_command_never_lock_fa
 def test_the_outcome_is_what_opentofu_did(
     code: int, output: str, interrupted: bool, result: str, fragment: str
 ) -> None:
-    from tooling.commands.apply import outcome
+    from tooling.engine.applier import outcome
 
     got, reason = outcome(code, output, interrupted)
     assert got == result and fragment in reason
