@@ -48,12 +48,14 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import example_tree  # noqa: E402
 
-from tooling.engine import preflight, verify, workcopies  # noqa: E402
+from tooling.engine import preflight, secrets, verify, workcopies  # noqa: E402
 from tooling.engine.batchplanner import run_batch  # noqa: E402
 from tooling.engine.preplan import preflight_rendered  # noqa: E402
 from tooling.engine.unitplanner import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
+
+secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it
 
 
 def targets(ws: Workspace) -> list[Target]:

@@ -36,9 +36,11 @@ sys.path.insert(0, str(HERE))
 
 from benchenv import example_tree, sh  # noqa: E402
 
-from tooling.engine import workcopies  # noqa: E402
+from tooling.engine import secrets, workcopies  # noqa: E402
 from tooling.io import terragrunt  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
+
+secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it
 
 CPU: list[float] = []  # CPU seconds (user + system) of the child processes of each timed call
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 import pytest
 
-import tooling.commands  # noqa: F401  (installs the one redaction step, as every task does)
+from tooling.engine import secrets
+
+# the one redaction step, installed as every task's preamble installs it
+secrets.install()
 
 pytest_plugins = ["infra_fixtures"]
 

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from tooling.core import record
 from tooling.core.record import binding_problems, change_set
-from tooling.engine.applier import explain_failure
+from tooling.io.terragrunt import error_summary
+
+
+def explain_failure(
+    output: str, unit_path: str = "", now: datetime | None = None
+) -> tuple[str, str]:
+    """The classification an apply makes of its failed run's ``output``."""
+    return record.explain_failure(output, unit_path, now, summary=error_summary(output))
+
 
 UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}

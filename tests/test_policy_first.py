@@ -48,6 +48,7 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "bump-module": ("terraform-cloudflare-dns", "v1.2.0", "--dry-run"),
     "adopt": (UNIT, "terraform_data.record", "id"),
     "move-unit": (UNIT, "live/cloud/zone"),
+    "report": ("--merge", "artifacts/plan-hosted"),
     "test": ("--args", "--collect-only -q"),
 }
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from invoke.context import Context
-from invoke.exceptions import Exit
-from invoke.tasks import task
 
-from tooling.cli import run, workspace
+from tooling.cli import run, task, workspace
 
 
 @task(
@@ -44,7 +42,7 @@ _REPORTS_HELP = {
 }
 
 
-@task(help=_REPORTS_HELP)
+@task(required={"plans": "DIR"}, help=_REPORTS_HELP)
 def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
     """Post or update the pull request's one sticky plan comment from every executor's report.
 
@@ -58,11 +56,6 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
     from tooling.commands import ci
     from tooling.core import executors
 
-    if not plans:
-        raise Exit(
-            "error: --plans DIR is required (the folder holding the plan-EXECUTOR folders)", code=2
-        )
-
     def go() -> int:
         configured = list(executors.parse(workspace().policy))
         return ci.plan_comment(plans=Path(plans), matrix=matrix, configured=configured)
@@ -71,10 +64,11 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
 
 
 @task(
+    required={"plans": "DIR", "apply_result": "RESULT"},
     help={
         **_REPORTS_HELP,
         "apply_result": "the auto apply job's result (success, failure, cancelled, skipped)",
-    }
+    },
 )
 def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: str = "") -> None:
     """After the auto applies: job summary, comment on the merged pull request, and the manual job's matrix.
@@ -84,17 +78,16 @@ def apply_report(c: Context, plans: str = "", matrix: str = "", apply_result: st
     """
     from tooling.commands import ci
 
-    if not plans or not apply_result:
-        raise Exit("error: --plans DIR and --apply-result RESULT are required", code=2)
     run(lambda: ci.apply_report(plans=Path(plans), matrix=matrix, apply_result=apply_result))
 
 
 @task(
+    required={"records": "DIR", "matrix": "JSON", "result": "RESULT"},
     help={
         "records": "folder holding one apply-manual-EXECUTOR folder (its apply.json) per approval leg",
         "matrix": "the report job's `manual_matrix` output: the executors the approval job applied",
         "result": "the approval job's result (success, failure, cancelled, skipped)",
-    }
+    },
 )
 def manual_status(c: Context, records: str = "", matrix: str = "", result: str = "") -> None:
     """After the approval job: the merge commit's status iac/plan (NAME) per executor, from waiting for approval to success or failure.
@@ -105,23 +98,20 @@ def manual_status(c: Context, records: str = "", matrix: str = "", result: str =
     """
     from tooling.commands import ci
 
-    if not records or not matrix or not result:
-        raise Exit("error: --records DIR, --matrix JSON and --result RESULT are required", code=2)
     run(lambda: ci.manual_status(records=Path(records), matrix=matrix, result=result))
 
 
-@task(help={"plans": "the folder `invoke app-plan --out` wrote"})
+@task(required={"plans": "DIR"}, help={"plans": "the folder `invoke app-plan --out` wrote"})
 def manual_gate(c: Context, plans: str = "") -> None:
     """Whether a plan waits for a human (a manual-gate unit with changes): `manual` in $GITHUB_OUTPUT."""
     from tooling.commands import ci
 
-    if not plans:
-        raise Exit("error: --plans DIR is required", code=2)
     run(lambda: print("true" if ci.manual_gate(plans=Path(plans)) else "false") or 0)
 
 
 @task(
     iterable=["merge"],
+    required={"merge": "DIR"},
     help={
         "merge": "=DIR: a leg's plan folder (`invoke plan --leg` wrote it); repeat for every leg",
         "out": "the merged report's folder, new or holding an earlier plan report (default: .iac/plans)",
@@ -138,13 +128,9 @@ def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
     from tooling.engine import legs
 
     def go() -> int:
-        from tooling.errors import UsageError
-
-        if not merge:
-            raise UsageError("report needs --merge DIR for each leg's folder")
         ws = workspace()
         target = Path(out) if out else ws.root / ".iac" / "plans"
-        legs.merge(ws.root, [Path(m) for m in merge], target)
+        legs.merge(ws.root, [Path(m) for m in merge or []], target)
         return 0
 
     run(go)

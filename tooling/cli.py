@@ -3,12 +3,18 @@
 - :class:`UsageProgram` and :func:`use_usage_exit_codes`: invoke's program with
   its usage errors (unknown flag, missing value, wrong type, unknown task)
   exiting 2 with one line saying what to run instead;
-- :func:`errors` and :func:`run`: a task's body runs with its output redacted,
-  a :class:`~tooling.errors.ToolingError` becomes ``error: ...`` and its exit
-  code, Ctrl-C exits 130, and anything unforeseen is one line, not a traceback;
-  the whole policy.toml is checked before the task starts (:func:`check_policy`);
-- :func:`workspace` and :func:`say_settings`: the repository a task runs in,
-  and the first line of every task that reads the units.
+- :func:`task` and :class:`Task`: invoke's task, with the options it cannot
+  run without declared in one place (``required=``): one missing is a usage
+  error naming it, exit 2, before anything runs;
+- :func:`run`: the preamble every task shares, then its body. The redaction
+  step is installed and the output redacted, a :class:`~tooling.errors.ToolingError`
+  becomes ``error: ...`` and its exit code, Ctrl-C exits 130, and anything
+  unforeseen is one line, not a traceback (:func:`errors`); the whole policy.toml
+  is checked (:func:`check_policy`); then, once each and only here, the first
+  line saying what the task runs against (``banner=``, :func:`say_settings`) and
+  the pinned tools' versions (``tools=``, :func:`check_tools`). No command below
+  prints the first line or checks the tools itself;
+- :func:`workspace`: the repository a task runs in, found once per task.
 
 Only invoke and the standard library at import time: ``tasks.py`` imports this
 module when invoke loads it, for ``invoke --list`` too.
@@ -20,20 +26,25 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from invoke.exceptions import Exit, ParseError
 from invoke.program import Program
+from invoke.tasks import Task as InvokeTask
+from invoke.tasks import task as invoke_task
 
 __all__ = [
+    "Task",
     "UsageProgram",
     "check_policy",
+    "check_tools",
     "errors",
     "run",
     "say_settings",
+    "task",
     "use_usage_exit_codes",
     "workspace",
 ]
@@ -52,13 +63,21 @@ class UsageProgram(Program):
             super().parse_tasks()
             self._refuse_empty_lists()
         except (ParseError, ValueError) as exc:
-            raise Exit(usage_line(exc, self._task_names()), code=2) from None
+            raise Exit(usage_line(exc, self._task_names(), self._task_of(exc)), code=2) from None
         except BrokenPipeError:  # `invoke --help plan | head -1`
             _reader_gone()
 
     def _task_names(self) -> list[str]:
         collection = getattr(self, "collection", None)
         return sorted(collection.task_names) if collection is not None else []
+
+    def _task_of(self, exc: Exception) -> Any:
+        """The task the parse error ``exc`` is about, if any."""
+        collection = getattr(self, "collection", None)
+        name = getattr(getattr(exc, "context", None), "name", None)
+        if collection is None or not name or name not in collection.task_names:
+            return None
+        return collection[name]
 
     def _refuse_empty_lists(self) -> None:
         """invoke drops a repeatable flag given without a value (``plan --unit``, which
@@ -95,9 +114,9 @@ def _reader_gone() -> NoReturn:
     raise Exit(code=1)
 
 
-def usage_line(exc: Exception, tasks: Sequence[str] = ()) -> str:
-    """The one line for invoke's usage error ``exc``; an unknown task among ``tasks``
-    gets the closest names ("did you mean")."""
+def usage_line(exc: Exception, tasks: Sequence[str] = (), task: object = None) -> str:
+    """The one line for invoke's usage error ``exc`` (about ``task``, when it is one); an
+    unknown task among ``tasks`` gets the closest names ("did you mean")."""
     context = getattr(exc, "context", None)
     name = getattr(context, "name", None)
     what = str(exc).strip().rstrip("!").replace("\n", " ") or type(exc).__name__
@@ -107,6 +126,9 @@ def usage_line(exc: Exception, tasks: Sequence[str] = ()) -> str:
         lambda m: f"--{m[1].replace('_', '-').strip('-')} needs a value",
         what,
     )
+    positional = re.fullmatch(r"'[\w-]+' did not receive required positional arguments: (.+)", what)
+    if positional and isinstance(task, Task):  # the same line as a required option missing
+        return missing_line(task, re.findall(r"'(\w+)'", positional[1]))
     what = re.sub(r"'(\w+?)_'", r"'\1'", what)  # id_ (a Python name) is ID on the command line
     unknown = re.fullmatch(r"No idea what '(.+)' is", what)
     if unknown and tasks:
@@ -136,12 +158,84 @@ def use_usage_exit_codes() -> None:
         running.__class__ = UsageProgram
 
 
+class Task(InvokeTask[Any]):
+    """invoke's task, with its required options declared once: ``required=``, each
+    option (its Python name, as the task function spells it: ``id_``, ``apply_result``)
+    with the placeholder of its value (``{"plans": "DIR"}``).
+
+    A required option missing or empty is bad usage: one line naming each missing
+    one (:func:`missing_line`), exit 2, before anything else runs (policy.toml is not
+    even read). A parameter without a default is positional on the command line
+    (``invoke adopt UNIT ADDRESS ID``); it must be declared required as well, and
+    invoke's own complaint when one is missing says the same line
+    (:class:`UsageProgram`).
+    """
+
+    def __init__(
+        self, body: Callable[..., Any], *, required: Mapping[str, str] | None = None, **kwargs: Any
+    ):
+        super().__init__(body, **kwargs)
+        self.required: dict[str, str] = dict(required or {})
+        options = self.argspec(body).parameters
+        unknown = [name for name in self.required if name not in options]
+        undeclared = [name for name in self.positional if name not in self.required]
+        if unknown or undeclared:  # found when the tasks load, by every test
+            raise TypeError(
+                f"{body.__name__}: required= names no option {unknown}, "
+                f"or leaves out the positional {undeclared}"
+            )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        missing = [name for name in self.required if not _given(kwargs.get(name))]
+        if missing:
+            raise Exit(missing_line(self, missing), code=2)
+        return super().__call__(*args, **kwargs)
+
+    @property
+    def command(self) -> str:
+        """The task's name on the command line (``manual-status``)."""
+        return (self.name or self.body.__name__).replace("_", "-")
+
+
+def _given(value: object) -> bool:
+    """Whether an option's value says something: not absent, not empty, not a repeatable
+    option given only empty values (``--merge ""``)."""
+    if isinstance(value, list | tuple):
+        return any(value)
+    return bool(value)
+
+
+def missing_line(task: Task, names: Sequence[str]) -> str:
+    """The one line for ``task``'s required options ``names`` (Python names) missing:
+    ``error: apply needs --plans DIR. See `invoke --help apply`.``; a positional one also
+    shows the positional form (``adopt needs --id ID (positional: invoke adopt UNIT
+    ADDRESS ID)``)."""
+    wanted = [f"{option_flag(n)} {task.required.get(n, 'VALUE')}" for n in names]
+    listed = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} and {wanted[-1]}"
+    if any(n in task.positional for n in names):  # they are usually given in order, unflagged
+        shape = " ".join(task.required.get(n, n.upper()) for n in task.positional)
+        listed += f" (positional: invoke {task.command} {shape})"
+    return f"error: {task.command} needs {listed}. See `invoke --help {task.command}`."
+
+
+def option_flag(name: str) -> str:
+    """The command line's spelling of the task function's parameter ``name`` (``id_``: ``--id``)."""
+    return "--" + name.strip("_").replace("_", "-")
+
+
+def task(**kwargs: Any) -> Callable[[Callable[..., Any]], Task]:
+    """invoke's ``@task(...)`` making a :class:`Task`: ``@task(required=["plans"], help={...})``."""
+    made: Callable[[Callable[..., Any]], Task] = invoke_task(klass=Task, **kwargs)
+    return made
+
+
 @contextmanager
 def errors() -> Iterator[None]:
-    import tooling.commands  # noqa: F401  (installs the one redaction step)
+    from tooling.engine import secrets
     from tooling.errors import ToolingError
-    from tooling.io.outdir import guard_streams
+    from tooling.io.redacting import guard_streams
 
+    secrets.install()  # the one redaction step, installed by the preamble (no import does it)
     # every line the tooling prints passes through the one redaction step
     with guard_streams():
         try:
@@ -191,7 +285,21 @@ def _bug(exc: Exception) -> NoReturn:
     raise Exit(code=1) from None
 
 
+class _TaskRun:
+    """The task running now (:func:`run` opens and closes it): its workspace, found once."""
+
+    active = False
+    ws: Any = None
+
+
+_RUN = _TaskRun()
+
+
 def workspace() -> Any:
+    """The repository the running task works in: found, its ``.iac/`` made private and its
+    secret variables' names read once per task (outside a task, each call finds it anew)."""
+    if _RUN.ws is not None:
+        return _RUN.ws
     from tooling.engine import secrets
     from tooling.io import toolchain
     from tooling.io.workspace import Workspace, mark_private
@@ -200,14 +308,27 @@ def workspace() -> Any:
     ws = Workspace.here(Path.cwd())
     mark_private(ws.root)  # before anything is written there
     secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]
+    if _RUN.active:
+        _RUN.ws = ws
     return ws
 
 
-def say_settings(ws: Any) -> None:
-    """The first line of every task that reads the units: what it runs against (stderr)."""
+#: what a task's first line describes: the settings as they apply to the units (the
+#: repository's model read for it), or the settings alone (a task that reads no unit)
+Banner = Literal["units", "settings"]
+
+
+def say_settings(ws: Any, banner: Banner = "units") -> None:
+    """The first line of a task: what it runs against (stderr). Only :func:`run` calls it."""
     from tooling.io.ui import say
 
-    say(ws.describe())
+    say(ws.describe() if banner == "units" else ws.settings.describe())
+
+
+def check_tools(ws: Any) -> None:
+    """Refuse to go on with tool versions other than the pinned ones. Only :func:`run`
+    calls it, once per task (the commands below rely on it)."""
+    ws.check_tools()
 
 
 def check_policy(start: Path | None = None) -> None:
@@ -238,10 +359,20 @@ def check_policy(start: Path | None = None) -> None:
         raise ToolingError(located(str(exc), text), code=exc.code) from None
 
 
-def run(fn: Callable[[], int | None]) -> None:
-    """Run a task's body: policy.toml checked first, then ``fn`` under :func:`errors`."""
+def run(fn: Callable[[], int | None], *, banner: Banner | None = None, tools: bool = False) -> None:
+    """Run a task's body ``fn`` after the preamble every task shares, all under
+    :func:`errors`: policy.toml checked, then the first line (``banner``) and the
+    pinned tools (``tools``), each once; ``fn`` finds the same :func:`workspace`."""
     with errors():
         check_policy()
-        code = fn()
+        _RUN.active, _RUN.ws = True, None
+        try:
+            if banner:
+                say_settings(workspace(), banner)
+            if tools:
+                check_tools(workspace())
+            code = fn()
+        finally:
+            _RUN.active, _RUN.ws = False, None
     if code:
         raise Exit(code=code)

@@ -7,10 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from invoke.context import Context
-from invoke.exceptions import Exit
-from invoke.tasks import task
 
-from tooling.cli import run, workspace
+from tooling.cli import run, task, workspace
 
 _APP_HELP = {
     "app": "the application's name ([a-z0-9-]+); its state lives under apps/APP/",
@@ -19,10 +17,11 @@ _APP_HELP = {
 
 
 @task(
+    required={"app": "NAME", "dir": "DIR"},
     help={
         **_APP_HELP,
         "out": "output folder, new or holding an earlier plan report, not inside .git (default: .iac/app-plans/APP)",
-    }
+    },
 )
 def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
     """Plan an application's folder (plain OpenTofu, state apps/APP/terraform.tfstate); same report and gates.
@@ -32,21 +31,21 @@ def app_plan(c: Context, app: str = "", dir: str = "", out: str = "") -> None:
     """
     from tooling.commands import apptier
 
-    if not app or not dir:
-        raise Exit("error: --app NAME and --dir DIR are required", code=2)
     run(
         lambda: apptier.plan(
             workspace(), app=app, directory=Path(dir), out=Path(out) if out else None
-        )
+        ),
+        tools=True,
     )
 
 
 @task(
+    required={"app": "NAME", "dir": "DIR", "plans": "DIR"},
     help={
         **_APP_HELP,
         "plans": "the folder `invoke app-plan --out` wrote",
         "approve_manual": "also apply a plan whose gate is manual (after a human approved it)",
-    }
+    },
 )
 def app_apply(
     c: Context, app: str = "", dir: str = "", plans: str = "", approve_manual: bool = False
@@ -54,8 +53,6 @@ def app_apply(
     """Apply exactly the reviewed application plan in PLANS; write PLANS/apply.json."""
     from tooling.commands import apptier
 
-    if not app or not dir or not plans:
-        raise Exit("error: --app NAME, --dir DIR and --plans DIR are required", code=2)
     run(
         lambda: apptier.apply(
             workspace(),
@@ -63,17 +60,19 @@ def app_apply(
             directory=Path(dir),
             plans=Path(plans),
             approve_manual=approve_manual,
-        )
+        ),
+        tools=True,
     )
 
 
 @task(
+    required={"module": "MODULE", "version": "VERSION"},
     help={
         "module": "the module repository's URL or short name (terraform-proxmox)",
         "version": "a tag of that repository (v1.2.0, dns-v1.3.0)",
         "units": "only units matching these globs (comma-separated; a folder selects the units below it)",
         "dry_run": "show the edits, branch, title and body; change nothing",
-    }
+    },
 )
 def bump_module(
     c: Context, module: str, version: str, units: str = "", dry_run: bool = False
@@ -84,14 +83,15 @@ def bump_module(
     a conventional commit, push to origin and a pull request (GITHUB_TOKEN).
     Without a token: stops after the local commit and prints the PR text.
     """
-    from tooling.commands import bump as bumpflow
+    from tooling.commands import bump
 
-    def go() -> int:
-        ws = workspace()
-        ws.check_tools()
-        return bumpflow.bump_module(ws, module, version, units=units or None, dry_run=dry_run)
-
-    run(go)
+    run(
+        lambda: bump.bump_module(
+            workspace(), module, version, units=units or None, dry_run=dry_run
+        ),
+        banner="units",
+        tools=True,
+    )
 
 
 @task(help={"json": "print the JSON document on stdout (logs go to stderr)"})
@@ -101,16 +101,16 @@ def outdated(c: Context, json_: bool = False) -> None:
     Exit code 1 when a module repository could not be queried, or (after the
     report) when a unit's HCL does not parse.
     """
-    from tooling.commands import bump as bumpflow
-    from tooling.commands import plan as pipeline
+    from tooling.commands import bump
+    from tooling.engine.detect import unreadable_exit
 
     def go() -> int:
         ws = workspace()
-        code = bumpflow.outdated(ws, as_json=json_)
-        broken = pipeline.unreadable_exit(ws.current_model)
+        code = bump.outdated(ws, as_json=json_)
+        broken = unreadable_exit(ws.current_model)
         return 1 if code or broken else 0
 
-    run(go)
+    run(go, banner="units")
 
 
 @task(help={"units": "only units matching these globs (comma-separated), for a staged rollout"})
@@ -121,14 +121,9 @@ def bump_all(c: Context, units: str = "") -> None:
     closed without merging is not reopened; a branch with someone else's
     commit is never force-pushed. Exit code 1 if a module failed.
     """
-    from tooling.commands import bump as bumpflow
+    from tooling.commands import bump
 
-    def go() -> int:
-        ws = workspace()
-        ws.check_tools()
-        return bumpflow.bump_all(ws, units=units or None)
-
-    run(go)
+    run(lambda: bump.bump_all(workspace(), units=units or None), banner="units", tools=True)
 
 
 @task(
@@ -149,11 +144,11 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
     hooks unless allowlisted. Reads files only (no tofu, no terragrunt). Exit
     code 1 on any violation. docs/rules.md explains every rule.
     """
-    from tooling.commands import check as checking
+    from tooling.commands.check import check as check_rules
 
     def go() -> int:
         ws = workspace()
-        return checking.check(
+        return check_rules(
             ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir
         )
 
@@ -161,9 +156,10 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
 
 
 @task(
+    required={"unit": "UNIT", "address": "ADDRESS", "id_": "ID"},
     help={
         "apply": "apply the import plan (only if it shows no difference), then re-plan to confirm"
-    }
+    },
 )
 def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) -> None:
     """Adopt an existing resource into UNIT at ADDRESS by importing ID, only if nothing else changes.
@@ -173,15 +169,20 @@ def adopt(c: Context, unit: str, address: str, id_: str, apply: bool = False) ->
     import (0 to add, 0 to change, 0 to destroy). Otherwise prints what differs
     (sensitive values hidden) and exits 1: fix the code, not reality.
     """
-    from tooling.commands import adopt as adopting
+    from tooling.commands.adopt import adopt as adopt_resource
 
-    run(lambda: adopting.adopt(workspace(), unit, address, id_, apply=apply))
+    run(
+        lambda: adopt_resource(workspace(), unit, address, id_, apply=apply),
+        banner="units",
+        tools=True,
+    )
 
 
 @task(
+    required={"old": "OLD", "new": "NEW"},
     help={
         "remove_backup": "after a move: delete the old key's backup (refused if the new key holds no state)"
-    }
+    },
 )
 def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> None:
     """Move unit OLD to folder NEW (git mv) and migrate its state to NEW's key (local or S3).
@@ -190,13 +191,9 @@ def move_unit(c: Context, old: str, new: str, remove_backup: bool = False) -> No
     key is kept as OLD_KEY.moved-backup until --remove-backup. If the folder was
     already moved by hand, migrates the state only.
     """
-    from tooling.commands import move as moving
+    from tooling.commands import move
 
-    def go() -> int:
-        ws = workspace()
-        return moving.move_unit(ws, old, new, remove_backup=remove_backup)
-
-    run(go)
+    run(lambda: move.move_unit(workspace(), old, new, remove_backup=remove_backup), banner="units")
 
 
 @task(
@@ -212,18 +209,18 @@ def crosscheck(c: Context, path: str = "", json_: bool = False) -> None:
     direction (Terragrunt sees it, the model does not) first. Exit 1 on any
     dangerous disagreement.
     """
-    from tooling.commands import crosscheck as xcheck
+    from tooling.commands.crosscheck import run as compare_with_terragrunt
     from tooling.io import toolchain
 
     def go() -> int:
         toolchain.ensure_bin_dir_on_path()
         if path:
-            return xcheck.run(Path(path), as_json=json_)
+            return compare_with_terragrunt(Path(path), as_json=json_)
         ws = workspace()
-        ws.check_tools()
-        return xcheck.run(ws.root, as_json=json_, live=ws.layout.live)
+        return compare_with_terragrunt(ws.root, as_json=json_, live=ws.layout.live)
 
-    run(go)
+    # the tools are this repository's pins: a folder given by path is compared as it is
+    run(go, tools=not path)
 
 
 @task(
@@ -240,9 +237,9 @@ def doctor(c: Context, path: str = "", json_: bool = False) -> None:
     for environments keeping their state under their own folder, a
     [layout.roots."FOLDER"] table each); docs/adopt.md walks through it.
     """
-    from tooling.commands import doctor as doc
+    from tooling.commands.doctor import run as examine
 
-    run(lambda: doc.run(Path(path) if path else _doctor_default(), as_json=json_))
+    run(lambda: examine(Path(path) if path else _doctor_default(), as_json=json_))
 
 
 def _doctor_default() -> Path:

@@ -4,8 +4,10 @@ as ``invoke TASK`` (``tasks.py`` at its root loads this collection).
 
 Thin on purpose: each task declares its options and help, and calls one
 function of the ``tooling`` package through :func:`tooling.cli.run`,
-which maps a ``ToolingError`` to its exit code (1 for a failure to act on, 2
-for bad usage) so a known failure never prints a traceback. This file is the
+which runs the preamble every task shares (the first line and the tools' check
+declared there, once each) and maps a ``ToolingError`` to its exit code (1 for
+a failure to act on, 2 for bad usage) so a known failure never prints a
+traceback. A task's required options are declared once, ``@task(required=...)``. This file is the
 command-line contract: most of its lines are the help texts ``invoke --help
 TASK`` shows.
 """
@@ -18,10 +20,8 @@ from pathlib import Path
 
 from invoke.collection import Collection
 from invoke.context import Context
-from invoke.exceptions import Exit
-from invoke.tasks import task
 
-from tooling.cli import run, say_settings, use_usage_exit_codes, workspace
+from tooling.cli import run, task, use_usage_exit_codes, workspace
 
 
 def _project_root() -> Path:
@@ -68,12 +68,7 @@ def units(c: Context, json_: bool = False) -> None:
     """
     from tooling.commands import listing
 
-    def go() -> int:
-        ws = workspace()
-        say_settings(ws)
-        return listing.units(ws, as_json=json_)
-
-    run(go)
+    run(lambda: listing.units(workspace(), as_json=json_), banner="units")
 
 
 @task(
@@ -107,7 +102,6 @@ def affected(
         if committed and uncommitted:
             raise UsageError("--committed and --uncommitted exclude each other")
         ws = workspace()
-        say_settings(ws)
         whole_tree = not committed and not head
         result, model = detect.compute_affected(
             ws, base or None, head or None, uncommitted=whole_tree or uncommitted, disk_model=False
@@ -121,7 +115,7 @@ def affected(
             detect.print_affected(result, ignored=ignored)
         return detect.unreadable_exit(model)
 
-    run(go)
+    run(go, banner="units")
 
 
 @task(
@@ -180,7 +174,8 @@ def plan(
     be the leg's); summary.json records the leg, and `invoke report --merge`
     combines the legs' folders.
     """
-    from tooling.commands import plan as pipeline
+    from tooling.commands.plan import parse_jobs, plan_leg
+    from tooling.commands.plan import plan as plan_units
 
     if from_matrix or leg:
         from tooling.errors import UsageError
@@ -191,29 +186,31 @@ def plan(
                     "--from-matrix and --leg go together, without --all, --unit "
                     "or --comment (the leg names its units; the merged report is commented)"
                 )
-            return pipeline.plan_leg(
+            return plan_leg(
                 workspace(),
                 matrix=from_matrix,
                 leg=leg,
                 executor=executor or None,
                 base=base or None,
-                jobs=pipeline.parse_jobs(jobs),
+                jobs=parse_jobs(jobs),
                 out=Path(out) if out else None,
             )
 
-        run(one_leg)
+        run(one_leg, banner="units", tools=True)
         return
     run(
-        lambda: pipeline.plan(
+        lambda: plan_units(
             workspace(),
             base=base or None,
             all_units=all_,
             units=unit or [],
             executor=executor or None,
-            jobs=pipeline.parse_jobs(jobs),
+            jobs=parse_jobs(jobs),
             out=Path(out) if out else None,
             comment=comment,
-        )
+        ),
+        banner="units",
+        tools=True,
     )
 
 
@@ -227,22 +224,22 @@ def plan(
 def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str = "") -> None:
     """The unit DAG (dependencies -> dependents), grouped and coloured by tier."""
     from tooling.commands import listing
-    from tooling.commands import plan as pipeline
+    from tooling.engine.detect import unreadable_exit
 
     def go() -> int:
         ws = workspace()
-        say_settings(ws)
         print(listing.graph(ws, fmt=format, affected_base=base or None, highlight=affected), end="")
-        return pipeline.unreadable_exit(ws.current_model)
+        return unreadable_exit(ws.current_model)
 
-    run(go)
+    run(go, banner="units")
 
 
 @task(
+    required={"plans": "DIR"},
     help={
         "plans": "the folder `invoke plan --out` wrote (summary.json and the binary plans)",
         "approve_manual": "also apply the manual-gate units (the protected-environment job passes this)",
-    }
+    },
 )
 def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     """Apply exactly the reviewed plans in PLANS, by gate, in DAG order; write PLANS/apply.json.
@@ -256,13 +253,13 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     --approve-manual. Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
     """
-    from tooling.commands import apply as applying
+    from tooling.commands.apply import apply as apply_plans
 
-    if not plans:
-        raise Exit(
-            "error: --plans DIR is required (the folder `invoke plan --out DIR` wrote)", code=2
-        )
-    run(lambda: applying.apply(workspace(), Path(plans), approve_manual=approve_manual))
+    run(
+        lambda: apply_plans(workspace(), Path(plans), approve_manual=approve_manual),
+        banner="units",
+        tools=True,
+    )
 
 
 @task(help={"plans": "a plan folder to remove too (the job's copy of the plans)"})
@@ -310,12 +307,14 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
     Exit code 0 when every unit was planned (drift is reported, not an error),
     1 when a plan failed, 2 bad usage, 130 interrupted (the issue is left alone).
     """
-    from tooling.commands import drift as drifting
+    from tooling.commands.drift import run as plan_against_reality
 
     run(
-        lambda: drifting.run(
+        lambda: plan_against_reality(
             workspace(), executor=executor or None, out=Path(out) if out else None, issue=issue
-        )
+        ),
+        banner="units",
+        tools=True,
     )
 
 
@@ -331,9 +330,9 @@ def audit(c: Context, since: str = "", json_: bool = False) -> None:
     Every `invoke apply` appends one record under audit/ in the state bucket
     (IAC_STATE_BUCKET), else under .iac/state/audit/.
     """
-    from tooling.commands import audit as trail
+    from tooling.commands.audit import run as read_trail
 
-    run(lambda: trail.run(workspace(), since=since or None, as_json=json_))
+    run(lambda: read_trail(workspace(), since=since or None, as_json=json_), banner="settings")
 
 
 @task(
@@ -349,9 +348,9 @@ def runners(c: Context, json_: bool = False, require: str = "", issue: bool = Fa
     Needs IAC_RUNNERS_TOKEN (Administration: read; bootstrap/README.md) and
     GITHUB_REPOSITORY. GitHub-hosted executors are listed without runners.
     """
-    from tooling.commands import runners as health
+    from tooling.commands.runners import run as list_runners
 
-    run(lambda: health.run(workspace(), as_json=json_, require=require or None, issue=issue))
+    run(lambda: list_runners(workspace(), as_json=json_, require=require or None, issue=issue))
 
 
 @task(
@@ -383,8 +382,9 @@ def matrix(
     the job outputs `matrix` and `any` are written to $GITHUB_OUTPUT.
     """
     from tooling.commands import ci
-    from tooling.commands import plan as pipeline
-    from tooling.engine import matrix as matrices
+    from tooling.engine.detect import unreadable_exit
+    from tooling.engine.matrix import matrix as affected_matrix
+    from tooling.engine.matrix import parse_max_legs
 
     def go() -> int:
         ws = workspace()
@@ -392,7 +392,7 @@ def matrix(
             from tooling.errors import UsageError
 
             raise UsageError("--runners needs --routes (it writes the job outputs)")
-        legs = matrices.parse_max_legs(max_legs)
+        legs = parse_max_legs(max_legs)
         times = Path(timings) if timings else None
         if routes:
             doc = ci.checked_matrix(
@@ -404,9 +404,9 @@ def matrix(
                 timings=times,
             )
         else:
-            doc = matrices.matrix(ws, base=base or None, max_legs=legs, timings=times)
+            doc = affected_matrix(ws, base=base or None, max_legs=legs, timings=times)
         print(json.dumps(doc, indent=2))
-        return pipeline.unreadable_exit(ws.current_model)
+        return unreadable_exit(ws.current_model)
 
     run(go)
 

@@ -1,4 +1,2 @@
 """The entry points: one thin module per command family, each calling down into
 :mod:`tooling.engine`, :mod:`tooling.io` and :mod:`tooling.core`; none imports another."""
-
-from tooling.engine import secrets as _secrets  # noqa: F401  (installs the one redaction step)

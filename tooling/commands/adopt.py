@@ -244,12 +244,10 @@ def _plan(unit_dir: Path, plan_file: Path, env: Mapping[str, str], log: Path) ->
 
 def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool = False) -> int:
     """Plan the import of ADDRESS (ID) into UNIT; refuse unless it is the only change; apply with ``apply``."""
-    say(ws.describe())
     target = check_address(address)
     if not import_id:
         raise UsageError("ID is empty: give the provider's import ID of the existing resource")
     path = unit_arg(unit, option="UNIT")
-    ws.check_tools()
     model = ws.current_model
     if path not in model.units:
         hint = did_you_mean(path, model.units) or " See `invoke units`."

@@ -12,13 +12,10 @@ from tooling.engine import atrest, preflight
 from tooling.engine.applier import Applier, append_audit, finish
 from tooling.errors import ToolingError
 from tooling.io import outdir
-from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 
 def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
-    say(ws.describe())
-    ws.check_tools()
     folder_path = plans_dir.resolve()
     if not (folder_path / "summary.json").is_file():
         raise ToolingError(

@@ -176,9 +176,9 @@ class Prepared:
 
 
 def prepare(ws: Workspace, app: str, directory: Path) -> Prepared:
-    """Name, tools, state location and configuration checks: everything before tofu runs."""
+    """Name, state location and configuration checks: everything before tofu runs (the
+    tools are checked by the task's preamble)."""
     name = check_name(app)
-    ws.check_tools()
     policy = parse_policy(ws.policy)
     app_dir = resolve_dir(directory)
     state = state_for(name, ws.root, os.environ)
@@ -317,8 +317,8 @@ def _apply_one(
     the saved plan itself (never from summary.json), apply it."""
     from tooling.core import gates, redact
     from tooling.core.planjson import summarize
-    from tooling.engine import applier as applying
     from tooling.engine import secrets
+    from tooling.engine.applier import outcome
 
     log = plan_file.parent / "apply.log"
     raw = ws.root / ".iac" / "apply-output" / f"app-{prep.app}.out"
@@ -366,16 +366,15 @@ def _apply_one(
     output = raw.read_text(errors="replace")
     outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {code}]\n")
     raw.unlink(missing_ok=True)
-    record(*applying.outcome(code, output, interrupted), gate.decision)
+    record(*outcome(code, output, interrupted), gate.decision)
 
 
 def apply(
     ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False
 ) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
-    from tooling.engine import applier as applying
+    from tooling.engine.applier import finish, read_record
     from tooling.engine.unitplanner import sha256_file
-    from tooling.io import toolchain
 
     prep = prepare(ws, app, directory)
     plans_dir = plans.resolve()
@@ -410,7 +409,7 @@ def apply(
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
     with folder:
-        previous = applying.read_record(plans_dir, summary)
+        previous = read_record(plans_dir, summary)
 
         def record(result: str, reason: str, gate: str, earlier: bool = False) -> None:
             run.units.append(UnitApply(path, result, reason, gate=gate, earlier=earlier))
@@ -440,7 +439,7 @@ def apply(
                 plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
                 head=commit or "",
                 summary_head=summary.get("head") or "",
-                tools_now={t.name: t.version for t in toolchain.check_versions(ws.root)},
+                tools_now={t.name: t.version for t in ws.checked_tools},
                 tools_then=summary.get("tools") or {},
             )
             if problems:
@@ -458,7 +457,7 @@ def apply(
             approve_manual=approve_manual,
             started_at=started_at,
         )
-        applying.finish(
+        finish(
             folder,
             {"app": prep.app, **doc},
             run,

@@ -22,7 +22,6 @@ from tooling.io.workspace import Workspace
 def run(ws: Workspace, *, since: str | None = None, as_json: bool = False) -> int:
     """``invoke audit``: the records (on or after ``since``), oldest first."""
     day = audit.parse_since(since) if since else None
-    say(ws.settings.describe())
     log = AuditLog(ws.root, ws.settings)
     keys = audit.keys_since(log.keys(), day)
     docs = [log.get(k) for k in keys]

@@ -104,7 +104,6 @@ def bump_module(
     ws: Workspace, module: str, version: str, *, units: str | None = None, dry_run: bool = False
 ) -> int:
     """``invoke bump-module``: one module to one tag, in every (selected) unit pinning it."""
-    say(ws.describe())
     ctx = open_context(ws, fetch=not dry_run, need_clean=not dry_run)
     tree, inv = _default_branch_pins(ws, ctx)
     pins = select_module(inv.pins, module)
@@ -151,7 +150,6 @@ def outdated(ws: Workspace, *, as_json: bool = False) -> int:
     Reads the working tree as it is. Exit code 1 when a repository's tags could
     not be listed (the others are still reported).
     """
-    say(ws.describe())
     inv = inventory(unit_texts(ws, ws.work_tree()))
     if not inv.pins and not inv.skipped:
         # nothing is skipped silently: an empty list says where no unit was found
@@ -200,7 +198,6 @@ def bump_all(ws: Workspace, *, units: str | None = None) -> int:
     Exit code 1 when a module failed or a repository could not be queried
     (every other module is still handled).
     """
-    say(ws.describe())
     ctx = open_context(ws, fetch=True, need_clean=True)
     _, inv = _default_branch_pins(ws, ctx)
     globs = split_globs(units)

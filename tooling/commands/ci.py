@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import ci, legs, pages
-from tooling.engine import matrix as matrices
+from tooling.engine.matrix import matrix as affected_matrix
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, outdir
 from tooling.io.ui import say
@@ -50,7 +50,7 @@ def checked_matrix(
     ``unavailable`` output (``{"include": [{"executor", "message"}]}``) for a
     hosted job that fails with its message; the other legs go on.
     """
-    doc = matrices.matrix(ws, base=base, max_legs=max_legs, timings=timings)
+    doc = affected_matrix(ws, base=base, max_legs=max_legs, timings=timings)
     legs = ci.checked_legs(doc, ci.parse_routes(routes))
     missing: list[dict[str, Any]] = []
     if check_runners:
@@ -140,9 +140,9 @@ def _merge_legs(plans: Path, matrix: str) -> None:
     """A split executor's ``plan-<leg>`` folders merged into ``plan-<executor>`` first."""
     doc = json.loads(matrix) if matrix.strip() else {}
     if any(isinstance(e, dict) and e.get("leg") for e in doc.get("include") or ()):
-        from tooling.engine import legs as leg_flow
+        from tooling.engine.legs import merge_matrix
 
-        leg_flow.merge_matrix(Path.cwd(), plans, doc)
+        merge_matrix(Path.cwd(), plans, doc)
 
 
 def _set_statuses(forge: Any, sha: str, statuses: list[ci.Status], run_url: str) -> None:

@@ -125,8 +125,6 @@ def run(
     and with ``issue`` keep the drift issue current. Returns the exit code."""
     from tooling.io import git, toolchain
 
-    say(ws.describe())
-    ws.check_tools()
     model = ws.current_model  # with stacks: their units generated, planned in the copy
     executors = sorted({u.executor for u in model.units.values()})
     if executor and executor not in executors:

@@ -33,7 +33,7 @@ def units(ws: Workspace, *, as_json: bool) -> int:
 
 
 def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
-    from tooling.core import graph as graphs
+    from tooling.core.graph import dot, mermaid
 
     if fmt not in ("mermaid", "dot"):
         raise UsageError(f"--format {fmt}: use mermaid or dot")
@@ -42,4 +42,4 @@ def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool
     if highlight:
         change, model = compute_affected(ws, affected_base, uncommitted=True)
         marked = {u.path for u in change.units}
-    return graphs.mermaid(model, marked) if fmt == "mermaid" else graphs.dot(model, marked)
+    return mermaid(model, marked) if fmt == "mermaid" else dot(model, marked)

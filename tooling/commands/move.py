@@ -143,7 +143,6 @@ def move_unit(
     """``invoke move-unit``: move the folder (git mv) and migrate its state; or remove the backup."""
     root = ws.root
     settings = ws.settings
-    say(ws.describe())
     old, new = _norm(old, "OLD"), _norm(new, "NEW")
     move = plan_move(root, old, new)
     if client_factory is s3_client:

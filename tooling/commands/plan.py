@@ -32,7 +32,7 @@ from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
 from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress
 from tooling.errors import UsageError
-from tooling.io import git, outdir, proc
+from tooling.io import git, outdir, proc, redacting
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
@@ -94,14 +94,12 @@ def plan(
     leg: tuple[str, Sequence[str]] | None = None,
 ) -> int:
     """``invoke plan``; ``leg`` (its id and units): only those of the affected units."""
-    say(ws.describe())
     check_options(
         all_units=all_units,
         units=units,
         executor=executor,
         executors=known_executors(ws, ws.current_model),
     )
-    ws.check_tools()
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
     # checked and locked now; emptied only once parsing and preflight succeeded
@@ -253,7 +251,7 @@ def _plan_into(
         from tooling.io import forge
 
         bodies = pages.paginate("", [("", rendered_within(10**9))], budget=forge.MAX_BODY)
-        forge.post_sticky_pages([outdir.redact(b) for b in bodies])
+        forge.post_sticky_pages([redacting.redact(b) for b in bodies])
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     if interrupted:
         say("interrupted: the report above is incomplete and cannot be applied; plan again")

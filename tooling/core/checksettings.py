@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.core import names as unit_names
+from tooling.core.names import DEFAULT_PATTERN, SETTING, pattern_from
 from tooling.errors import ToolingError
 from tooling.model.layout import layout_from
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
@@ -64,7 +64,7 @@ class CheckPolicy:
     executors: tuple[str, ...] = ()  # declared [executors.*] names; empty: not declared
     tool_pin_files: tuple[str, ...] = DEFAULT_TOOL_PIN_FILES
     #: what each folder below the live folder may be called (a regular expression)
-    unit_name_pattern: str = unit_names.DEFAULT_PATTERN
+    unit_name_pattern: str = DEFAULT_PATTERN
     #: files (fnmatch) allowed to hold run_cmd() or hooks, with the reason
     allowed_run_at_parse: Mapping[str, str] = field(default_factory=dict)
     #: per tier, the roles (fnmatch) a unit may have Terragrunt assume (iam_role), with the reason
@@ -131,7 +131,7 @@ _CHECK_KEYS = frozenset(
         "allowed_module_sources",
         "layers",
         "tool_pin_files",
-        unit_names.SETTING,
+        SETTING,
         "allowed_run_at_parse",
         "allowed_roles",
         "allowed_errors",
@@ -206,7 +206,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         tool_pin_files=_strings(
             section, "tool_pin_files", "[check]", default=DEFAULT_TOOL_PIN_FILES
         ),
-        unit_name_pattern=unit_names.pattern_from(data),
+        unit_name_pattern=pattern_from(data),
         allowed_run_at_parse=_reasons(section, "allowed_run_at_parse"),
         allowed_roles=_roles(section),
         allowed_errors=_reasons(section, "allowed_errors"),

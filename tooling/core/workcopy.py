@@ -140,10 +140,6 @@ def declared_generated(root: Body) -> frozenset[str]:
     return frozenset(names)
 
 
-def _join(subdir: str, name: str) -> str:
-    return f"{subdir}/{name}" if subdir else name
-
-
 def problems(
     expected: Expected, found: Mapping[str, str], unit_files: frozenset[str] = frozenset()
 ) -> list[str]:

@@ -73,7 +73,6 @@ from tooling.core.record import (
     report_md,
     upstream_block,
 )
-from tooling.core.record import explain_failure as _explain
 from tooling.core.record import outcome as _outcome
 from tooling.engine import applysafety, secrets, verify, workcopies
 from tooling.engine.unitplanner import Target, learn_secrets, plan_unit, sha256_file
@@ -83,13 +82,6 @@ from tooling.io.auditlog import AuditLog
 from tooling.io.outdir import read_record as read_record  # the folder's earlier record
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-
-
-def explain_failure(
-    output: str, unit_path: str = "", now: datetime | None = None
-) -> tuple[str, str]:
-    """(result, reason) for a failed ``apply`` (:func:`tooling.core.record.explain_failure`)."""
-    return _explain(output, unit_path, now, summary=terragrunt.error_summary(output))
 
 
 def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> tuple[str, str]:
@@ -155,9 +147,8 @@ class Applier:
         )
 
     def _tools_now(self) -> dict[str, str]:
-        from tooling.io import toolchain
-
-        return {tool.name: tool.version for tool in toolchain.check_versions(self.ws.root)}
+        # the versions the task's preamble checked (a workspace checks them once)
+        return {tool.name: tool.version for tool in self.ws.checked_tools}
 
     # -- the record, saved after every unit
     def document(self) -> dict[str, Any]:

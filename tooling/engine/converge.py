@@ -32,9 +32,8 @@ from tooling.core.bump import (
     pr_title,
 )
 from tooling.errors import ToolingError
-from tooling.io import forge as forges
-from tooling.io import git as gitw
-from tooling.io import proc, tags, terragrunt
+from tooling.io import git, proc, tags, terragrunt
+from tooling.io.forge import Forge, JSONObject, token_from_env
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Change, Tree
 from tooling.model.sources import RepoTags
@@ -64,8 +63,8 @@ class Context:
     base_branch: str
     default_sha: str
     original: str
-    identity: gitw.Identity
-    forge: forges.Forge | None
+    identity: git.Identity
+    forge: Forge | None
     git_token: tags.Token | None
     #: module repositories fetched in this run (for changelogs), by URL
     fetched: dict[str, Path | str] = field(default_factory=dict)
@@ -79,52 +78,52 @@ class Context:
 
     def foreign_authors(self, sha: str) -> list[str]:
         """Author emails on ``sha`` (since the default branch) that are not the bot's."""
-        emails = gitw.out(self.ws.root, "log", "--format=%ae", f"{self.default_sha}..{sha}").split()
+        emails = git.out(self.ws.root, "log", "--format=%ae", f"{self.default_sha}..{sha}").split()
         mine = self.identity.email.casefold()
         return sorted({e for e in emails if e.casefold() != mine})
 
     def restore(self) -> None:
         """Back to the branch (or commit) the user was on."""
-        gitw.git(self.ws.root, "checkout", "--quiet", self.original)
+        git.git(self.ws.root, "checkout", "--quiet", self.original)
 
 
-def _bot_identity(root: Path) -> gitw.Identity:
+def _bot_identity(root: Path) -> git.Identity:
     name = os.environ.get("IAC_BUMP_AUTHOR_NAME", "").strip()
     email = os.environ.get("IAC_BUMP_AUTHOR_EMAIL", "").strip()
     if email:
-        return gitw.Identity(name or "iac-tooling bump", email)
-    result = gitw.git(root, "var", "GIT_AUTHOR_IDENT", ok_codes=(0, 128))
-    ident = gitw.parse_ident(result.stdout) if result.returncode == 0 else None
+        return git.Identity(name or "iac-tooling bump", email)
+    result = git.git(root, "var", "GIT_AUTHOR_IDENT", ok_codes=(0, 128))
+    ident = git.parse_ident(result.stdout) if result.returncode == 0 else None
     if ident is None:
         raise ToolingError(
             "no git identity to commit with: set IAC_BUMP_AUTHOR_NAME and IAC_BUMP_AUTHOR_EMAIL "
             "(or git config user.name / user.email)"
         )
-    return gitw.Identity(name or ident.name, ident.email)
+    return git.Identity(name or ident.name, ident.email)
 
 
-def _forge(root: Path, has_origin: bool) -> forges.Forge | None:
+def _forge(root: Path, has_origin: bool) -> Forge | None:
     """The pull request API when a token is set (else the flow stops after the local commit)."""
-    if not forges.token_from_env():
+    if not token_from_env():
         return None
-    origin = gitw.out(root, "remote", "get-url", "origin") if has_origin else None
-    return forges.Forge.from_env(origin_url=origin)
+    origin = git.out(root, "remote", "get-url", "origin") if has_origin else None
+    return Forge.from_env(origin_url=origin)
 
 
 def open_context(ws: Workspace, *, fetch: bool, need_clean: bool) -> Context:
     root = ws.root
     if need_clean:
-        dirty = gitw.uncommitted(root)
+        dirty = git.uncommitted(root)
         if dirty:
             raise ToolingError(dirty_message(dirty))
-    has_origin = "origin" in gitw.out(root, "remote").split()
+    has_origin = "origin" in git.out(root, "remote").split()
     if fetch and has_origin:
-        gitw.git(root, "fetch", "--quiet", "--prune", "origin")
-    default_ref = gitw.default_branch(root)
-    default_sha = gitw.commit_sha(root, default_ref)
+        git.git(root, "fetch", "--quiet", "--prune", "origin")
+    default_ref = git.default_branch(root)
+    default_sha = git.commit_sha(root, default_ref)
     if default_sha is None:  # pragma: no cover - default_branch checked it exists
         raise ToolingError(f"cannot resolve the default branch {default_ref}")
-    head = gitw.git(
+    head = git.git(
         root, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1)
     ).stdout.strip()
     return Context(
@@ -133,7 +132,7 @@ def open_context(ws: Workspace, *, fetch: bool, need_clean: bool) -> Context:
         default_ref=default_ref,
         base_branch=default_ref.removeprefix("origin/"),
         default_sha=default_sha,
-        original=head or gitw.out(root, "rev-parse", "HEAD"),
+        original=head or git.out(root, "rev-parse", "HEAD"),
         identity=_bot_identity(root),
         forge=_forge(root, has_origin),
         git_token=tags.token_from_env(),
@@ -187,14 +186,14 @@ def read_changelog(ctx: Context, plan: BumpPlan) -> Changelog:
         return Changelog(error=f"{plan.target.name} is not a version")
 
     def run(*args: str, ok: Sequence[int] = (0,)) -> proc.Result:
-        return gitw.git(repo, *args, ok_codes=ok)
+        return git.git(repo, *args, ok_codes=ok)
 
     in_range = sorted(
         (v for v in (parse_version(t) for t in plan.tags) if v is not None),
         key=lambda v: v.precedence(),
     )
     in_range = [v for v in in_range if v.prefix == target.prefix and old < v and v <= target]
-    messages = gitw.parse_tag_messages(
+    messages = git.parse_tag_messages(
         run(
             "for-each-ref",
             "--format=%(refname:strip=2)%00%(objecttype)%00%(contents:subject)%0a%0a%(contents:body)%1e",
@@ -316,7 +315,7 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
     back); raises :class:`ToolingError` on a failure to act on.
     """
     branch = plan.branch
-    pull: forges.JSONObject | None = None
+    pull: JSONObject | None = None
     if ctx.forge is not None:
         pull = ctx.forge.find_pull(branch, "all")
         if pull is not None and pull.get("state") == "closed":
@@ -334,9 +333,9 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
                 )
             pull = None  # asked for by name (bump-module): a new pull request from that branch
     remote_sha = (
-        gitw.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
+        git.commit_sha(ctx.ws.root, f"refs/remotes/origin/{branch}") if ctx.has_origin else None
     )
-    local_sha = gitw.commit_sha(ctx.ws.root, f"refs/heads/{branch}")
+    local_sha = git.commit_sha(ctx.ws.root, f"refs/heads/{branch}")
     for sha, where in ((remote_sha, f"origin/{branch}"), (local_sha, branch)):
         foreign = ctx.foreign_authors(sha) if sha else []
         if foreign:
@@ -348,7 +347,7 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
                 "or delete the branch, and run again",
             )
 
-    gitw.git(ctx.ws.root, "checkout", "--quiet", "--no-track", "-B", branch, ctx.default_sha)
+    git.git(ctx.ws.root, "checkout", "--quiet", "--no-track", "-B", branch, ctx.default_sha)
     texts = {f: _read_text(ctx.ws.root / f) for f in plan.files}
     for file, text in apply_changes(texts, plan.changes).items():
         _write_text(ctx.ws.root / file, text)
@@ -356,8 +355,8 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
     lock_files = sorted({lock_path(c.unit) for c in locks})
     title = pr_title(plan)
     body = pr_body(plan, log, locks, lock_platforms(ctx.ws))
-    gitw.git(ctx.ws.root, "add", "--all", "--", *plan.files, *lock_files)
-    gitw.git(
+    git.git(ctx.ws.root, "add", "--all", "--", *plan.files, *lock_files)
+    git.git(
         ctx.ws.root,
         "commit",
         "--quiet",
@@ -365,7 +364,7 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
         commit_message(plan, locks),
         env=ctx.identity.env(),
     )
-    commit = gitw.out(ctx.ws.root, "rev-parse", "HEAD")
+    commit = git.out(ctx.ws.root, "rev-parse", "HEAD")
     if ctx.forge is None:
         return Outcome(
             plan,
@@ -381,10 +380,10 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
     same = remote_sha is not None and _same_change(ctx, remote_sha, commit)
     if same:
         # identical content on the same base: keep the pushed commit, do not push
-        gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", str(remote_sha))
+        git.git(ctx.ws.root, "reset", "--quiet", "--hard", str(remote_sha))
         commit = str(remote_sha)
     else:
-        gitw.git(
+        git.git(
             ctx.ws.root,
             "push",
             "--quiet",
@@ -415,7 +414,7 @@ def converge(ctx: Context, plan: BumpPlan, log: Changelog, *, reopen_closed: boo
 
 def _same_change(ctx: Context, remote_sha: str, commit: str) -> bool:
     """The remote branch is one commit on the current default branch with our tree."""
-    out = gitw.git(
+    out = git.git(
         ctx.ws.root,
         "rev-parse",
         f"{remote_sha}^{{tree}}",
@@ -428,8 +427,8 @@ def _same_change(ctx: Context, remote_sha: str, commit: str) -> bool:
 
 def recover(ctx: Context) -> None:
     """After a failure mid-way: drop our edits (the tree was clean) and go back."""
-    gitw.git(ctx.ws.root, "reset", "--quiet", "--hard", ok_codes=(0, 128))
-    gitw.git(ctx.ws.root, "checkout", "--quiet", ctx.original, ok_codes=(0, 1, 128))
+    git.git(ctx.ws.root, "reset", "--quiet", "--hard", ok_codes=(0, 128))
+    git.git(ctx.ws.root, "checkout", "--quiet", ctx.original, ok_codes=(0, 1, 128))
 
 
 def close_superseded(ctx: Context, plan: BumpPlan, number: int) -> list[int]:
@@ -441,7 +440,7 @@ def close_superseded(ctx: Context, plan: BumpPlan, number: int) -> list[int]:
     if target is None:  # pragma: no cover
         return []
     pinned_major = max(c.pin.current.major for c in plan.changes)
-    names = gitw.out(
+    names = git.out(
         ctx.ws.root, "for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/origin/{prefix}*"
     ).split()
     closed = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from tooling.core.changes import Affected, affected
@@ -20,13 +19,6 @@ from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
 
 # --------------------------------------------------------------------------- affected
-
-
-@dataclass(frozen=True)
-class Revisions:
-    base: str  # the merge base
-    head: str
-    uncommitted: bool
 
 
 def default_base(root: Path) -> str:

@@ -1,7 +1,9 @@
 """Executor preflight: what a job checks before any plan or apply.
 
 1. The tools on ``PATH`` are exactly the versions pinned in ``.tool-versions``
-   (both executors and every laptop run the same OpenTofu and Terragrunt).
+   (both executors and every laptop run the same OpenTofu and Terragrunt). A
+   workspace checks them once: in a task, its preamble did
+   (:func:`tooling.cli.run`), and this finds them checked.
 2. When the job declares which executor it runs as (``IAC_EXECUTOR``, set by
    the workflows from the matrix), that executor must be declared in
    ``policy.toml`` and every unit it is asked to plan or apply must belong to
@@ -300,7 +302,7 @@ def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | 
 
     Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).
     """
-    ws.check_tools()
+    ws.check_tools()  # the task's preamble checked them already: the workspace checks once
     units = list(units)
     executor: Executor | None = None
     name = os.environ.get(ENV_EXECUTOR, "").strip()

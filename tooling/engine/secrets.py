@@ -3,8 +3,9 @@
 Fed by the environment variables whose *names* say secret (policy.toml
 ``[secrets]``, see :class:`tooling.core.redact.EnvRule`), read once, and by
 every sensitive value a run learns (dependencies' sensitive outputs, sensitive
-variables, sensitive attributes: see :mod:`tooling.core.redact`). Installed as
-the one redaction step of :mod:`tooling.io.outdir` on import, so every report
+variables, sensitive attributes: see :mod:`tooling.core.redact`). :func:`install`
+makes it the one redaction step of :mod:`tooling.io.redacting` (every task's
+preamble calls it; importing this module installs nothing), so every report
 file, posted text, job summary and line the tooling prints passes through it.
 In GitHub Actions each new value is also announced with ``::add-mask::`` (one
 line per line of a multi-line value) so the runner masks it in the job log too.
@@ -27,7 +28,7 @@ from tooling.core.redact import (
     secret_env,
     short_secret_env,
 )
-from tooling.io import outdir
+from tooling.io import redacting
 
 
 class _Secrets:
@@ -110,4 +111,9 @@ def reset() -> None:
     _SECRETS.reset()
 
 
-outdir.install_redactor(redact)
+def install() -> None:
+    """Make :func:`redact` the process's one redaction step (:mod:`tooling.io.redacting`).
+
+    Called by every task's preamble (:func:`tooling.cli.errors`), and by
+    anything else that writes reports without a task (tests, benchmarks)."""
+    redacting.install_redactor(redact)

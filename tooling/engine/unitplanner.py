@@ -35,7 +35,7 @@ from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.engine import secrets, verify
 from tooling.errors import ToolingError
-from tooling.io import outdir, proc, terragrunt
+from tooling.io import outdir, proc, redacting, terragrunt
 from tooling.model.units import Unit
 
 PLAN_NAME = "plan.tfplan"
@@ -268,7 +268,7 @@ def mocked_dependencies(log: str, run_dir: Path, unit_path: str) -> tuple[str, .
 
 def save_plan_text(udir: Path, stdout: str) -> tuple[Path, str]:
     """Write the unit's human plan (redacted) to ``udir/plan.txt``; the path and that text."""
-    text = outdir.redact(_plan_text(stdout))
+    text = redacting.redact(_plan_text(stdout))
     return outdir.write_text(udir / "plan.txt", text), text
 
 

@@ -40,7 +40,7 @@ from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io import config, proc, terragrunt
-from tooling.model import declared as declared_model
+from tooling.model.declared import declared as declared_by_root
 from tooling.model.layout import layout_from
 
 #: the file written beside a unit for one render: it includes what may declare generated files
@@ -132,7 +132,7 @@ def model_declared(
         p.relative_to(root).as_posix() for p in _allowed_files(root, conf.policy)
     ]
     # Terragrunt's process sees our environment plus ``env``: the model reads the same
-    found = declared_model.declared(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
+    found = declared_by_root(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
     return None if found is None else {**found, FROM_MODEL: True}
 
 

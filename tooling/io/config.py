@@ -15,6 +15,8 @@ an S3 backend):
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import re
 import tomllib
@@ -113,8 +115,10 @@ def read_policy(root: Path) -> dict[str, Any]:
     :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
     :func:`tooling.core.executors.parse`, ``[check]`` by
     :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
-    :func:`tooling.core.apps.parse_policy`); a run reads the file once,
-    through :attr:`tooling.io.workspace.Workspace.policy`.
+    :func:`tooling.core.apps.parse_policy`). However many of a task's steps ask
+    (the policy check, the layout, the workspace, the verifier...), the text is
+    parsed once per process: :func:`parse_policy_text`, cached by the text itself
+    (an edited file is parsed again); each caller gets its own copy.
     """
     path = root / POLICY_FILE
     try:
@@ -129,6 +133,17 @@ def read_policy(root: Path) -> dict[str, Any]:
         raise ToolingError(
             f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
         ) from None
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> dict[str, Any]:
+    """:func:`parse_policy_text` once per text (a failure is not cached: raised each time)."""
+    return parse_policy_text(text)
+
+
+def parse_policy_text(text: str) -> dict[str, Any]:
+    """policy.toml's text parsed and its tables checked: the one parser of that file."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -19,17 +19,6 @@ from tooling.model.gitpaths import changes_to_project, clean_prefix, listing_to_
 from tooling.model.repo import LIVE_DIR, Change, GitTree
 
 
-def no_git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Our environment without the GIT_* variables a hook or worktree may have set."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
-    }
-    env.update(extra or {})
-    return env
-
-
 def git(
     repo: Path | None,
     *args: str,
@@ -176,14 +165,6 @@ def parse_tag_messages(text: str) -> dict[str, str]:
         if len(fields) == 3 and fields[1] == "tag" and fields[2].strip():
             out[fields[0]] = fields[2].strip()
     return out
-
-
-def toplevel(path: Path) -> Path:
-    try:
-        out = git(path, "rev-parse", "--show-toplevel").stdout.strip()
-    except ToolingError as exc:
-        raise ToolingError(f"{path} is not inside a git repository: {exc}") from None
-    return Path(out)
 
 
 def prefix(repo: Path) -> str:

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from tooling import __version__
 from tooling.errors import ToolingError
-from tooling.io import outdir
+from tooling.io import redacting
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -146,7 +146,9 @@ class ApiClient:
         data = None
         if payload is not None:
             # nothing posted to GitHub carries a secret: the one redaction step
-            payload = {k: outdir.redact(v) if isinstance(v, str) else v for k, v in payload.items()}
+            payload = {
+                k: redacting.redact(v) if isinstance(v, str) else v for k, v in payload.items()
+            }
             body = payload.get("body")
             if isinstance(body, str):
                 check_body(body, f"{method} {shown} body")

@@ -1,4 +1,4 @@
-"""The one report writer: a guarded folder, atomic writes, redaction, the job summary.
+"""The one report writer: a guarded, locked folder, atomic redacted writes, the job summary.
 
 Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``,
 ``app-plan``, ``app-apply``) goes through :class:`ReportDir`:
@@ -18,12 +18,13 @@ Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``
   lock dies with its process, so a killed run never leaves it stuck;
 - **atomic**: every file is written to a temporary name and renamed;
 - **redacted**: every text passes through the process's redaction step
-  (:mod:`tooling.engine.secrets`: secret environment variables, and the
-  sensitive values a run learns);
+  (:mod:`tooling.io.redacting`, fed by :mod:`tooling.engine.secrets`: secret
+  environment variables, and the sensitive values a run learns);
 - **job summary**: :meth:`ReportDir.job_summary` appends to
   ``$GITHUB_STEP_SUMMARY``, redacted too.
 
-The same step guards the tooling's own stdout and stderr (:func:`guard_streams`).
+The same step guards the tooling's own stdout and stderr
+(:func:`tooling.io.redacting.guard_streams`).
 :func:`read_record` reads a plan folder's earlier apply record (``apply.json``).
 """
 
@@ -31,88 +32,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import json
 import os
 import shutil
-import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from tooling.errors import ToolingError, UsageError
+from tooling.io.redacting import redact, redact_json
 
 LOCK_NAME = ".report.lock"
-
-
-# --------------------------------------------------------------------------- redaction, process-wide
-
-_hook_lock = threading.Lock()
-_redact_hook: Callable[[str], str] | None = None
-
-
-def install_redactor(hook: Callable[[str], str]) -> None:
-    """Set the redaction step (built from :mod:`tooling.core.redact` by the command
-    layer, :mod:`tooling.engine.secrets`) that every text written here passes through."""
-    global _redact_hook
-    with _hook_lock:
-        _redact_hook = hook
-
-
-def redact(text: str) -> str:
-    """``text`` through the installed redaction step.
-
-    Fails closed: without one, nothing is written or posted.
-    """
-    hook = _redact_hook
-    if hook is None:
-        raise ToolingError("internal error: no redaction step installed; nothing was written")
-    return hook(text)
-
-
-class RedactingStream(io.TextIOBase):
-    """A text stream that redacts every write before passing it on."""
-
-    def __init__(self, inner: TextIO) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def write(self, text: str) -> int:
-        self.inner.write(redact(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def isatty(self) -> bool:
-        return self.inner.isatty()
-
-    def fileno(self) -> int:
-        return self.inner.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.inner, "encoding", "utf-8")
-
-
-@contextmanager
-def guard_streams() -> Iterator[None]:
-    """Redact the tooling's own stdout and stderr for the duration of a command."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout = RedactingStream(saved[0])
-    sys.stderr = RedactingStream(saved[1])
-    try:
-        yield
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            sys.stdout, sys.stderr = saved
 
 
 # --------------------------------------------------------------------------- atomic, redacted writes
@@ -135,81 +67,6 @@ def write_text(path: Path, text: str, *, raw: bool = False) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
-
-
-#: JSON fields that name things (units, files, addresses, revisions): redaction never
-#: rewrites them, and a secret inside one stops the write (:func:`redact_json`)
-STRUCTURAL_FIELDS = frozenset(
-    {
-        "path",
-        "plan_file",
-        "text_file",
-        "log_file",
-        "address",
-        "unit",
-        "dependencies",
-        "dependents",
-        "mocked_dependencies",
-        "moved_from",
-        "reads",
-        "file",
-        "dir",
-        "state_key",
-        "plan_sha256",
-        "head",
-        "base",
-        "plans_head",
-        "executor",
-        "tier",
-        "source",
-        "module",
-        "ref",
-    }
-)
-
-
-def _redact_string(value: str) -> str:
-    """One JSON string value through the redaction step, seen as JSON shows it (quoted,
-    escaped), so a value that is a short secret whole is masked too."""
-    encoded = json.dumps(value, ensure_ascii=False)
-    masked = redact(encoded)
-    if masked == encoded:
-        return value
-    try:
-        decoded = json.loads(masked)
-    except ValueError:
-        decoded = None
-    return decoded if isinstance(decoded, str) else "(redacted)"
-
-
-def redact_json(data: Any, where: str, pointer: str = "") -> Any:
-    """``data`` with every string value redacted; keys and :data:`STRUCTURAL_FIELDS`
-    are never rewritten: one that holds a secret raises (naming ``where`` and the field)."""
-
-    def refuse(field: str) -> ToolingError:
-        return ToolingError(
-            f"{where}: {field or '/'} would hold a secret value (a sensitive output or variable, "
-            "a secret-named environment variable or a registered value); nothing was written. "
-            "Rename what it names, or change the secret"
-        )
-
-    if isinstance(data, dict):
-        out: dict[Any, Any] = {}
-        for key, value in data.items():
-            field = f"{pointer}/{key}"
-            if isinstance(key, str) and redact(key) != key:
-                raise refuse(pointer + "/<a key>")
-            if key in STRUCTURAL_FIELDS:
-                names = value if isinstance(value, list) else [value]
-                if any(isinstance(n, str) and _redact_string(n) != n for n in names):
-                    raise refuse(field)
-            out[key] = redact_json(value, where, field)
-        return out
-    if isinstance(data, list | tuple):
-        return [redact_json(item, where, f"{pointer}/{i}") for i, item in enumerate(data)]
-    if isinstance(data, str):
-        return _redact_string(data)
-    return data
 
 
 def _named(exc: OSError, path: Path) -> OSError:
@@ -445,7 +302,7 @@ class ReportDir:
     def __enter__(self) -> ReportDir:
         return self
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, _tb: object) -> None:
         self.close()
         # a full disk, a read-only file system, a file where a folder should be:
         # one line naming this folder and the cause, not a bug report

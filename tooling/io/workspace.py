@@ -19,6 +19,7 @@ from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
     from tooling.io.stacks import Generated
+    from tooling.io.toolchain import InstalledTool
 
 
 #: what a root file reads when it takes its state from the tooling's settings (the example's)
@@ -240,8 +241,15 @@ class Workspace:
             env["TF_PLUGIN_CACHE_DIR"] = str(self.settings.plugin_cache)
         return env
 
-    def check_tools(self) -> None:
-        """Refuse to run with tool versions other than the pinned ones."""
+    @cached_property
+    def checked_tools(self) -> list[InstalledTool]:
+        """The pinned tools as found on PATH, checked once per workspace (a task's
+        preamble checks them first, :func:`tooling.cli.check_tools`); a version
+        other than the pinned one is refused (:class:`ToolingError`)."""
         from tooling.io import toolchain
 
-        toolchain.check_versions(self.root)
+        return toolchain.check_versions(self.root)
+
+    def check_tools(self) -> None:
+        """Refuse to run with tool versions other than the pinned ones (once per workspace)."""
+        self.checked_tools  # noqa: B018  (the check is the property's)
