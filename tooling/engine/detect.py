@@ -60,13 +60,13 @@ def compute_affected(
     root = ws.root
     base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
     merge_base = git.merge_base(root, base_sha, head_sha)
-    changes = git.changed(root, merge_base, head_sha)
+    changes = git.changed(root, merge_base, head_sha, ws.git_prefix)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
             raise UsageError(
                 "--uncommitted compares the working tree: do not combine it with --head"
             )
-        pending = git.uncommitted(root)
+        pending = git.uncommitted(root, ws.git_prefix)
         changes = [*changes, *pending]
         # "+ uncommitted changes" only when there are some
         uncommitted = bool(pending)

@@ -222,19 +222,22 @@ def merge_base(repo: Path, base: str, head: str) -> str:
     return sha
 
 
-def changed(repo: Path, base: str, head: str) -> list[Change]:
+def changed(repo: Path, base: str, head: str, git_prefix: str | None = None) -> list[Change]:
     """The paths changed between two revisions, relative to the project root ``repo``
-    (a path outside it: ``../``-relative)."""
+    (a path outside it: ``../``-relative); ``git_prefix``: :func:`prefix` when known."""
     out = git(repo, "diff", "--name-status", "-z", "-M", base, head).stdout
-    return changes_to_project(parse_name_status(out), prefix(repo))
+    at = prefix(repo) if git_prefix is None else git_prefix
+    return changes_to_project(parse_name_status(out), at)
 
 
-def uncommitted(repo: Path) -> list[Change]:
-    """The working tree's uncommitted changes, relative to the project root ``repo``."""
+def uncommitted(repo: Path, git_prefix: str | None = None) -> list[Change]:
+    """The working tree's uncommitted changes, relative to the project root ``repo``;
+    ``git_prefix``: :func:`prefix` when known."""
     out = git(
         repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
     ).stdout
-    return changes_to_project(parse_porcelain_paths(out), prefix(repo))
+    at = prefix(repo) if git_prefix is None else git_prefix
+    return changes_to_project(parse_porcelain_paths(out), at)
 
 
 def default_branch(repo: Path) -> str:
