@@ -356,17 +356,19 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
 
 
 def worktree_changes(
-    repo: Path, *, besides: Path | None = None
+    repo: Path, *, besides: Path | None = None, pending: list[Change] | None = None
 ) -> tuple[list[str], str, list[tuple[str, bytes]]]:
     """The uncommitted difference of ``repo``'s working tree: the changed paths (tracked
     and untracked, not ignored), ``git diff HEAD --binary``, and each untracked file's
-    content; untracked files under ``besides`` (the run's own report folder) left out."""
+    content; untracked files under ``besides`` (the run's own report folder) left out.
+    ``pending``: :func:`uncommitted` of ``repo``, when the caller just asked."""
     inside = _under(repo, besides)
 
     def mine(path: str) -> bool:
         return inside is not None and (path == inside or path.startswith(inside + "/"))
 
-    files = [c.path for c in uncommitted(repo) if not mine(c.path.rstrip("/"))]
+    listed_changes = uncommitted(repo) if pending is None else pending
+    files = [c.path for c in listed_changes if not mine(c.path.rstrip("/"))]
     if not files:
         return [], "", []
     diff = git(repo, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff").stdout
