@@ -12,7 +12,7 @@ Then, `--repeat` times, each a fresh process:
   imports   `python -X importtime` of the same command: the modules imported
             beyond those `invoke --list` imports, by package;
   steps     `python -m cProfile` of the same command: the wall seconds of the
-            main thread inside each step of `tooling.commands.pipeline.plan`
+            main thread inside each step of `tooling.commands.plan.plan`
             (cumulative, so a step's figure includes the processes it waited
             for: the plan's includes Terragrunt and OpenTofu).
 
@@ -48,19 +48,19 @@ UNIT = "live/cloud/dns"
 STEPS = (
     ("the whole task (tasks.plan)", "tooling/tasks.py", "plan"),
     ("first line (settings, HEAD's model)", "tooling/io/workspace.py", "describe"),
-    ("policy.toml checked", "tooling/commands/cli.py", "check_policy"),
+    ("policy.toml checked", "tooling/cli.py", "check_policy"),
     ("tools checked", "tooling/io/workspace.py", "check_tools"),
     ("working tree's model", "tooling/io/workspace.py", "current_model"),
-    ("change detection", "tooling/commands/detect.py", "compute_affected"),
+    ("change detection", "tooling/engine/detect.py", "compute_affected"),
     ("git processes (all)", "tooling/io/git.py", "git"),
-    ("preflight + render --all (waited)", "tooling/commands/pipeline.py", "preflight_rendered"),
-    ("  of it: state preflight", "tooling/commands/preflight.py", "check"),
-    ("working copies: stale files", "tooling/commands/workcopies.py", "prepare"),
-    ("working copies: the check armed", "tooling/commands/workcopies.py", "guarded"),
-    ("the plan (Terragrunt, OpenTofu, waited)", "tooling/commands/batch.py", "run_batch"),
-    ("  of it: the verifier before the plan", "tooling/commands/verify.py", "before_plan"),
+    ("preflight + render --all (waited)", "tooling/engine/preplan.py", "preflight_rendered"),
+    ("  of it: state preflight", "tooling/engine/preflight.py", "check"),
+    ("working copies: stale files", "tooling/engine/workcopies.py", "prepare"),
+    ("working copies: the check armed", "tooling/engine/workcopies.py", "guarded"),
+    ("the plan (Terragrunt, OpenTofu, waited)", "tooling/engine/batchplanner.py", "run_batch"),
+    ("  of it: the verifier before the plan", "tooling/engine/verify.py", "before_plan"),
     ("  of it: tofu show -json", "tooling/io/terragrunt.py", "plan_json"),
-    ("summary.json", "tooling/commands/pipeline.py", "summary_document"),
+    ("summary.json", "tooling/engine/summary.py", "summary_document"),
     ("report (comment.md)", "tooling/core/report.py", "render"),
 )
 
