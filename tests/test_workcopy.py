@@ -185,7 +185,7 @@ def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_
     import os
     import subprocess
 
-    from tooling.commands import workcopies
+    from tooling.engine import workcopies
 
     unit, copy = tmp_path / "unit", tmp_path / "copy"
     unit.mkdir()
