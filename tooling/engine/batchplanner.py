@@ -317,9 +317,6 @@ class _Batch:
         return run.learned
 
     def _report_failed(self, run: _UnitRun, error: str) -> None:
-        if self.stream and run.work_copy:  # a failed plan's stream is not read
-            with contextlib.suppress(OSError):
-                (self.root / run.work_copy / self.stream).unlink(missing_ok=True)
         self._learn(run)
         self._report(run, replace(self._base(run.target), error=error))
 
@@ -363,6 +360,20 @@ class _Batch:
         )
         return summary
 
+    def _drop_stream(self, run: _UnitRun) -> None:
+        """Remove what a unit's plan wrote with ``-json-into`` and was not read (a failed
+        plan, a plan file missing): its diagnostics are not redacted."""
+        if self.stream is None:
+            return
+        if run.work_copy:
+            copy: Path = self.root / run.work_copy
+        elif run.started is not None:  # it ran, but its working copy was not named
+            copy = terragrunt.working_copy(run.target.run_dir) or run.target.run_dir
+        else:
+            return
+        with contextlib.suppress(OSError):
+            (copy / self.stream).unlink(missing_ok=True)
+
     def _work_copy(self, run: _UnitRun) -> Path:
         unit_dir = run.target.run_dir
         if run.work_copy:
@@ -395,6 +406,8 @@ class _Batch:
                 self.code = terragrunt.stream(self.args, self.root, self.env, self.on_line)
             finally:
                 self.pool.shutdown(wait=True)
+                for run in self.units.values():
+                    self._drop_stream(run)
             report = _read_report(report_file, self.root_text)
         # every unit's upstream secrets, before any log is written: the run's shared
         # lines go into every unit's log, whichever unit printed them

@@ -19,6 +19,7 @@ A failing unit never stops independent units; its dependents are
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
@@ -191,6 +192,9 @@ def plan_unit(
             base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started
         )
     finally:
+        # never left in the report folder: its diagnostics are not redacted
+        with contextlib.suppress(OSError):
+            plan_path.with_name(STREAM_NAME).unlink(missing_ok=True)
         if ran is not None:
             output = (
                 f"{ran.stdout}{ran.stderr}"
