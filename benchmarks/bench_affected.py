@@ -7,8 +7,9 @@ whole commands in fresh processes on the same tree in the same run:
 - `invoke affected --base main --json`, cold (no .iac/cache) and warm;
 - `terragrunt find --filter '[main...HEAD]' --json`;
 - the floor: a bare `invoke --list` in the same tree (interpreter and invoke
-  start-up, no task), run right before each warm run; the warm run's ratio to it
-  is given in wall and in CPU seconds (user + system), with the load average.
+  start-up, no task), paired with each warm run (back to back, which first
+  alternating); the median of the pairs' ratios is given in wall and in CPU
+  seconds (user + system), with the load average sampled before each pair.
 
 Scenarios: a one-unit change (a module ref bump) and a shared-file change (a
 group.hcl read by the ten units of its group with read_terragrunt_config).
@@ -100,14 +101,12 @@ def run(sizes: list[int], repeat: int, with_terragrunt: bool = True) -> list[dic
                     cold.append(seconds)
                     selected = len(json.loads(result.stdout)["units"])
                     loads.append(os.getloadavg()[0])
-                    seconds, result = timed(tree, *floor)
-                    assert result.returncode == 0, result.stderr
-                    lists.append(seconds)
-                    list_cpu.append(CPU["last"])
-                    seconds, result = timed(tree, *invoke)
-                    assert result.returncode == 0, result.stderr
-                    warm.append(seconds)
-                    warm_cpu.append(CPU["last"])
+                    # the pair (floor, warm run) back to back, which first alternating
+                    for side in ("floor", "warm") if len(loads) % 2 else ("warm", "floor"):
+                        seconds, result = timed(tree, *(floor if side == "floor" else invoke))
+                        assert result.returncode == 0, result.stderr
+                        (lists if side == "floor" else warm).append(seconds)
+                        (list_cpu if side == "floor" else warm_cpu).append(CPU["last"])
                     if not with_terragrunt:
                         continue
                     seconds, result = timed(tree, *tg)

@@ -26,6 +26,11 @@ Rows:
         (one `--filter ./<path>` each).
   all   every unit changed: `invoke plan --jobs J` vs
         `terragrunt run --all --parallelism J plan` over the tree.
+  same  16 units that do not change, on `main` (everything applied):
+        `invoke plan --unit ... --jobs J` (16 `--unit`s) vs the same `run --all`
+        as the 16 row; every unit ends `no-changes`, the plans whose
+        machine-readable stream shows nothing to do (`-json-into`), read
+        without `tofu show -json`.
   init  for the `all` plan with an empty Terragrunt cache (CAS) and empty
         `.terragrunt-cache` folders, then again warm: module downloads (git
         fetches, counted with GIT_TRACE), provider downloads (files in the
@@ -35,8 +40,11 @@ Usage (from the repository root, after ./dev setup):
 
     .venv/bin/python benchmarks/bench_plan.py --units 200 --repeat 3 --json results.json
 
-The load average (1 minute) is sampled before every repeat and printed with the
-figures: on a shared machine, compare the CPU ratios first.
+Each row's two sides are a pair, run back to back, which side first alternating
+from repeat to repeat; a row's ratio is the median of its pairs' ratios (wall and
+CPU), so a load that drifts during the run moves both sides of a pair alike. The
+load average (1 minute) is sampled before every pair and printed with the row:
+on a shared machine, compare the CPU ratios first.
 """
 
 from __future__ import annotations
@@ -205,13 +213,21 @@ def plan_ours(tree: Path, out: Path, env: dict[str, str], jobs: int) -> float:
     )
 
 
-def check_summary(out: Path, expected: list[str]) -> None:
-    """Every run is checked: the changed units, each with changes."""
+def check_summary(out: Path, expected: list[str], status: str = "changes") -> None:
+    """Every run is checked: the units planned, each with ``status``."""
     summary = json.loads((out / "summary.json").read_text())
     units = {u["path"]: u for u in summary["units"]}
     assert sorted(units) == sorted(expected), (len(units), len(expected))
-    bad = [p for p, u in units.items() if u["status"] != "changes"]
+    bad = [p for p, u in units.items() if u["status"] != status]
     assert not bad, bad[:5]
+
+
+def plan_named(tree: Path, out: Path, env: dict[str, str], jobs: int, units: list[str]) -> float:
+    """``invoke plan --unit ...`` of exactly ``units`` (the working tree as it is)."""
+    if out.exists():
+        shutil.rmtree(out)
+    named = [a for u in units for a in ("--unit", u)]
+    return timed(tree, *INVOKE, "plan", *named, "--jobs", str(jobs), "--out", str(out), env=env)
 
 
 def run_all_theirs(tree: Path, env: dict[str, str], jobs: int, units: list[str] | None) -> float:
@@ -317,53 +333,81 @@ def set_up(name: str, tmp: Path, units: int, jobs: int) -> Variant:
     return Variant(name, tree, env, paths, one, sixteen)
 
 
+#: each row: (label, our side's key, their side's key, target ratio)
+ROWS = (
+    ("16", "16_invoke_plan", "16_terragrunt_run_all", 1.1),
+    ("all", "all_invoke_plan", "all_terragrunt_run_all", 1.1),
+    ("one", "one_invoke_plan_own", "one_bare_terragrunt_plan", 1.3),
+    ("same", "same_invoke_plan", "same_terragrunt_run_all", 1.1),
+)
+
+
+def paired(figures: dict[str, list[float]], ours: str, theirs: str, unit: str) -> float:
+    """The median of the repeats' ratios ours / theirs (``unit``: "s" wall, "cpu_s" CPU)."""
+    a, b = figures[f"{ours}_{unit}"], figures[f"{theirs}_{unit}"]
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
 def summarize_variant(figures: dict[str, list[float]], downloads: dict[str, Any]) -> dict[str, Any]:
+    # our own time for one unit: `invoke plan` minus the `invoke --list` of the same repeat
+    for unit in ("s", "cpu_s"):
+        figures[f"one_invoke_plan_own_{unit}"] = [
+            p - f
+            for p, f in zip(
+                figures[f"one_invoke_plan_{unit}"], figures[f"one_invoke_list_{unit}"], strict=True
+            )
+        ]
     m = {k: statistics.median(v) for k, v in figures.items()}
-    own = m["one_invoke_plan_s"] - m["one_invoke_list_s"]
+    ratios = {label: paired(figures, a, b, "s") for label, a, b, _t in ROWS}
+    cpu = {label: paired(figures, a, b, "cpu_s") for label, a, b, _t in ROWS}
     return {
         "medians_s": m,
         "runs_s": figures,
-        "one_own_s": own,
-        "one_overhead": own / m["one_bare_terragrunt_plan_s"] - 1,
-        "16_ratio": m["16_invoke_plan_s"] / m["16_terragrunt_run_all_s"],
-        "all_ratio": m["all_invoke_plan_s"] / m["all_terragrunt_run_all_s"],
+        "paired_ratio_wall": ratios,
+        "paired_ratio_cpu": cpu,
         "downloads": downloads,
-        # the same ratios in CPU seconds, which other load on the machine barely moves
-        "cpu": {
-            "one_own_s": m["one_invoke_plan_cpu_s"] - m["one_invoke_list_cpu_s"],
-            "one_overhead": (m["one_invoke_plan_cpu_s"] - m["one_invoke_list_cpu_s"])
-            / m["one_bare_terragrunt_plan_cpu_s"]
-            - 1,
-            "16_ratio": m["16_invoke_plan_cpu_s"] / m["16_terragrunt_run_all_cpu_s"],
-            "all_ratio": m["all_invoke_plan_cpu_s"] / m["all_terragrunt_run_all_cpu_s"],
-        },
     }
+
+
+def _load(loads: list[float]) -> str:
+    return f"{min(loads):.1f} to {max(loads):.1f}"
 
 
 def table(name: str, n: int, j: int, result: dict[str, Any]) -> str:
     m = result["medians_s"]
-    cpu = result["cpu"]
+    wall, cpu = result["paired_ratio_wall"], result["paired_ratio_cpu"]
+    runs = result["runs_s"]
     cold, warm = result["downloads"]["cold"], result["downloads"]["warm"]
-    return (
-        f"Variant `{name}`:\n\n"
-        "| scenario | invoke plan | terragrunt | ratio (wall) | ratio (CPU) | target |\n"
-        "|---|--:|--:|--:|--:|---|\n"
-        f"| 16 changed units, `--jobs {j}` vs `run --all --parallelism {j}` on the same 16 | "
-        f"{m['16_invoke_plan_s']:.2f} s | {m['16_terragrunt_run_all_s']:.2f} s | "
-        f"{result['16_ratio']:.2f}x | {cpu['16_ratio']:.2f}x | <= 1.1x |\n"
-        f"| {n} changed units (every unit), `--jobs {j}` vs `run --all --parallelism {j}` | "
-        f"{m['all_invoke_plan_s']:.2f} s | {m['all_terragrunt_run_all_s']:.2f} s | "
-        f"{result['all_ratio']:.2f}x | {cpu['all_ratio']:.2f}x | <= 1.1x |\n"
-        f"| 1 changed unit: own time ({m['one_invoke_plan_s']:.2f} s minus "
-        f"`invoke --list` {m['one_invoke_list_s']:.2f} s) vs bare `terragrunt plan` | "
-        f"{result['one_own_s']:.2f} s | {m['one_bare_terragrunt_plan_s']:.2f} s | "
-        f"{result['one_overhead'] + 1:.2f}x | {cpu['one_overhead'] + 1:.2f}x | <= 1.3x |\n"
+    what = {
+        "16": f"16 changed units, `--jobs {j}` vs `run --all --parallelism {j}` on the same 16",
+        "all": f"{n} changed units (every unit), `--jobs {j}` vs `run --all --parallelism {j}`",
+        "one": (
+            f"1 changed unit: own time ({m['one_invoke_plan_s']:.2f} s minus `invoke --list` "
+            f"{m['one_invoke_list_s']:.2f} s) vs bare `terragrunt plan`"
+        ),
+        "same": "16 unchanged units (`--unit` x16 on main) vs `run --all` on the same 16",
+    }
+    lines = [
+        f"Variant `{name}` (medians; ratios: median of the paired repeats):",
+        "",
+        "| scenario | invoke plan | terragrunt | ratio (wall) | ratio (CPU) | CPU s (ours / theirs) | load average | target |",
+        "|---|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for label, ours, theirs, target in ROWS:
+        lines.append(
+            f"| {what[label]} | {m[ours + '_s']:.2f} s | {m[theirs + '_s']:.2f} s | "
+            f"{wall[label]:.2f}x | {cpu[label]:.2f}x | "
+            f"{m[ours + '_cpu_s']:.2f} / {m[theirs + '_cpu_s']:.2f} | "
+            f"{_load(runs['load_' + label])} | <= {target}x |"
+        )
+    lines.append(
         f"| downloads for a plan of {n} units of one module version, cold / warm | "
         f"modules {cold['module_fetches']} / {warm['module_fetches']}, "
         f"providers {cold['provider_downloads']} / {warm['provider_downloads']}, "
-        f"`tofu init` runs {cold['tofu_init_runs']} / {warm['tofu_init_runs']} | | | | "
+        f"`tofu init` runs {cold['tofu_init_runs']} / {warm['tofu_init_runs']} | | | | | | "
         "1 per module version and provider |"
     )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -400,7 +444,7 @@ def main() -> None:
                 loads.append(os.getloadavg()[0])
                 print(f"repeat {i + 1}/{args.repeat} {v.name} (load {loads[-1]:.1f})",
                       file=sys.stderr, flush=True)  # fmt: skip
-                run_rows(v, tmp / v.name, args.jobs, figures[v.name])
+                run_rows(v, tmp / v.name, args.jobs, figures[v.name], i)
 
         downloads = {}
         for v in variants:
@@ -422,30 +466,68 @@ def main() -> None:
     print(f"Load average (1 min) before each repeat: {min(loads):.1f} to {max(loads):.1f}")
 
 
-def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]]) -> None:
-    """One repeat of every row of ``v``, each row's two sides back to back."""
+def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]], i: int) -> None:
+    """One repeat of every row of ``v``: each row's two sides back to back, as a pair
+    (which side first alternates with the repeat ``i``), the load average before it."""
 
     def record(key: str, seconds: float) -> None:
         figures.setdefault(key, []).append(seconds)
         figures.setdefault(key.removesuffix("_s") + "_cpu_s", []).append(CPU["last"])
 
+    def pair(label: str, ours: Any, theirs: Any) -> None:
+        figures.setdefault(f"load_{label}", []).append(os.getloadavg()[0])
+        for side in (ours, theirs) if i % 2 == 0 else (theirs, ours):
+            side()
+
     tree, env = v.tree, v.env
     checkout(tree, "one")
-    record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
-    record("one_invoke_plan_s", plan_ours(tree, tmp / "out-one", env, jobs))
-    check_summary(tmp / "out-one", [v.one])
-    record(
-        "one_bare_terragrunt_plan_s",
-        timed(tree / v.one, "terragrunt", "plan", *TG_QUIET, "-input=false", env=env),
+
+    def one_ours() -> None:
+        record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
+        record("one_invoke_plan_s", plan_ours(tree, tmp / "out-one", env, jobs))
+        check_summary(tmp / "out-one", [v.one])
+
+    pair(
+        "one",
+        one_ours,
+        lambda: record(
+            "one_bare_terragrunt_plan_s",
+            timed(tree / v.one, "terragrunt", "plan", *TG_QUIET, "-input=false", env=env),
+        ),
     )
     checkout(tree, "sixteen")
-    record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, jobs))
-    check_summary(tmp / "out-16", v.sixteen)
-    record("16_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, v.sixteen))
+
+    def sixteen_ours() -> None:
+        record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, jobs))
+        check_summary(tmp / "out-16", v.sixteen)
+
+    pair(
+        "16",
+        sixteen_ours,
+        lambda: record("16_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, v.sixteen)),
+    )
     checkout(tree, "all")
-    record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, jobs))
-    check_summary(tmp / "out-all", v.paths)
-    record("all_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, None))
+
+    def all_ours() -> None:
+        record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, jobs))
+        check_summary(tmp / "out-all", v.paths)
+
+    pair(
+        "all",
+        all_ours,
+        lambda: record("all_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, None)),
+    )
+    checkout(tree, "main")
+
+    def same_ours() -> None:
+        record("same_invoke_plan_s", plan_named(tree, tmp / "out-same", env, jobs, v.sixteen))
+        check_summary(tmp / "out-same", v.sixteen, "no-changes")
+
+    pair(
+        "same",
+        same_ours,
+        lambda: record("same_terragrunt_run_all_s", run_all_theirs(tree, env, jobs, v.sixteen)),
+    )
 
 
 if __name__ == "__main__":

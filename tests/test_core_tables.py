@@ -16,7 +16,7 @@ import pytest
 from tooling.core import apps, executors, report
 from tooling.core.changes import Affected, AffectedUnit, affected
 from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange, from_stream
 from tooling.core.policy import parse_policy as check_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets, waves
@@ -864,9 +864,75 @@ def test_plan_args(kwargs: dict[str, object], tail: list[str]) -> None:
     assert plan_args(OUT, **kwargs) == [*COMMON, *tail]  # type: ignore[arg-type]
 
 
+def test_plan_args_ask_for_the_machine_readable_stream_last() -> None:
+    stream = Path("/o/u/plan.stream.jsonl")
+    assert plan_args(OUT, json_into=stream) == [
+        *COMMON,
+        "-lock-timeout=0s",
+        f"-out={OUT}",
+        f"-json-into={stream}",
+    ]
+
+
 def test_plan_args_keep_a_path_with_spaces_as_one_argument() -> None:
     out = Path("/tmp/my plans/$(id)/plan.tfplan")
     assert plan_args(out)[-1] == f"-out={out}"
+
+
+# --------------------------------------------------------------------------- from_stream
+
+# lines OpenTofu 1.12.6 wrote with `plan -json-into=FILE` (timestamps and ids shortened)
+_VERSION = '{"@level":"info","@message":"OpenTofu 1.12.6","@module":"tofu.ui","tofu":"1.12.6","type":"version","ui":"1.2"}'
+_REFRESH = (
+    '{"@level":"info","@message":"terraform_data.a: Refresh complete [id=5405]","hook":{"resource":'
+    '{"addr":"terraform_data.a","resource_type":"terraform_data"},"id_key":"id","id_value":"5405"},'
+    '"type":"refresh_complete"}'
+)
+_ZERO = (
+    '{"@level":"info","@message":"Plan: 0 to add, 0 to change, 0 to destroy.","changes":{"add":0,'
+    '"change":0,"import":0,"remove":0,"forget":0,"operation":"plan"},"type":"change_summary"}'
+)
+_SAME_OUTPUTS = (
+    '{"@level":"info","@message":"Outputs: 2","outputs":{"o":{"sensitive":false,"action":"noop"},'
+    '"so":{"sensitive":true,"action":"noop"}},"type":"outputs"}'
+)
+_UPDATE = (
+    '{"@level":"info","@message":"terraform_data.a: Plan to update","change":{"resource":{"addr":'
+    '"terraform_data.a","module":"","resource":"terraform_data.a","implied_provider":"terraform",'
+    '"resource_type":"terraform_data","resource_name":"a","resource_key":null},"action":"update"},'
+    '"type":"planned_change"}'
+)
+_ONE_CHANGE = _ZERO.replace('"change":0', '"change":1')
+_NEW_OUTPUT = _SAME_OUTPUTS.replace('"action":"noop"}', '"action":"create"}', 1)
+_DRIFT = _UPDATE.replace("planned_change", "resource_drift")
+_ERROR = '{"@level":"error","@message":"Error: boom","diagnostic":{"severity":"error","summary":"boom"},"type":"diagnostic"}'
+_NO_CHANGE = PlanSummary(dict.fromkeys(COUNT_KEYS, 0))
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([_VERSION, _REFRESH, _ZERO, _SAME_OUTPUTS], _NO_CHANGE),
+        ([_VERSION, _ZERO], _NO_CHANGE),  # no output at all
+        ([_VERSION, _REFRESH, _UPDATE, _ONE_CHANGE, _SAME_OUTPUTS], None),  # a change: show
+        ([_VERSION, _ZERO, _NEW_OUTPUT], None),  # an output changes
+        ([_VERSION, _DRIFT, _ZERO, _SAME_OUTPUTS], None),  # drift
+        ([_VERSION, _ERROR, _ZERO], None),
+        ([_VERSION, _ONE_CHANGE], None),  # counts without their planned_change
+        ([_VERSION, _REFRESH], None),  # cut short: no change_summary
+        ([_VERSION, _ZERO.replace('"plan"', '"apply"')], None),
+        ([_VERSION, "not json", _ZERO], None),
+        (["[]", _ZERO], None),
+        ([], None),
+    ],
+)
+def test_a_plan_is_read_from_its_stream_only_when_it_changes_nothing(
+    lines: list[str], expected: PlanSummary | None
+) -> None:
+    summary = from_stream("\n".join(lines) + "\n")
+    assert summary == expected
+    if summary is not None:
+        assert not summary.has_changes and not summary.destructive
 
 
 # --------------------------------------------------------------------------- waves

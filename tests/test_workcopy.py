@@ -175,6 +175,59 @@ def test_the_hook_process_hashes_and_verifies_without_loading_openssl_or_typing(
     assert not loaded & {"hashlib", "_hashlib", "typing", "pathlib", "json", "dataclasses"}
 
 
+def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_twice(
+    tmp_path: Path,
+) -> None:
+    """The armed hook as Terragrunt runs it (the shell wrapper, then the check): a check
+    that passes before ``init`` leaves a mark holding its parent's process id under this
+    run's token; only a ``plan`` of that same parent skips the check. Any other mark,
+    command or run checks again, and a failed check leaves no mark."""
+    import os
+    import subprocess
+
+    from tooling.engine import workcopies
+
+    unit, copy = tmp_path / "unit", tmp_path / "copy"
+    unit.mkdir()
+    copy.mkdir()
+    (copy / "main.tf").write_text(EVIL)
+    expected = Expected(DNS, "local", None, "", {"main.tf": hcl.blob_sha(EVIL.encode())})
+    manifest = tmp_path / "manifest" / "m.bin"
+    manifest.parent.mkdir()
+    manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
+    armed = workcopies.armed([], {}, root=tmp_path, cache_dir=tmp_path / "cache")
+    hook = [*json.loads(armed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
+    token = armed[workcopies.MARK_ENV]
+    mark = copy / ".terraform" / f"iac-checked-{token}"
+
+    def run(command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ["PATH"], "TG_CTX_COMMAND": command, **extra}
+        return subprocess.run(hook, cwd=copy, env=env, capture_output=True, text=True)
+
+    (copy / ".terraform").mkdir()
+    (copy / ".terraform" / "iac-checked-0ld").write_text("1\n")  # an earlier run's mark
+    assert run("init", IAC_WORKCOPY_MARK=token).returncode == 0
+    assert mark.read_text() == f"{os.getpid()}\n"  # this process ran the hook, as Terragrunt does
+    assert not (copy / ".terraform" / "iac-checked-0ld").exists()
+
+    (copy / "extra.tf").write_text(EVIL)  # the copy no longer keeps the rule
+    assert run("plan", IAC_WORKCOPY_MARK=token).returncode == 0  # same process, right after
+    for command, extra in [
+        ("apply", {"IAC_WORKCOPY_MARK": token}),  # apply is always checked
+        ("plan", {"IAC_WORKCOPY_MARK": "another0run"}),  # another run's token
+        ("plan", {}),  # not armed with a token
+    ]:
+        refused = run(command, **extra)
+        assert refused.returncode == 1 and "extra.tf" in refused.stderr, (command, extra)
+    mark.write_text("1\n")  # another process's mark
+    refused = run("plan", IAC_WORKCOPY_MARK=token)
+    assert refused.returncode == 1 and "extra.tf" in refused.stderr
+    mark.unlink()
+    refused = run("init", IAC_WORKCOPY_MARK=token)
+    assert refused.returncode == 1 and "extra.tf" in refused.stderr
+    assert not mark.exists()  # a failed check leaves no mark
+
+
 def test_the_manifest_round_trips() -> None:
     expected = {"/x/live/cloud/dns": _expected()}
     assert workcopy.read_manifest(workcopy.manifest_bytes(expected)) == expected

@@ -135,9 +135,11 @@ def _plan_into(
     out_dir = folder.path
     head_sha = git.rev_parse(root, "HEAD")
     # plans read the working tree: its uncommitted changes are planned, and the report says so
-    pending = git.uncommitted(root)
+    pending = git.uncommitted(root, ws.git_prefix)
     # before any tool runs: the files planned are these, not HEAD's when the tree is dirty
-    tree_state = binding.worktree_record(*git.worktree_changes(root, besides=out_dir))
+    tree_state = binding.worktree_record(
+        *git.worktree_changes(root, besides=out_dir, pending=pending)
+    )
     model = (
         ws.current_model
     )  # the one load of the head model: affected and the tool environment share it
@@ -146,7 +148,7 @@ def _plan_into(
     base_model: Model | None = None
     worktree: Path | None = None
     if not all_units and not units:
-        change, _ = compute_affected(ws, base, uncommitted=True)
+        change, _ = compute_affected(ws, base, uncommitted=True, pending=pending)
         change = shards.within(change, leg[1], leg[0]) if leg else change
         print_affected(change, say)
         if any(u.change == "deleted" for u in change.units):

@@ -203,3 +203,47 @@ def changed_outputs(plan: Mapping[str, Any]) -> tuple[str, ...]:
             if action_of((change or {}).get("actions") or []) != "no-op"
         )
     )
+
+
+def from_stream(text: str) -> PlanSummary | None:
+    """The summary of a plan from OpenTofu's machine-readable UI (``plan -json-into``,
+    one JSON object a line), when that stream shows the plan changes nothing; else None.
+
+    The stream names each planned change, drift and changed output (address, type,
+    action, reason) and the counts, but holds no value. A plan that changes or
+    drifts anything still needs ``show -json`` of the saved plan: the attributes
+    that change and the replace paths (the report), and the values to redact (those
+    a provider marks sensitive, those policy.toml declares). So this answers only
+    for a plan with no planned change, no drift, no changed output, no error, and a
+    ``change_summary`` of zeros; anything else, a line that is not JSON, or a
+    stream cut short (no ``change_summary``), is None: read the plan instead.
+    """
+    finished = False
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(msg, dict):
+            return None
+        kind = msg.get("type")
+        if kind in ("planned_change", "resource_drift") or msg.get("@level") == "error":
+            return None
+        if kind == "outputs":
+            outputs = msg.get("outputs")
+            if not isinstance(outputs, dict) or any(
+                not isinstance(o, dict) or o.get("action") != "noop" for o in outputs.values()
+            ):
+                return None
+        if kind == "change_summary":
+            changes = msg.get("changes")
+            if (
+                not isinstance(changes, dict)
+                or changes.get("operation") != "plan"
+                or any(v for k, v in changes.items() if k != "operation")
+            ):
+                return None
+            finished = True
+    return PlanSummary(dict.fromkeys(COUNT_KEYS, 0)) if finished else None

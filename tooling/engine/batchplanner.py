@@ -3,12 +3,14 @@ through one ``terragrunt plan``).
 
 The same results as planning one process per unit (:mod:`tooling.engine.unitplanner`),
 without a Terragrunt start-up per unit. Terragrunt's JSON log is split per unit
-as it arrives; each unit's ``tofu show -json`` runs as soon as its plan is
-written; its plan text and log are kept like the per-unit planner's.
+as it arrives; each unit's plan is read as soon as it is written (its
+machine-readable UI, and ``tofu show -json`` when that shows a change, as the
+per-unit planner does); its plan text and log are kept like the per-unit planner's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -23,7 +25,7 @@ from typing import Any
 
 from tooling.core import redact, runlog
 from tooling.core.declared import Declared, values_in_plan
-from tooling.core.planjson import PlanSummary, summarize
+from tooling.core.planjson import PlanSummary, from_stream, summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target, waves
 from tooling.engine import secrets, verify
@@ -245,6 +247,13 @@ class _Batch:
         self.warnings: list[str] = []  # every warning (mock outputs are read from them)
         self.mutex = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=self.jobs)
+        #: each unit's OpenTofu writes its machine-readable UI here, in its working copy's
+        #: data folder (not when TF_DATA_DIR moves that folder: one path for every unit)
+        self.stream: str | None = (
+            None
+            if "TF_DATA_DIR" in env
+            else f"{terragrunt.STREAM_DIR}/iac-plan-{os.getpid()}-{id(self):x}.jsonl"
+        )
 
     # -- while Terragrunt runs (reader threads)
 
@@ -312,7 +321,8 @@ class _Batch:
         self._report(run, replace(self._base(run.target), error=error))
 
     def _show(self, run: _UnitRun) -> PlanSummary | str:
-        """Read the unit's saved plan with ``tofu show -json`` (in its working copy)."""
+        """Read the unit's plan: its machine-readable UI (``-json-into``), and when that
+        shows a change, the saved plan with ``tofu show -json`` (in its working copy)."""
         t = run.target
         udir = unit_out_dir(self.out_dir, t.path)
         try:
@@ -324,12 +334,16 @@ class _Batch:
             # as in plan_unit: learn the secrets before any text of this unit is written
             if unreadable := self._learn(run):
                 raise ToolingError(unreadable)
-            shown = terragrunt.plan_json(
-                terragrunt.tofu_show_args(plan_path), self._work_copy(run), self.env
-            )
-            secrets.register(redact.sensitive_in_plan(shown))
-            secrets.register(values_in_plan(shown, self.declared))
-            summary = summarize(shown)
+            work = self._work_copy(run)
+            text = terragrunt.take_stream(work / self.stream) if self.stream else None
+            quiet = from_stream(text or "")
+            if quiet is not None:  # nothing changes: the stream says all the report needs
+                summary = quiet
+            else:
+                shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, self.env)
+                secrets.register(redact.sensitive_in_plan(shown))
+                secrets.register(values_in_plan(shown, self.declared))
+                summary = summarize(shown)
         except ToolingError as exc:
             self._report(run, replace(self._base(t), error=str(exc)))
             return str(exc)
@@ -345,6 +359,20 @@ class _Batch:
             ),
         )
         return summary
+
+    def _drop_stream(self, run: _UnitRun) -> None:
+        """Remove what a unit's plan wrote with ``-json-into`` and was not read (a failed
+        plan, a plan file missing): its diagnostics are not redacted."""
+        if self.stream is None:
+            return
+        if run.work_copy:
+            copy: Path = self.root / run.work_copy
+        elif run.started is not None:  # it ran, but its working copy was not named
+            copy = terragrunt.working_copy(run.target.run_dir) or run.target.run_dir
+        else:
+            return
+        with contextlib.suppress(OSError):
+            (copy / self.stream).unlink(missing_ok=True)
 
     def _work_copy(self, run: _UnitRun) -> Path:
         unit_dir = run.target.run_dir
@@ -372,11 +400,14 @@ class _Batch:
                 parallelism=self.jobs,
                 destroy=self.destroy,
                 lock=self.lock_state,
+                json_into=self.stream,
             )
             try:
                 self.code = terragrunt.stream(self.args, self.root, self.env, self.on_line)
             finally:
                 self.pool.shutdown(wait=True)
+                for run in self.units.values():
+                    self._drop_stream(run)
             report = _read_report(report_file, self.root_text)
         # every unit's upstream secrets, before any log is written: the run's shared
         # lines go into every unit's log, whichever unit printed them

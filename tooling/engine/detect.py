@@ -16,7 +16,7 @@ from tooling.errors import UsageError
 from tooling.io import git
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.repo import Model
+from tooling.model.repo import Change, Model
 
 # --------------------------------------------------------------------------- affected
 
@@ -36,6 +36,7 @@ def compute_affected(
     *,
     uncommitted: bool = False,
     disk_model: bool = True,
+    pending: list[Change] | None = None,
 ) -> tuple[Affected, Model]:
     """The units a change affects, and the head model they were read from.
 
@@ -47,18 +48,20 @@ def compute_affected(
     ``disk_model`` is false and git reports the working tree clean: then it is
     the head's, as without ``uncommitted`` (a listing that plans nothing does
     not need what only the disk holds; a tree with stacks keeps its generated
-    units).
+    units). ``pending``: the working tree's uncommitted changes, when the caller
+    just asked git (:func:`tooling.io.git.uncommitted`).
     """
     root = ws.root
     base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
     merge_base = git.merge_base(root, base_sha, head_sha)
-    changes = git.changed(root, merge_base, head_sha)
+    changes = git.changed(root, merge_base, head_sha, ws.git_prefix)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
             raise UsageError(
                 "--uncommitted compares the working tree: do not combine it with --head"
             )
-        pending = git.uncommitted(root)
+        if pending is None:
+            pending = git.uncommitted(root, ws.git_prefix)
         changes = [*changes, *pending]
         # "+ uncommitted changes" only when there are some
         uncommitted = bool(pending)

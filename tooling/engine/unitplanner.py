@@ -2,10 +2,14 @@
 ready queue), and keep what reviewers and apply need.
 
 (:mod:`tooling.engine.batchplanner` plans many units through one Terragrunt process
-and gives the same results.) Per unit: ``terragrunt plan -out=<abs path>`` (its stdout is the human plan
-text, already redacted by OpenTofu), then ``tofu show -json`` on the saved plan
-in Terragrunt's working directory (cheaper than a second ``terragrunt show``,
-which would resolve every dependency again). The raw JSON is never written to
+and gives the same results.) Per unit: ``terragrunt plan -out=<abs path>
+-json-into=<abs path>`` (its stdout is the human plan text, already redacted by
+OpenTofu; the file, OpenTofu's machine-readable UI of the same run). A plan whose
+stream shows no change, drift or changed output is summarised from the stream
+alone; any other runs ``tofu show -json`` on the saved plan in Terragrunt's
+working directory (cheaper than a second ``terragrunt show``, which would
+resolve every dependency again), for the values the stream does not hold: the
+attributes that change, and what to redact. The raw JSON is never written to
 disk: it holds sensitive values in clear. Only the summary (addresses, actions,
 counts) and the redacted text are kept.
 
@@ -15,6 +19,7 @@ A failing unit never stops independent units; its dependents are
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
@@ -30,7 +35,7 @@ from typing import Any, Protocol, TextIO
 
 from tooling.core import redact
 from tooling.core.declared import Declared, values_in_plan
-from tooling.core.planjson import summarize
+from tooling.core.planjson import PlanSummary, from_stream, summarize
 from tooling.core.results import Result
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.engine import secrets, verify
@@ -39,6 +44,8 @@ from tooling.io import outdir, proc, redacting, terragrunt
 from tooling.model.units import Unit
 
 PLAN_NAME = "plan.tfplan"
+#: OpenTofu's machine-readable UI of the plan (``-json-into``), read and removed
+STREAM_NAME = "plan.stream.jsonl"
 
 
 def sha256_file(path: Path) -> str:
@@ -105,6 +112,7 @@ class TerragruntPlan:
             destroy=self.target.destroy,
             lock=self.lock,
             detailed_exitcode=self.detailed_exitcode,
+            json_into=plan_path.with_name(STREAM_NAME),
         )
 
     def secrets(self) -> set[str]:
@@ -140,6 +148,7 @@ def plan_unit(
     udir = unit_out_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
     plan_path = (udir / PLAN_NAME).resolve()
+    plan_path.with_name(STREAM_NAME).unlink(missing_ok=True)
     log = udir / "plan.log"
     outdir.write_text(log, "")
 
@@ -161,10 +170,7 @@ def plan_unit(
         known = True
         if ran.returncode not in cmd.ok_codes or not plan_path.exists():
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
-        shown = cmd.show(plan_path)
-        secrets.register(redact.sensitive_in_plan(shown))
-        secrets.register(values_in_plan(shown, declared or {}))  # policy.toml's own list
-        summary = summarize(shown)
+        summary = read_plan(cmd, plan_path, declared or {})
         text_path, text = save_plan_text(udir, ran.stdout)
         return replace(
             base,
@@ -186,6 +192,9 @@ def plan_unit(
             base, error=f"unreadable plan JSON: {exc}", seconds=time.monotonic() - started
         )
     finally:
+        # never left in the report folder: its diagnostics are not redacted
+        with contextlib.suppress(OSError):
+            plan_path.with_name(STREAM_NAME).unlink(missing_ok=True)
         if ran is not None:
             output = (
                 f"{ran.stdout}{ran.stderr}"
@@ -193,6 +202,19 @@ def plan_unit(
                 else "(output withheld: the sensitive outputs of this unit's dependencies could not be read)"
             )
             outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {ran.returncode}]\n")
+
+
+def read_plan(cmd: PlanCommand, plan_path: Path, declared: Declared) -> PlanSummary:
+    """The summary of the saved plan at ``plan_path``: from the plan's machine-readable
+    UI when it shows no change at all (:func:`tooling.core.planjson.from_stream`), else
+    from ``show -json``, whose values are registered for redaction first."""
+    quiet = from_stream(terragrunt.take_stream(plan_path.with_name(STREAM_NAME)) or "")
+    if quiet is not None:
+        return quiet
+    shown = cmd.show(plan_path)
+    secrets.register(redact.sensitive_in_plan(shown))
+    secrets.register(values_in_plan(shown, declared))  # policy.toml's own list
+    return summarize(shown)
 
 
 def settled(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -158,6 +159,21 @@ def prepare(
 #: the environment variable root.hcl's before_hook reads: the command that checks a
 #: working copy (unset: the hook runs ``true``, e.g. for a plain ``terragrunt plan``)
 HOOK_ENV = "IAC_WORKCOPY_HOOK"
+
+#: the run's token in the name of the mark a passed check leaves before ``init``
+#: (:data:`tooling.commands.workcopy_hook.MARK_ENV`)
+MARK_ENV = workcopy_hook.MARK_ENV
+
+#: the hook's wrapper: before ``plan``, when the check of the same Terragrunt process
+#: passed before ``init`` (its mark, named by this run's token, holds that process's
+#: id), nothing ran in between but OpenTofu's init, and the check is not run again;
+#: otherwise (``init``, ``apply``, a plan without an init, no mark or another
+#: process's) the check runs. A shell's start instead of the interpreter's.
+HOOK_WRAPPER = (
+    'm=".terraform/iac-checked-$IAC_WORKCOPY_MARK"; '
+    'if [ "$TG_CTX_COMMAND" = plan ] && [ -n "$IAC_WORKCOPY_MARK" ] && [ -f "$m" ]; then '
+    'read -r who < "$m"; [ "$who" = "$PPID" ] && exit 0; fi; exec "$@"'
+)
 
 
 def root_file_of(root: Path) -> str:
@@ -300,8 +316,9 @@ def armed(
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    hook = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
-    return {**env, HOOK_ENV: json.dumps(hook)}
+    check = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
+    hook = ["/bin/sh", "-c", HOOK_WRAPPER, "iac-working-copy", *check]
+    return {**env, HOOK_ENV: json.dumps(hook), MARK_ENV: secrets.token_hex(8)}
 
 
 def overridden(

@@ -5,7 +5,9 @@ pipeline arms it through ``IAC_WORKCOPY_HOOK`` (the interpreter, this file and
 the manifest of what each unit's checkout must hold, see
 :mod:`tooling.engine.workcopies`). Terragrunt runs it in the unit's working
 copy after writing the generated files, before OpenTofu's init and again before
-the plan or apply, so what it verifies is what OpenTofu reads next. A problem is printed (one line each) and the exit
+the plan or apply, so what it verifies is what OpenTofu reads next (a plan right
+after the init of the same Terragrunt process is not checked twice: see
+:data:`MARK_ENV`). A problem is printed (one line each) and the exit
 code is 1: Terragrunt then runs no OpenTofu command for the unit, and the
 pipeline reports the unit as refused; other units go on.
 
@@ -22,6 +24,13 @@ if __package__ in (None, ""):  # run as a script: the package root is two folder
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tooling.core import workcopy
+
+#: set by the pipeline, one token per run: a check that passes before ``init`` leaves
+#: ``.terraform/iac-checked-<token>`` holding Terragrunt's process id, and the same
+#: process's plan right after skips the check (the wrapper in
+#: :mod:`tooling.commands.workcopies`)
+MARK_ENV = "IAC_WORKCOPY_MARK"
+MARK_PREFIX = "iac-checked-"
 
 
 def _read(path: str) -> bytes:
@@ -86,7 +95,24 @@ def main(argv: list[str]) -> int:
     if found:
         sys.stderr.write("".join(f"ERROR {line}\n" for line in found))
         return 1
+    token = os.environ.get(MARK_ENV, "")
+    if os.environ.get("TG_CTX_COMMAND") == "init" and token.isalnum():
+        mark(".terraform", MARK_PREFIX + token, str(os.getppid()))
     return 0
+
+
+def mark(folder: str, name: str, holder: str) -> None:
+    """Leave the mark ``folder/name`` holding ``holder`` (Terragrunt's process id), and
+    remove the marks earlier runs left; best effort (no mark: the plan checks again)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for entry in os.scandir(folder):
+            if entry.name.startswith(MARK_PREFIX) and entry.name != name:
+                os.unlink(entry.path)
+        with open(os.path.join(folder, name), "w") as fh:
+            fh.write(holder + "\n")
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -202,19 +202,22 @@ def merge_base(repo: Path, base: str, head: str) -> str:
     return sha
 
 
-def changed(repo: Path, base: str, head: str) -> list[Change]:
+def changed(repo: Path, base: str, head: str, git_prefix: str | None = None) -> list[Change]:
     """The paths changed between two revisions, relative to the project root ``repo``
-    (a path outside it: ``../``-relative)."""
+    (a path outside it: ``../``-relative); ``git_prefix``: :func:`prefix` when known."""
     out = git(repo, "diff", "--name-status", "-z", "-M", base, head).stdout
-    return changes_to_project(parse_name_status(out), prefix(repo))
+    at = prefix(repo) if git_prefix is None else git_prefix
+    return changes_to_project(parse_name_status(out), at)
 
 
-def uncommitted(repo: Path) -> list[Change]:
-    """The working tree's uncommitted changes, relative to the project root ``repo``."""
+def uncommitted(repo: Path, git_prefix: str | None = None) -> list[Change]:
+    """The working tree's uncommitted changes, relative to the project root ``repo``;
+    ``git_prefix``: :func:`prefix` when known."""
     out = git(
         repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
     ).stdout
-    return changes_to_project(parse_porcelain_paths(out), prefix(repo))
+    at = prefix(repo) if git_prefix is None else git_prefix
+    return changes_to_project(parse_porcelain_paths(out), at)
 
 
 def default_branch(repo: Path) -> str:
@@ -326,17 +329,19 @@ def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
 
 
 def worktree_changes(
-    repo: Path, *, besides: Path | None = None
+    repo: Path, *, besides: Path | None = None, pending: list[Change] | None = None
 ) -> tuple[list[str], str, list[tuple[str, bytes]]]:
     """The uncommitted difference of ``repo``'s working tree: the changed paths (tracked
     and untracked, not ignored), ``git diff HEAD --binary``, and each untracked file's
-    content; untracked files under ``besides`` (the run's own report folder) left out."""
+    content; untracked files under ``besides`` (the run's own report folder) left out.
+    ``pending``: :func:`uncommitted` of ``repo``, when the caller just asked."""
     inside = _under(repo, besides)
 
     def mine(path: str) -> bool:
         return inside is not None and (path == inside or path.startswith(inside + "/"))
 
-    files = [c.path for c in uncommitted(repo) if not mine(c.path.rstrip("/"))]
+    listed_changes = uncommitted(repo) if pending is None else pending
+    files = [c.path for c in listed_changes if not mine(c.path.rstrip("/"))]
     if not files:
         return [], "", []
     diff = git(repo, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff").stdout

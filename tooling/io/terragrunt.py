@@ -32,17 +32,28 @@ def plan_args(
     lock_timeout: str = "0s",
     lock: bool = True,
     detailed_exitcode: bool = False,
+    json_into: Path | None = None,
 ) -> list[str]:
     """``terragrunt plan``. ``lock=False`` plans without the state lock (a read-only
     identity cannot write lock files); ``detailed_exitcode`` makes exit code 2
-    mean "succeeded, with changes"."""
+    mean "succeeded, with changes"; ``json_into``: OpenTofu also writes its
+    machine-readable UI there (``-json-into``, OpenTofu >= 1.12), while the human
+    text still goes to stdout."""
     lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
     args = ["terragrunt", *_COMMON, "plan", "-input=false", lock_arg, f"-out={out_file}"]
     if destroy:
         args.append("-destroy")
     if detailed_exitcode:
         args.append("-detailed-exitcode")
+    if json_into is not None:
+        args.append(f"-json-into={json_into}")
     return args
+
+
+#: where each unit's OpenTofu writes its machine-readable UI in a ``run --all plan``,
+#: relative to the unit's working copy (OpenTofu's data folder exists once it is
+#: initialised); the batch adds a token of its own to the name
+STREAM_DIR = ".terraform"
 
 
 def run_all_plan_args(
@@ -54,6 +65,7 @@ def run_all_plan_args(
     destroy: bool = False,
     lock_timeout: str = "0s",
     lock: bool = True,
+    json_into: str | None = None,
 ) -> list[str]:
     """``terragrunt run --all plan`` over exactly the units the ``filters`` select.
 
@@ -62,7 +74,8 @@ def run_all_plan_args(
     and its outcome in the JSON ``report_file``. The log is JSON lines at debug
     level: the runner's debug markers say when each unit starts and finishes
     (see :mod:`tooling.core.runlog`). A failing unit does not stop independent
-    ones; its dependents exit early.
+    ones; its dependents exit early. ``json_into``: a path relative to each unit's
+    working copy where its OpenTofu writes the machine-readable UI (``-json-into``).
     """
     lock_arg = f"-lock-timeout={lock_timeout}" if lock else "-lock=false"
     selection = [arg for query in filters for arg in ("--filter", query)]
@@ -94,6 +107,8 @@ def run_all_plan_args(
     ]
     if destroy:
         args.append("-destroy")
+    if json_into is not None:
+        args.append(f"-json-into={json_into}")
     return args
 
 
@@ -288,6 +303,17 @@ def run(args: list[str], unit_dir: Path, env: Mapping[str, str], log: Path | Non
             log, f"$ {' '.join(args)}\n{result.stdout}{result.stderr}\n[exit {result.returncode}]\n"
         )
     return Run(result.returncode, result.stdout, result.stderr)
+
+
+def take_stream(path: Path) -> str | None:
+    """The machine-readable UI an OpenTofu plan wrote at ``path`` (``-json-into``), the
+    file removed once read; None when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    path.unlink(missing_ok=True)
+    return text
 
 
 def tofu_show_args(plan_file: Path, chdir: Path | None = None) -> list[str]:

@@ -84,6 +84,9 @@ class Workspace:
     root: Path
     settings: config.Settings = field(default_factory=config.load)
 
+    #: the models of git revisions read in this run, by the tree's fingerprint
+    _revision_models: dict[str, Model] = field(default_factory=dict, init=False, repr=False)
+
     def __post_init__(self) -> None:
         # Absolute, always: the state path and the plans' locations derive from it.
         self.root = self.root.resolve()
@@ -114,11 +117,8 @@ class Workspace:
             text = ""
         declared = None if STATE_SETTING in text else self.layout.root_file
         catalog = set(sandbox.catalog_repos())
-        used = any(
-            parse_source(u.source).short_name in catalog
-            for u in self._banner_model().units.values()
-            if u.source
-        )
+        pinned = {u.source for u in self._banner_model().units.values() if u.source}
+        used = any(parse_source(source).short_name in catalog for source in pinned)
         return replace(self.settings, state_declared_by=declared, catalog_used=used)
 
     def _banner_model(self) -> Model:
@@ -164,8 +164,14 @@ class Workspace:
         )
 
     def model(self, tree: Tree | None = None) -> Model:
-        """The model of ``tree`` (default: the working tree, read now)."""
-        return load(tree or self.work_tree(), self.cache_dir)
+        """The model of ``tree`` (default: the working tree, read now); a git revision's
+        once per run (the first line and the task may both read HEAD's)."""
+        if not isinstance(tree, GitTree):
+            return load(tree or self.work_tree(), self.cache_dir)
+        key = tree.fingerprint()
+        if key not in self._revision_models:
+            self._revision_models[key] = load(tree, self.cache_dir)
+        return self._revision_models[key]
 
     @cached_property
     def current_model(self) -> Model:

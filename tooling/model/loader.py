@@ -7,14 +7,12 @@ files through the :class:`~tooling.model.trees.Tree` and the parse cache.
 from __future__ import annotations
 
 import dataclasses
-import marshal
-import os
 import posixpath
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model import modelcache
 from tooling.model.configfiles import ConfigFile, Loader, Scope
 from tooling.model.evaluator import UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
@@ -31,9 +29,6 @@ from tooling.model.units import (
     Unit,
     dag_order,
 )
-
-MODEL_CACHE_VERSION = 12
-
 
 #: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)
 _REMOTE_PREFIXES = ("github.com/", "git@", "bitbucket.org/", "gitlab.com/")
@@ -267,9 +262,9 @@ def _state(ev: UnitEvaluator, files: list[ConfigFile]) -> tuple[str | None, str 
 
 def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     """Build the model of every unit in ``tree``; parse errors name file:line."""
-    model_cache = cache_dir / f"model-{tree.fingerprint()}.marshal" if cache_dir else None
-    if model_cache is not None and model_cache.exists():
-        cached = _load_model(model_cache, tree.root, tree)
+    model_cache = modelcache.path_of(tree, cache_dir)
+    if model_cache is not None:
+        cached = modelcache.read(model_cache, tree)
         if cached is not None:
             return cached
     cache = ParseCache(cache_dir / "parse.marshal" if cache_dir else None)
@@ -290,7 +285,7 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     model = Model(units, order + stuck)
     cache.save()
     if model_cache is not None:
-        _save_model(model_cache, model, tree)
+        modelcache.save(model_cache, model, _data_files(model, tree))
     return model
 
 
@@ -351,41 +346,3 @@ def _add_stack_units(loader: Loader, units: dict[str, Unit]) -> None:
                 units[path] = dataclasses.replace(
                     unit, reads=tuple(sorted({*unit.reads, *made_of}))
                 )
-
-
-def _save_model(path: Path, model: Model, tree: Tree) -> None:
-    data = {
-        "v": MODEL_CACHE_VERSION,
-        "data": _data_files(model, tree),
-        "units": [(asdict(u)) for u in model.units.values()],
-        "order": list(model.order),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with tmp.open("wb") as fh:
-        marshal.dump(data, fh)
-    os.replace(tmp, path)
-    # keep the cache folder small: old models are useless once the tree moved on
-    models = sorted(path.parent.glob("model-*.marshal"), key=lambda p: p.stat().st_mtime)
-    for old in models[:-16]:
-        old.unlink(missing_ok=True)
-
-
-def _load_model(path: Path, root: Path, tree: Tree) -> Model | None:
-    try:
-        with path.open("rb") as fh:
-            data = marshal.load(fh)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(data, dict) or data.get("v") != MODEL_CACHE_VERSION:
-        return None
-    for read, sha in data["data"].items():
-        now = tree.sha(read) if tree.exists(read) and not tree.is_dir(read) else ""
-        if now != sha:
-            return None  # a data file a unit reads changed: evaluate again
-    units = {}
-    for raw in data["units"]:
-        raw["dependencies"] = tuple(raw["dependencies"])
-        raw["reads"] = tuple(raw["reads"])
-        units[raw["path"]] = Unit(**raw)
-    return Model(units, tuple(data["order"]))

@@ -3,13 +3,16 @@
 This module is the stable place to import the model from; the parts live in
 :mod:`tooling.model.units` (the data), :mod:`tooling.model.trees` (working
 tree and git revisions), :mod:`tooling.model.evaluator` (the Terragrunt
-evaluator) and :mod:`tooling.model.loader` (discovery, per-unit evaluation,
-the model cache).
+evaluator), :mod:`tooling.model.loader` (discovery, per-unit evaluation) and
+:mod:`tooling.model.modelcache` (the model cache).
 """
 
 from __future__ import annotations
 
-from tooling.model.loader import MODEL_CACHE_VERSION, load
+from pathlib import Path
+
+from tooling.model import modelcache
+from tooling.model.modelcache import MODEL_CACHE_VERSION
 from tooling.model.trees import GitTree, Tree, WorkTree
 from tooling.model.units import (
     LIVE_DIR,
@@ -21,6 +24,19 @@ from tooling.model.units import (
     toposort,
     units_json,
 )
+
+
+def load(tree: Tree, cache_dir: Path | None = None) -> Model:
+    """The model of every unit in ``tree`` (:func:`tooling.model.loader.load`): from its
+    cache when there is one, without importing the evaluator and the HCL parser."""
+    cached_at = modelcache.path_of(tree, cache_dir)
+    cached = modelcache.read(cached_at, tree) if cached_at is not None else None
+    if cached is not None:
+        return cached
+    from tooling.model import loader
+
+    return loader.load(tree, cache_dir)
+
 
 __all__ = [
     "LIVE_DIR",

@@ -1,0 +1,63 @@
+"""The model cache: a model saved under its tree's fingerprint, read back without
+the evaluator (a warm run imports no parser: :func:`tooling.model.repo.load`)."""
+
+from __future__ import annotations
+
+import marshal
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from tooling.model.trees import GitTree, Tree
+from tooling.model.units import Model, Unit
+
+MODEL_CACHE_VERSION = 12
+
+
+def path_of(tree: Tree, cache_dir: Path | None) -> Path | None:
+    """Where the model of ``tree`` is cached (None: no cache folder)."""
+    return cache_dir / f"model-{tree.fingerprint()}.marshal" if cache_dir else None
+
+
+def save(path: Path, model: Model, data_files: dict[str, str]) -> None:
+    """Save ``model`` at ``path``, with the blob SHAs of the data files its units read."""
+    data = {
+        "v": MODEL_CACHE_VERSION,
+        "data": data_files,
+        "units": [(asdict(u)) for u in model.units.values()],
+        "order": list(model.order),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        marshal.dump(data, fh)
+    os.replace(tmp, path)
+    # keep the cache folder small: old models are useless once the tree moved on
+    models = sorted(path.parent.glob("model-*.marshal"), key=lambda p: p.stat().st_mtime)
+    for old in models[:-16]:
+        old.unlink(missing_ok=True)
+
+
+def read(path: Path, tree: Tree) -> Model | None:
+    """The model cached at ``path`` for ``tree``, or None (none, another version, or a
+    data file its units read has changed since)."""
+    try:
+        with path.open("rb") as fh:
+            data = marshal.load(fh)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(data, dict) or data.get("v") != MODEL_CACHE_VERSION:
+        return None
+    # a git revision's fingerprint is its tree SHA, which covers every file it holds (the
+    # data files too): only a working tree, whose fingerprint hashes HCL files alone,
+    # must compare them (for a revision that would list the whole tree)
+    for read, sha in data["data"].items() if not isinstance(tree, GitTree) else ():
+        now = tree.sha(read) if tree.exists(read) and not tree.is_dir(read) else ""
+        if now != sha:
+            return None  # a data file a unit reads changed: evaluate again
+    units = {}
+    for raw in data["units"]:
+        raw["dependencies"] = tuple(raw["dependencies"])
+        raw["reads"] = tuple(raw["reads"])
+        units[raw["path"]] = Unit(**raw)
+    return Model(units, tuple(data["order"]))
