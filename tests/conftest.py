@@ -18,6 +18,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import keep_bytecode  # noqa: F401  (first: the tooling's modules are cached too)
 import pytest
 
 import tooling.commands  # noqa: F401  (installs the one redaction step, as every task does)
