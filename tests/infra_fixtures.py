@@ -387,6 +387,20 @@ def make_example_repo(dest: Path) -> Path:
     return dest
 
 
+def copy_repo(template: Path, dest: Path) -> Path:
+    """A writable copy at ``dest`` of a repository built once (by :func:`make_example_repo`
+    and a fixture's own commits), with a copy of its bare ``origin`` beside it when it has
+    one: what building it again gives, without running git a dozen times. Links are copied
+    as links."""
+    shutil.copytree(template, dest, symlinks=True)
+    origin = template.parent / f"{template.name}-origin.git"
+    if origin.is_dir():
+        copied = dest.parent / f"{dest.name}-origin.git"
+        shutil.copytree(origin, copied, symlinks=True)
+        git(dest, "remote", "set-url", "origin", str(copied))
+    return dest
+
+
 @pytest.fixture
 def example_repo(tmp_path: Path, tools: None) -> Iterator[Path]:
     yield make_example_repo(tmp_path / "infra")
