@@ -18,6 +18,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import keep_bytecode  # noqa: F401  (first: the tooling's modules are cached too)
 import pytest
 
 from tooling.engine import secrets
@@ -37,6 +38,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+
+
+# -- pytest-terraform's xdist tracker -------------------------------------------
+#
+# With xdist installed, pytest-terraform registers a tracker that tears down its
+# module- and session-scoped fixtures once every worker is done with them; to know
+# that, the main process appends each test's id to a log and fsyncs it, after every
+# test of the run (1,316 fsyncs in the fast suite, where no test uses it). The
+# repository's terraform fixtures are function-scoped (tests/test_standins.py), which
+# the tracker never sees, so it is dropped; a wider-scoped one stops the run.
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """After every pytest_configure, pytest-terraform's (which registers it) included."""
+    from pytest_terraform.xdist import XDistTerraform
+
+    manager = session.config.pluginmanager
+    for plugin in manager.get_plugins():
+        if isinstance(plugin, XDistTerraform):
+            manager.unregister(plugin)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from pytest_terraform import tf
+
+    scoped = sorted(f.name for f in tf.terraform.get_fixtures() if f.scope != "function")
+    if scoped:
+        raise pytest.UsageError(
+            f"terraform fixture(s) {', '.join(scoped)} are not function-scoped: tests/conftest.py "
+            "drops pytest-terraform's xdist tracker, which tears those down; keep it for them"
+        )
 
 
 @dataclass(frozen=True)

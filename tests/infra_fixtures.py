@@ -183,18 +183,28 @@ def repo_tasks() -> Any:
     return module
 
 
-def invoke_in_process(repo: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Invoked:
+def invoke_in_process(
+    repo: Path,
+    *args: str,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Invoked:
     """Run ``invoke ARGS`` in ``repo`` inside the test's own process: the same tasks, parser,
     error handling and exit codes as :func:`invoke`, without starting Python again.
 
-    For tables that run one task over many small trees (the check corpus); the
-    command line itself, as a process, is what :func:`invoke` tests.
+    For tests that check what a task prints and returns (the check corpus, the
+    misspelt policy table, the runners check); the command line itself, as a
+    process, is what :func:`invoke` tests. The working directory and ``env`` are
+    set through ``monkeypatch`` (the test's, or one undone when the call returns).
     """
     from invoke.collection import Collection
     from invoke.program import Program
 
+    if monkeypatch is None:
+        with pytest.MonkeyPatch.context() as scoped:
+            return invoke_in_process(repo, *args, monkeypatch=scoped, env=env)
     monkeypatch.chdir(repo)
-    for name, value in GIT_ENV.items():
+    for name, value in {**GIT_ENV, **(env or {})}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     program = Program(namespace=Collection.from_module(repo_tasks()))
@@ -374,6 +384,20 @@ def make_example_repo(dest: Path) -> Path:
     git(dest, "remote", "add", "origin", str(origin))
     git(dest, "push", "--quiet", "origin", "main")
     git(dest, "remote", "set-head", "origin", "main")
+    return dest
+
+
+def copy_repo(template: Path, dest: Path) -> Path:
+    """A writable copy at ``dest`` of a repository built once (by :func:`make_example_repo`
+    and a fixture's own commits), with a copy of its bare ``origin`` beside it when it has
+    one: what building it again gives, without running git a dozen times. Links are copied
+    as links."""
+    shutil.copytree(template, dest, symlinks=True)
+    origin = template.parent / f"{template.name}-origin.git"
+    if origin.is_dir():
+        copied = dest.parent / f"{dest.name}-origin.git"
+        shutil.copytree(origin, copied, symlinks=True)
+        git(dest, "remote", "set-url", "origin", str(copied))
     return dest
 
 

@@ -3,7 +3,7 @@
 Each form is evaluated by the model (which starts no process) and compared with
 what the pinned Terragrunt's ``render`` resolves for the same unit; then a
 change to a data file, committed in a real git repository and seen through
-``invoke affected``, selects exactly the units that read it.
+``invoke affected`` (run in the test's process), selects exactly the units that read it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from infra_fixtures import REPO, commit_all, git, invoke
+from infra_fixtures import REPO, commit_all, git, invoke_in_process
 
 from tooling.io import terragrunt
 from tooling.model.repo import WorkTree, load
@@ -114,7 +114,7 @@ def unit_reads(model: object, path: str) -> set[str]:
 
 
 def _affected(repo: Path) -> set[str]:
-    result = invoke(repo, "affected", "--base", "HEAD~1", "--committed", "--json")
+    result = invoke_in_process(repo, "affected", "--base", "HEAD~1", "--committed", "--json")
     assert result.returncode == 0, result.output
     return {u["path"] for u in json.loads(result.stdout)["units"]}
 

@@ -70,6 +70,9 @@ def test_a_warm_dev_setup_prints_at_most_one_line() -> None:
     assert warm.stdout == ""
 
 
+# end to end: `./dev plan` sets up first (pip when pyproject.toml changed, then
+# `invoke setup`, which builds any pinned tool the cache lacks) before invoke plan runs
+@pytest.mark.e2e
 def test_dev_plan_passes_a_unit_through_instead_of_adding_all() -> None:
     warm_venv()
     result = dev("plan", "--unit", "live/cloud/dsn")

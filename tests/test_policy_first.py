@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from infra_fixtures import REPO, commit_all, git, invoke, make_example_repo
+from infra_fixtures import REPO, commit_all, git, invoke_in_process, make_example_repo
 
 UNIT = "live/cloud/dns"
 
@@ -105,12 +105,14 @@ def misspelt(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("task", listed_tasks())
 def test_every_task_refuses_a_misspelt_policy_key_by_name_before_writing_anything(
-    misspelt: Path, task: str
+    misspelt: Path, task: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = Path(os.environ["IAC_CACHE_DIR"])
     cache.mkdir(parents=True, exist_ok=True)
     before = everything(misspelt, cache)
-    ran = invoke(misspelt, task, *ARGUMENTS.get(task, ()), timeout=300)
+    # in the test's process: the same tasks, parser and exit codes; the task list itself
+    # comes from `invoke --list` as a process, and test_cli_output runs the command line
+    ran = invoke_in_process(misspelt, task, *ARGUMENTS.get(task, ()), monkeypatch=monkeypatch)
     assert ran.returncode == 1, f"{task}: exit {ran.returncode}\n{ran.output}"
     errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
     assert errors == [

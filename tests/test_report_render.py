@@ -12,6 +12,7 @@ import shutil
 import struct
 import subprocess
 import zlib
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -109,28 +110,87 @@ def _png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
             idat += data
     raw = zlib.decompress(idat)
     stride = width * channels
+    # "Up", most of Chromium's rows, adds the row above byte by byte: one sum of two
+    # integers as wide as the row, each byte's carry kept inside it by the masks
+    low = int.from_bytes(b"\x7f" * stride, "big")
+    high = int.from_bytes(b"\x80" * stride, "big")
     rows: list[bytes] = []
-    prev = bytearray(stride)
+    prev = bytes(stride)
     for y in range(height):
         start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        for i in range(stride):
-            left = line[i - channels] if i >= channels else 0
-            up, corner = prev[i], prev[i - channels] if i >= channels else 0
-            if kind == 1:
-                line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
-                line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
-                line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[i] = (line[i] + pred) & 0xFF
-        rows.append(bytes(line))
+        kind, line = raw[start], raw[start + 1 : start + 1 + stride]
+        if kind == 2:
+            a, b = int.from_bytes(line, "big"), int.from_bytes(prev, "big")
+            line = (((a & low) + (b & low)) ^ ((a ^ b) & high)).to_bytes(stride, "big")
+        elif kind == 1:  # "Sub": a running sum along each channel
+            out = bytearray(line)
+            for c in range(channels):
+                out[c::channels] = bytes(map((0xFF).__and__, accumulate(line[c::channels])))
+            line = bytes(out)
+        elif kind in (3, 4):  # "Average" and "Paeth" read the byte just decoded: one at a time
+            out = bytearray(line)
+            for i in range(stride):
+                left = out[i - channels] if i >= channels else 0
+                up, corner = prev[i], prev[i - channels] if i >= channels else 0
+                if kind == 3:
+                    out[i] = (out[i] + (left + up) // 2) & 0xFF
+                else:
+                    p = left + up - corner
+                    pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                    pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                    out[i] = (out[i] + pred) & 0xFF
+            line = bytes(out)
+        rows.append(line)
         prev = line
     return width, height, rows
+
+
+def _png(width: int, channels: int, rows: list[bytes], filters: list[int]) -> bytes:
+    """An 8-bit RGB(A) PNG of ``rows``, each row filtered as ``filters`` says (0 to 4),
+    written byte by byte as the PNG specification defines the filters."""
+
+    def paeth(left: int, up: int, corner: int) -> int:
+        p = left + up - corner
+        pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+        return left if pa <= pb and pa <= pc else up if pb <= pc else corner
+
+    stream, prev = b"", bytes(len(rows[0]))
+    for row, kind in zip(rows, filters, strict=True):
+        out = bytearray()
+        for i, value in enumerate(row):
+            left = row[i - channels] if i >= channels else 0
+            up, corner = prev[i], prev[i - channels] if i >= channels else 0
+            pred = [0, left, up, (left + up) // 2, paeth(left, up, corner)][kind]
+            out.append((value - pred) & 0xFF)
+        stream += bytes([kind]) + bytes(out)
+        prev = row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, len(rows), 8, 2 if channels == 3 else 6, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(stream))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_the_screenshot_reader_undoes_each_png_filter(channels: int) -> None:
+    width = 37
+    # bytes near 0 and 255 next to each other, so every sum and predictor wraps somewhere
+    rows = [
+        bytes(
+            (i * 97 + y * 131 + (255 if (i + y) % 3 else 0)) % 256 for i in range(width * channels)
+        )
+        for y in range(12)
+    ]
+    filters = [0, 1, 2, 3, 4, 2, 2, 4, 3, 1, 0, 4]
+    assert _png_pixels(_png(width, channels, rows, filters)) == (width, len(rows), rows)
 
 
 #: the page around the HTML: GitHub's look, roughly (a column of readable width)

@@ -1,7 +1,8 @@
 """LAN runner health: `invoke runners`, the routing job's check, the one runner issue.
 
 Against the local GitHub API server (its ``/actions/runners`` answers as
-GitHub does); the command line runs as a process in this repository, whose
+GitHub does); ``invoke runners`` runs in the test's process (the same tasks,
+parser and exit codes as the command line) in this repository, whose
 policy.toml declares ``hosted`` (GitHub-hosted) and ``lan`` (self-hosted).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 from ghserver import GitHubAPI
-from infra_fixtures import REPO, commit_all, edit, git, invoke
+from infra_fixtures import REPO, commit_all, edit, git, invoke, invoke_in_process
 
 from tooling.core import executors, runners
 from tooling.errors import ToolingError
@@ -64,7 +65,7 @@ def test_runners_lists_each_executors_runners_and_their_state(github_api: GitHub
     github_api.state.add_runner("lan-1", ["lan"], busy=True)
     github_api.state.add_runner("lan-2", ["lan"], status="offline")
     github_api.state.add_runner("gpu-1", ["gpu"])  # not the LAN executor's
-    ran = invoke(REPO, "runners", "--json", env=_env(github_api))  # schema-checked
+    ran = invoke_in_process(REPO, "runners", "--json", env=_env(github_api))  # schema-checked
     assert ran.returncode == 0, ran.output
     doc = json.loads(ran.stdout)
     hosted = next(e for e in doc["executors"] if e["executor"] == "hosted")
@@ -81,7 +82,7 @@ def test_runners_lists_each_executors_runners_and_their_state(github_api: GitHub
         ("lan-1", "busy"),
         ("lan-2", "offline"),
     ]
-    text = invoke(REPO, "runners", env=_env(github_api))
+    text = invoke_in_process(REPO, "runners", env=_env(github_api))
     assert text.returncode == 0, text.output
     assert "lan: 1 online [self-hosted, lan]" in text.stdout
     assert "busy     lan-1" in text.stdout and "offline  lan-2" in text.stdout
@@ -94,7 +95,7 @@ def test_require_fails_in_one_line_within_seconds_when_no_lan_runner_is_online(
 ) -> None:
     github_api.state.add_runner("lan-1", ["lan"], status="offline")
     started = time.monotonic()
-    ran = invoke(REPO, "runners", "--require", "lan", env=_env(github_api))
+    ran = invoke_in_process(REPO, "runners", "--require", "lan", env=_env(github_api))
     elapsed = time.monotonic() - started
     assert ran.returncode == 1, ran.output
     errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
@@ -104,14 +105,19 @@ def test_require_fails_in_one_line_within_seconds_when_no_lan_runner_is_online(
     assert elapsed < 60
     # a busy runner is online: the job waits its turn, it is not stuck
     github_api.state.set_runner("lan-1", status="online", busy=True)
-    assert invoke(REPO, "runners", "--require", "lan", env=_env(github_api)).returncode == 0
+    assert (
+        invoke_in_process(REPO, "runners", "--require", "lan", env=_env(github_api)).returncode == 0
+    )
     # the hosted executor never waits for a self-hosted runner
     github_api.state.set_runner("lan-1", status="offline")
-    assert invoke(REPO, "runners", "--require", "hosted", env=_env(github_api)).returncode == 0
+    assert (
+        invoke_in_process(REPO, "runners", "--require", "hosted", env=_env(github_api)).returncode
+        == 0
+    )
 
 
 def test_require_an_undeclared_executor_is_bad_usage(github_api: GitHubAPI) -> None:
-    ran = invoke(REPO, "runners", "--require", "gpu", env=_env(github_api))
+    ran = invoke_in_process(REPO, "runners", "--require", "gpu", env=_env(github_api))
     assert ran.returncode == 2, ran.output
     assert "declares no such executor (hosted, lan)" in ran.stderr
 
@@ -120,7 +126,7 @@ def test_a_token_that_may_not_list_runners_says_which_token_to_create(
     github_api: GitHubAPI,
 ) -> None:
     github_api.state.fail_next(403, "Resource not accessible by integration", path="/repos")
-    ran = invoke(REPO, "runners", env=_env(github_api))
+    ran = invoke_in_process(REPO, "runners", env=_env(github_api))
     assert ran.returncode == 1, ran.output
     assert "HTTP 403" in ran.stderr and "IAC_RUNNERS_TOKEN" in ran.stderr
     assert "Administration: read" in ran.stderr
@@ -157,7 +163,7 @@ def test_the_scheduled_check_opens_one_issue_keeps_it_and_closes_it_when_a_runne
     github_api.state.add_runner("lan-1", ["lan"], status="offline")
     env = {**github_api.env(), "IAC_RUNNERS_TOKEN": github_api.token}
     for _ in range(2):  # the second run finds the issue and writes nothing
-        ran = invoke(REPO, "runners", "--issue", env=env)
+        ran = invoke_in_process(REPO, "runners", "--issue", env=env)
         assert ran.returncode == 0, ran.output
     opened = [n for n, i in github_api.state.issues.items() if not i["is_pull"]]
     assert len(opened) == 1
@@ -168,7 +174,7 @@ def test_the_scheduled_check_opens_one_issue_keeps_it_and_closes_it_when_a_runne
     assert len(github_api.calls("POST", "/repos/example-org/infrastructure/issues")) == 1
     assert github_api.calls("PATCH") == []
     github_api.state.set_runner("lan-1", status="online")
-    ran = invoke(REPO, "runners", "--issue", env=env)
+    ran = invoke_in_process(REPO, "runners", "--issue", env=env)
     assert ran.returncode == 0, ran.output
     assert f"#{opened[0]} closed" in ran.stderr
     closed = github_api.state.issue_json(opened[0])
@@ -176,7 +182,7 @@ def test_the_scheduled_check_opens_one_issue_keeps_it_and_closes_it_when_a_runne
     assert "online again (lan-1" in github_api.state.comments_on(opened[0])[-1]["body"]
     # and a later outage opens a new one, not the closed one
     github_api.state.set_runner("lan-1", status="offline")
-    assert invoke(REPO, "runners", "--issue", env=env).returncode == 0
+    assert invoke_in_process(REPO, "runners", "--issue", env=env).returncode == 0
     assert len([i for i in github_api.state.issues.values() if i["state"] == "open"]) == 1
 
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from infra_fixtures import commit_all, edit, git, make_example_repo
+from infra_fixtures import commit_all, copy_repo, edit, git, make_example_repo
 
 from tooling.core.changes import Affected
 from tooling.engine.detect import compute_affected
@@ -25,11 +25,11 @@ DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example with three links: a tfvars file and a folder linked into unit
-    folders, and a folder at the root that one unit reads a file through."""
-    root = make_example_repo(tmp_path / "infra")
+    folders, and a folder at the root that one unit reads a file through (built once)."""
+    root = make_example_repo(tmp_path_factory.mktemp("symlinks") / "infra")
     shared = root / "shared"
     (shared / "conf").mkdir(parents=True)
     (shared / "net.tfvars").write_text('zone_name = "example.net"\n')
@@ -48,6 +48,12 @@ def repo(tmp_path: Path) -> Path:
     commit_all(root, "shared settings, linked into units")
     git(root, "checkout", "--quiet", "-b", "feature")
     return root
+
+
+@pytest.fixture
+def repo(linked: Path, tmp_path: Path) -> Path:
+    """Each test's own copy of it."""
+    return copy_repo(linked, tmp_path / "infra")
 
 
 def _affected(repo: Path, *, uncommitted: bool) -> Affected:
