@@ -32,6 +32,7 @@ CHILD = (
     "import signal, sys, time\n"
     "got = []\n"
     "signal.signal(signal.SIGINT, lambda *_: (open(sys.argv[1], 'a').write('int\\n'), got.append(1)))\n"
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one sent while starting waits\n"
     "open(sys.argv[1] + '.started', 'w').close()\n"
     "end = time.monotonic() + 0.5 + 3\n"
     "while time.monotonic() < end and not got: time.sleep(0.05)\n"
@@ -39,7 +40,12 @@ CHILD = (
 )
 first = subprocess.Popen([sys.executable, "-c", CHILD, out + "/first"])
 time.sleep(0.5)  # the second starts after the interrupt
+# A real child (OpenTofu) handles SIGINT from its first instant; this stand-in
+# is Python, which would die of one sent before it set its handler. It starts
+# with SIGINT blocked (the mask is inherited), so one sent early waits for it.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 second = subprocess.Popen([sys.executable, "-c", CHILD, out + "/second"])
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 first.wait(); second.wait()
 """
 
