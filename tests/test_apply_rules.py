@@ -5,9 +5,18 @@ from __future__ import annotations
 import pytest
 
 from tooling.core.record import binding_problems, change_set
+from tooling.core.results import Result, Status
 from tooling.engine.applier import explain_failure
 
-UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
+UNIT = Result(
+    "live/cloud/dns",
+    "cloud",
+    "hosted",
+    "modified",
+    Status.CHANGES,
+    plan_file="units/live/cloud/dns/plan.tfplan",
+    plan_sha256="a" * 64,
+)
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
 
 

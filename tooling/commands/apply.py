@@ -28,9 +28,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(ws, folder.path, approve_manual=approve_manual)
-        preflight.check(
-            ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
-        )
+        preflight.check(ws, [(u.path, u.executor) for u in applier.units])
         run = applier.execute()
         finish(folder, applier.document(), run, applier.summary)
         append_audit(ws, applier.document(), applier.summary)  # one record per apply
@@ -38,7 +36,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not
     # applied: that is a failure to act on, never a success
-    unplanned = unplanned_units(applier.summary)
+    unplanned = unplanned_units(applier.units)
     if unplanned:
         print(unplanned_error(unplanned), file=sys.stderr, flush=True)
     return exit_code(run, unplanned)

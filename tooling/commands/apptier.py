@@ -77,6 +77,7 @@ from tooling.core.record import (
     exit_code,
     record_document,
 )
+from tooling.core.results import Result, Status
 from tooling.engine import apprule
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
@@ -246,8 +247,9 @@ class AppPlan:
 def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     from tooling.core import gates, report
     from tooling.core.results import with_gates
+    from tooling.core.settle import settled
     from tooling.engine.summary import summary_document, write_summary
-    from tooling.engine.unitplanner import Target, plan_unit, settled
+    from tooling.engine.unitplanner import Target, plan_unit
 
     out_dir = folder.path
     target = Target(
@@ -269,13 +271,13 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
             declared = parse_declared(ws.policy)  # policy.toml [sensitive_attributes]
             result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
     except ToolingError as exc:
-        result = settled(target, "error", str(exc))
+        result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
-    if command.refused and result.status != "error" and result.plan_file:
+    if command.refused and result.status != Status.ERROR and result.plan_file:
         (out_dir / result.plan_file).unlink()  # nothing to apply: the plan is refused
         result = replace(
             result,
-            status="error",
+            status=Status.ERROR,
             plan_file=None,
             plan_sha256=None,
             error="refused: " + "; ".join(command.refused),
@@ -403,9 +405,14 @@ def apply(
         raise ToolingError(
             f"{summary_path}: expected one unit (apps/{prep.app}), found {len(units)}"
         )
-    unit: dict[str, Any] = units[0]
-    path = str(unit.get("path"))
-    claimed = (unit.get("gate") or {}).get("decision", "none")
+    try:
+        unit = Result.from_json(units[0])
+    except (ValueError, AttributeError) as exc:
+        raise ToolingError(
+            f"{summary_path}: the unit is not a planned unit ({exc}); re-plan"
+        ) from None
+    path = unit.path
+    claimed = unit.gate.decision if unit.gate is not None else "none"
     run = ApplyRun()
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
@@ -416,24 +423,23 @@ def apply(
             run.units.append(UnitApply(path, result, reason, gate=gate, earlier=earlier))
             say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
 
-        status = unit.get("status")
+        status = unit.status
         before: dict[str, Any] = next(
             (u for u in previous.get("units", []) if u.get("path") == path), {}
         )
         kept = earlier_applied(path, before, claimed)
         if kept is not None:
             record(kept.result, kept.reason, kept.gate, True)
-        elif status == "no-changes":
+        elif status == Status.NO_CHANGES:
             record("no-changes", "", claimed)
-        elif status != "changes":
+        elif status != Status.CHANGES:
             record(
                 "refused",
-                f"plan status is {status}"
-                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                f"plan status is {status}" + (f": {unit.error}" if unit.error else ""),
                 claimed,
             )
         else:
-            plan_file = plans_dir / str(unit.get("plan_file"))
+            plan_file = plans_dir / str(unit.plan_file)
             commit = app_commit(prep.app_dir)
             problems = binding_problems(
                 unit,

@@ -24,7 +24,15 @@ from typing import Any
 from tooling.core import redact, runlog
 from tooling.core.declared import Declared, values_in_plan
 from tooling.core.planjson import PlanSummary, summarize
-from tooling.core.results import Result
+from tooling.core.results import Result, Status
+from tooling.core.settle import (
+    FAILED,
+    dependency_failed,
+    failed_dependency,
+    from_plan,
+    presets,
+    settled,
+)
 from tooling.core.targets import Target, waves
 from tooling.engine import secrets, verify
 from tooling.engine.unitplanner import (
@@ -34,7 +42,6 @@ from tooling.engine.unitplanner import (
     plan_unit,
     run_all,
     save_plan_text,
-    settled,
     sha256_file,
     unit_out_dir,
     upstream_secrets,
@@ -82,34 +89,19 @@ def run_batch(
             planner=partial(plan_unit, lock=lock, declared=declared),
         )
     results: dict[str, Result] = {}
-    for t in targets:
-        if t.preset:
-            results[t.path] = settled(t, t.preset, t.preset_reason)
-            if progress:
-                progress.finish(results[t.path])
+    for preset in presets(targets):
+        results[preset.path] = preset
+        if progress:
+            progress.finish(preset)
     for wave in waves(planned):
         groups: dict[tuple[Path, bool], list[Target]] = {}
         for t in wave:
-            failed = next(
-                (
-                    d
-                    for d in t.dependencies
-                    if results.get(d) and results[d].status in ("error", "not-planned")
-                ),
-                None,
-            )
+            failed = failed_dependency(t.dependencies, results)
             if failed is not None:
-                results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+                results[t.path] = dependency_failed(t, failed)
             elif not t.run_dir.is_dir():
-                log = unit_out_dir(out_dir, t.path) / "plan.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
                 why = f"{t.path}: folder not found at the revision being planned"
-                outdir.write_text(log, f"[error: {why}]\n")
-                results[t.path] = replace(
-                    _unplanned(t, why),
-                    status="error",
-                    log_file=log.relative_to(out_dir).as_posix(),
-                )
+                results[t.path] = _refused(t, why, f"error: {why}", out_dir)
             else:
                 root = _tree_root(t)
                 assert root is not None
@@ -158,21 +150,12 @@ def _verified(
     the rest of the group goes on."""
     refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in group], env, jobs=jobs)
     kept: list[Target] = []
-    dropped = set(refused)
     for t in group:  # DAG order: a dependency is settled before its dependents
-        failed = next((d for d in t.dependencies if d in dropped), None)
+        failed = failed_dependency(t.dependencies, results)
         if t.path in refused:
-            log = unit_out_dir(out_dir, t.path) / "plan.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            outdir.write_text(log, f"[{refused[t.path]}]\n")
-            results[t.path] = replace(
-                _unplanned(t, refused[t.path]),
-                status="error",
-                log_file=log.relative_to(out_dir).as_posix(),
-            )
+            results[t.path] = _refused(t, refused[t.path], refused[t.path], out_dir)
         elif failed is not None:
-            dropped.add(t.path)
-            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+            results[t.path] = dependency_failed(t, failed)
         else:
             kept.append(t)
             continue
@@ -189,8 +172,14 @@ def _tree_root(t: Target) -> Path | None:
     return t.run_dir.parents[len(parts) - 1]
 
 
-def _unplanned(t: Target, why: str) -> Result:
-    return settled(t, "not-planned", why, destroy=t.destroy)
+def _refused(t: Target, why: str, line: str, out_dir: Path) -> Result:
+    """``t`` refused before its plan: an ``error`` whose log holds the one ``line``."""
+    log = unit_out_dir(out_dir, t.path) / "plan.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    outdir.write_text(log, f"[{line}]\n")
+    return settled(
+        t, Status.ERROR, why, destroy=t.destroy, log_file=log.relative_to(out_dir).as_posix()
+    )
 
 
 @dataclass
@@ -336,14 +325,7 @@ class _Batch:
         except ValueError as exc:
             self._report(run, replace(self._base(t), error=f"unreadable plan JSON: {exc}"))
             return f"unreadable plan JSON: {exc}"
-        self._report(
-            run,
-            replace(
-                self._base(t),
-                status="changes" if summary.has_changes else "no-changes",
-                counts=summary.counts,
-            ),
-        )
+        self._report(run, from_plan(self._base(t), summary))
         return summary
 
     def _work_copy(self, run: _UnitRun) -> Path:
@@ -387,7 +369,7 @@ class _Batch:
             results[path] = result = self._result(run, report.get(path), results)
             if run.learned and result.status == "error":
                 results[path] = result = replace(result, error=run.learned)
-            if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
+            if proc.interrupted() and result.error and result.status in FAILED:
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
                 self.unrun.discard(path)
             if path in self.unrun:
@@ -400,7 +382,7 @@ class _Batch:
     def _base(self, t: Target) -> Result:
         log = unit_out_dir(self.out_dir, t.path) / "plan.log"
         return settled(
-            t, "error", destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
+            t, Status.ERROR, destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
         )
 
     def _result(
@@ -418,18 +400,16 @@ class _Batch:
             udir = unit_out_dir(self.out_dir, t.path)
             plan_path = udir / PLAN_NAME
             text_path, text = save_plan_text(udir, "".join(run.stdout))
-            return replace(
+            return from_plan(
                 base,
+                outcome,
+                plan_file=plan_path.relative_to(self.out_dir).as_posix(),
+                plan_sha256=sha256_file(plan_path),
+                text_file=text_path.relative_to(self.out_dir).as_posix(),
+                plan_text=text,
                 mocked_dependencies=mocked_dependencies(
                     "\n".join(self.warnings), t.run_dir, t.path
                 ),
-                status="changes" if outcome.has_changes else "no-changes",
-                counts=outcome.counts,
-                plan_file=plan_path.relative_to(self.out_dir).as_posix(),
-                plan_sha256=sha256_file(plan_path),
-                summary=outcome,
-                text_file=text_path.relative_to(self.out_dir).as_posix(),
-                plan_text=text,
                 exit_code=0,
             )
         if isinstance(outcome, str):
@@ -437,20 +417,8 @@ class _Batch:
         result = str((entry or {}).get("Result", ""))
         cause = str((entry or {}).get("Cause") or "").strip() or None
         if result == "early exit":
-            failed = next(
-                (
-                    d
-                    for d in t.dependencies
-                    if d in done and done[d].status in ("error", "not-planned")
-                ),
-                None,
-            )
-            return replace(
-                base,
-                status="not-planned",
-                log_file=None,
-                error=f"not planned: its dependency {failed or cause or 'upstream'} failed",
-            )
+            failed = failed_dependency(t.dependencies, done) or cause or "upstream"
+            return replace(dependency_failed(t, failed), seconds=base.seconds)
         if run.finished is not None or result == "failed":
             return replace(
                 base, error=self._failure(run, run.finished.error if run.finished else cause)

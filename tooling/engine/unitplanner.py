@@ -31,7 +31,8 @@ from typing import Any, Protocol, TextIO
 from tooling.core import redact
 from tooling.core.declared import Declared, values_in_plan
 from tooling.core.planjson import summarize
-from tooling.core.results import Result
+from tooling.core.results import Result, Status
+from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.engine import secrets, verify
 from tooling.errors import ToolingError
@@ -146,7 +147,7 @@ def plan_unit(
     def rel(p: Path) -> str:
         return p.relative_to(out_dir.resolve()).as_posix()
 
-    base = settled(target, "error", destroy=target.destroy, log_file=rel(log.resolve()))
+    base = settled(target, Status.ERROR, destroy=target.destroy, log_file=rel(log.resolve()))
     ran: terragrunt.Run | None = None
     args: list[str] = []
     known = False  # every sensitive value the output may hold is registered
@@ -166,19 +167,17 @@ def plan_unit(
         secrets.register(values_in_plan(shown, declared or {}))  # policy.toml's own list
         summary = summarize(shown)
         text_path, text = save_plan_text(udir, ran.stdout)
-        return replace(
+        read = from_plan(
             base,
-            mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
-            status="changes" if summary.has_changes else "no-changes",
-            counts=summary.counts,
+            summary,
             plan_file=rel(plan_path),
             plan_sha256=sha256_file(plan_path),
-            summary=summary,
             text_file=rel(text_path.resolve()),
             plan_text=text,
-            seconds=time.monotonic() - started,
+            mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
             exit_code=ran.returncode,
         )
+        return replace(read, seconds=time.monotonic() - started)
     except ToolingError as exc:
         return replace(base, error=str(exc), seconds=time.monotonic() - started)
     except ValueError as exc:
@@ -193,31 +192,6 @@ def plan_unit(
                 else "(output withheld: the sensitive outputs of this unit's dependencies could not be read)"
             )
             outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {ran.returncode}]\n")
-
-
-def settled(
-    t: Target,
-    status: str,
-    error: str | None = None,
-    *,
-    destroy: bool = False,
-    log_file: str | None = None,
-) -> Result:
-    """The result of ``t`` before (or without) a plan: preset, not planned, or the
-    ``error`` a planner starts from and replaces once the plan is read."""
-    return Result(
-        t.path,
-        t.tier,
-        t.executor,
-        t.change,
-        status,
-        error=error,
-        log_file=log_file,
-        destroy=destroy,
-        source=t.source,
-        gate_class=t.gate_class,
-        model_error=t.model_error,
-    )
 
 
 def upstream_secrets(target: Target, env: Mapping[str, str]) -> set[str]:
@@ -355,19 +329,11 @@ def run_all(
     by_path = {t.path: t for t in targets}
     results: dict[str, Result] = {}
     pending = {t.path for t in targets}
-    for t in targets:
-        if t.preset:
-            results[t.path] = settled(t, t.preset, t.preset_reason)
-            pending.discard(t.path)
-            if progress:
-                progress.finish(results[t.path])
-
-    def blocked_by(t: Target) -> str | None:
-        for dep in t.dependencies:
-            r = results.get(dep)
-            if r is not None and r.status in ("error", "not-planned"):
-                return dep
-        return None
+    for preset in presets(targets):
+        results[preset.path] = preset
+        pending.discard(preset.path)
+        if progress:
+            progress.finish(preset)
 
     def ready(t: Target) -> bool:
         # finished, not merely started: a dependent's plan reads its upstream's
@@ -385,18 +351,18 @@ def run_all(
                 if not ready(t):
                     continue
                 pending.discard(path)
-                failed = blocked_by(t)
+                failed = failed_dependency(t.dependencies, results)
                 if proc.interrupted():  # Ctrl-C or SIGTERM: nothing new starts
                     results[path] = settled(
-                        t, "not-planned", "not planned: the run was interrupted before it started"
+                        t,
+                        Status.NOT_PLANNED,
+                        "not planned: the run was interrupted before it started",
                     )
                     if progress:
                         progress.finish(results[path])
                     continue
                 if failed is not None:
-                    results[path] = settled(
-                        t, "not-planned", f"not planned: its dependency {failed} failed"
-                    )
+                    results[path] = dependency_failed(t, failed)
                     if progress:
                         progress.finish(results[path])
                     continue
@@ -407,7 +373,7 @@ def run_all(
                 for path in sorted(pending):  # unreachable for a DAG; never spin
                     t = by_path[path]
                     results[path] = settled(
-                        t, "not-planned", "not planned: its dependencies never finished"
+                        t, Status.NOT_PLANNED, "not planned: its dependencies never finished"
                     )
                 pending.clear()
                 break
