@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tooling.core.record import exit_code, unplanned_error, unplanned_units
-from tooling.engine import atrest, preflight
+from tooling.engine import planstore, preflight
 from tooling.engine.applier import Applier, append_audit, finish
 from tooling.errors import ToolingError
 from tooling.io import outdir
@@ -24,7 +24,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         raise ToolingError(
             f"{folder_path / 'summary.json'}: no summary.json; run `invoke plan --out {plans_dir}` first"
         )
-    atrest.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
+    planstore.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(ws, folder.path, approve_manual=approve_manual)

@@ -78,16 +78,12 @@ from tooling.core.record import (
     record_document,
 )
 from tooling.core.results import Result, Status
-from tooling.engine import apprule
+from tooling.engine import apprule, planstore
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
-
-
-def show_args(app_dir: Path, plan_file: Path) -> list[str]:
-    return terragrunt.tofu_show_args(plan_file, chdir=app_dir)
 
 
 def scan_config(app_dir: Path) -> list[Found]:
@@ -204,7 +200,7 @@ def _init(prep: Prepared, log: Path) -> None:
 
 
 def _show(prep: Prepared, plan_file: Path) -> dict[str, Any]:
-    return terragrunt.plan_json(show_args(prep.app_dir, plan_file), prep.app_dir, prep.env)
+    return planstore.show_in(prep.app_dir, plan_file, prep.env, chdir=prep.app_dir)
 
 
 def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -> int:
@@ -274,7 +270,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
         result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
     if command.refused and result.status != Status.ERROR and result.plan_file:
-        (out_dir / result.plan_file).unlink()  # nothing to apply: the plan is refused
+        planstore.discard(planstore.stored(out_dir, result.plan_file))  # refused: nothing to apply
         result = replace(
             result,
             status=Status.ERROR,
@@ -376,7 +372,6 @@ def apply(
 ) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
     from tooling.engine import applier as applying
-    from tooling.engine.unitplanner import sha256_file
     from tooling.io import toolchain
 
     prep = prepare(ws, app, directory)
@@ -439,11 +434,11 @@ def apply(
                 claimed,
             )
         else:
-            plan_file = plans_dir / str(unit.plan_file)
+            plan_file = planstore.stored(plans_dir, unit.plan_file)
             commit = app_commit(prep.app_dir)
             problems = binding_problems(
                 unit,
-                plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+                plan_sha256=planstore.digest(plan_file),
                 head=commit or "",
                 summary_head=summary.get("head") or "",
                 tools_now={t.name: t.version for t in toolchain.check_versions(ws.root)},

@@ -62,10 +62,10 @@ from tooling.core.drift import (
     verdict,
 )
 from tooling.core.targets import never_run_loops, unit_target
-from tooling.engine import issues
+from tooling.engine import issues, planstore
 from tooling.engine.issues import run_url_from_env
 from tooling.engine.preplan import prepared
-from tooling.engine.unitplanner import PLAN_NAME, Progress, plan_unit, run_all, unit_out_dir
+from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc
 from tooling.io.ui import say, show
@@ -180,7 +180,7 @@ def run(
             )
         interrupted = proc.interrupted()
         for t in targets:  # a drift plan is never applied, and saved plans hold variable values
-            unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
+            planstore.discard(planstore.plan_path(out_dir, t.path))
         units = [classify(r) for r in results]
         checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
         tools = {tool.name: version for tool, version in toolchain.read_pins(root)}

@@ -127,9 +127,6 @@ def render(line: Line) -> str:
     return "\n".join(f"{line.level.upper():<5} {part}" if part else "" for part in msg.split("\n"))
 
 
-#: the `-out` plan file name Terragrunt uses under `--out-dir` (tf.TerraformPlanFile)
-PLAN_FILE = "tfplan.tfplan"
-
 # A path this plain goes into a --filter as `{./<path>}` unchanged: no glob
 # metacharacter and none of the filter language's operators.
 _PLAIN_PATH = re.compile(

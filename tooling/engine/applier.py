@@ -77,8 +77,8 @@ from tooling.core.record import explain_failure as _explain
 from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
 from tooling.core.targets import unit_target
-from tooling.engine import applysafety, secrets, verify, workcopies
-from tooling.engine.unitplanner import learn_secrets, plan_unit, sha256_file
+from tooling.engine import applysafety, planstore, secrets, verify, workcopies
+from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
 from tooling.io.auditlog import AuditLog
@@ -233,7 +233,9 @@ class Applier:
         code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
         result, reason = outcome(code, output, interrupted, path)
         if result != "applied":
-            folder = (self.dir / str(unit.plan_file)).parent  # units/UNIT, even for a cascade
+            folder = planstore.stored(
+                self.dir, unit.plan_file
+            ).parent  # units/UNIT, even for a cascade
             left, whole = applysafety.after_failure(
                 path, run_dir, folder, output, self.env, since_ns=since
             )
@@ -262,7 +264,9 @@ class Applier:
     def settle_killed(self, unit: Result) -> bool:
         """An earlier run was killed while applying this unit: did OpenTofu finish?
         (:func:`tooling.engine.applysafety.settle_killed`)"""
-        return applysafety.settle_killed(self.raw_file(unit.path), self.dir / str(unit.plan_file))
+        return applysafety.settle_killed(
+            self.raw_file(unit.path), planstore.stored(self.dir, unit.plan_file)
+        )
 
     # -- the walk
     def execute(self) -> ApplyRun:
@@ -321,10 +325,10 @@ class Applier:
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
-        plan_file, run_dir = self.dir / str(unit.plan_file), self.run_dir(unit)
+        plan_file, run_dir = planstore.stored(self.dir, unit.plan_file), self.run_dir(unit)
         problems = binding_problems(
             unit,
-            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+            plan_sha256=planstore.digest(plan_file),
             head=self.head,
             summary_head=self.summary.get("head"),
             tools_now=self.tools_now,
@@ -344,7 +348,7 @@ class Applier:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
         try:
-            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
+            shown = planstore.show(run_dir, plan_file, self.env)
         except ToolingError as exc:
             self.record(
                 path,
@@ -446,7 +450,9 @@ class Applier:
                 plan_text=fresh.plan_text,
             )
             return
-        result, reason = self.applied(unit, self.ws.run_dir(path), out / fresh.plan_file)
+        result, reason = self.applied(
+            unit, self.ws.run_dir(path), planstore.stored(out, fresh.plan_file)
+        )
         if result == "applied" and not reason:
             reason = "re-planned against its upstream's real outputs, then applied"
         self.record(path, result, reason, cascaded=True, gate=gate.decision)

@@ -10,7 +10,6 @@ written; its plan text and log are kept like the per-unit planner's.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import threading
 import time
@@ -34,16 +33,14 @@ from tooling.core.settle import (
     settled,
 )
 from tooling.core.targets import Target, waves
-from tooling.engine import secrets, verify
+from tooling.engine import planstore, secrets, verify
+from tooling.engine.planstore import unit_dir
 from tooling.engine.unitplanner import (
-    PLAN_NAME,
     Progress,
     mocked_dependencies,
     plan_unit,
     run_all,
     save_plan_text,
-    sha256_file,
-    unit_out_dir,
     upstream_secrets,
 )
 from tooling.errors import ToolingError
@@ -174,7 +171,7 @@ def _tree_root(t: Target) -> Path | None:
 
 def _refused(t: Target, why: str, line: str, out_dir: Path) -> Result:
     """``t`` refused before its plan: an ``error`` whose log holds the one ``line``."""
-    log = unit_out_dir(out_dir, t.path) / "plan.log"
+    log = unit_dir(out_dir, t.path) / "plan.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     outdir.write_text(log, f"[{line}]\n")
     return settled(
@@ -303,13 +300,9 @@ class _Batch:
     def _show(self, run: _UnitRun) -> PlanSummary | str:
         """Read the unit's saved plan with ``tofu show -json`` (in its working copy)."""
         t = run.target
-        udir = unit_out_dir(self.out_dir, t.path)
+        udir = unit_dir(self.out_dir, t.path)
         try:
-            written = udir / runlog.PLAN_FILE
-            if not written.is_file():
-                raise ToolingError("terragrunt reported success but wrote no plan file")
-            plan_path = udir / PLAN_NAME
-            os.replace(written, plan_path)
+            plan_path = planstore.keep_written(udir)
             # as in plan_unit: learn the secrets before any text of this unit is written
             if unreadable := self._learn(run):
                 raise ToolingError(unreadable)
@@ -380,7 +373,7 @@ class _Batch:
         return results
 
     def _base(self, t: Target) -> Result:
-        log = unit_out_dir(self.out_dir, t.path) / "plan.log"
+        log = unit_dir(self.out_dir, t.path) / "plan.log"
         return settled(
             t, Status.ERROR, destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
         )
@@ -397,14 +390,14 @@ class _Batch:
         )
         outcome = run.shown.result() if run.shown is not None else None
         if isinstance(outcome, PlanSummary):
-            udir = unit_out_dir(self.out_dir, t.path)
-            plan_path = udir / PLAN_NAME
+            udir = unit_dir(self.out_dir, t.path)
+            plan_path = planstore.plan_path(self.out_dir, t.path)
             text_path, text = save_plan_text(udir, "".join(run.stdout))
             return from_plan(
                 base,
                 outcome,
                 plan_file=plan_path.relative_to(self.out_dir).as_posix(),
-                plan_sha256=sha256_file(plan_path),
+                plan_sha256=planstore.sha256_file(plan_path),
                 text_file=text_path.relative_to(self.out_dir).as_posix(),
                 plan_text=text,
                 mocked_dependencies=mocked_dependencies(
@@ -445,7 +438,7 @@ class _Batch:
         return cause or terragrunt.error_summary(text) or "failed"
 
     def _write_log(self, run: _UnitRun, result: Result) -> None:
-        unit_out_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
+        unit_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
         head = (
             f"$ {' '.join(self.args[:2])} --all … plan{' -destroy' if self.destroy else ''}"
             f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
@@ -465,7 +458,7 @@ class _Batch:
         )
         tail = f"\n[{result.status}{': ' + result.error.splitlines()[0] if result.error else ''}]\n"
         outdir.write_text(
-            unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
+            unit_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
         )
 
 

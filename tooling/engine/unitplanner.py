@@ -15,7 +15,6 @@ A failing unit never stops independent units; its dependents are
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import re
@@ -34,24 +33,10 @@ from tooling.core.planjson import summarize
 from tooling.core.results import Result, Status
 from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
-from tooling.engine import secrets, verify
+from tooling.engine import planstore, secrets, verify
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, terragrunt
 from tooling.model.units import Unit
-
-PLAN_NAME = "plan.tfplan"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def unit_out_dir(out_dir: Path, path: str) -> Path:
-    return out_dir / "units" / path
 
 
 class PlanCommand(Protocol):
@@ -138,9 +123,9 @@ def plan_unit(
     """
     cmd = command or TerragruntPlan(target, env, lock=lock, detailed_exitcode=detailed_exitcode)
     started = time.monotonic()
-    udir = unit_out_dir(out_dir, target.path)
+    udir = planstore.unit_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
-    plan_path = (udir / PLAN_NAME).resolve()
+    plan_path = planstore.plan_path(out_dir, target.path).resolve()
     log = udir / "plan.log"
     outdir.write_text(log, "")
 
@@ -171,7 +156,7 @@ def plan_unit(
             base,
             summary,
             plan_file=rel(plan_path),
-            plan_sha256=sha256_file(plan_path),
+            plan_sha256=planstore.sha256_file(plan_path),
             text_file=rel(text_path.resolve()),
             plan_text=text,
             mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
