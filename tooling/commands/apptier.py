@@ -298,7 +298,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     if interrupted:
         return 130
-    return 1 if result.status == "error" else 0
+    return 1 if result.status == Status.ERROR else 0
 
 
 def _apply_one(
@@ -339,7 +339,7 @@ def _apply_one(
                 record("no-changes", "the saved plan changes nothing", "none")
                 return
             gate = gates.decide(
-                status="changes",
+                status=Status.CHANGES,
                 declared=prep.policy.gate,
                 summary=reviewed,
                 destroy=False,

@@ -19,6 +19,7 @@ from tooling.core import binding, legs, shards
 from tooling.core.changes import Affected
 from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
+from tooling.core.status import Status
 from tooling.core.targets import check_options, never_run_loops, select_targets
 from tooling.engine import preflight
 from tooling.engine.batchplanner import run_batch
@@ -248,7 +249,7 @@ def _plan_into(
     if interrupted:
         say("interrupted: the report above is incomplete and cannot be applied; plan again")
         return 130
-    failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
+    failed = [r for r in results if r.status in (Status.ERROR, Status.NOT_PLANNED, Status.BLOCKED)]
     return 1 if failed else 0
 
 

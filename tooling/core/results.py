@@ -9,28 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from tooling.core.gates import Gate, GatePolicy, decide
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-
-
-class Status(StrEnum):
-    """How planning one unit ended (``status`` in summary.json)."""
-
-    CHANGES = "changes"
-    NO_CHANGES = "no-changes"
-    ERROR = "error"
-    WITHHELD = "withheld"  # plan_on_pr = false, on a pull request
-    BLOCKED = "blocked"  # a moved unit whose state must be migrated first
-    EXCLUDED = "excluded"  # an exclude block takes it out of the run
-    NOT_PLANNED = "not-planned"  # a dependency failed, or the run was interrupted
-
-    @property
-    def planned(self) -> bool:
-        """A plan was made and read (there is a plan file to apply or skip)."""
-        return self in (Status.CHANGES, Status.NO_CHANGES)
+from tooling.core.status import Status as Status  # re-exported: the results' statuses
 
 
 @dataclass(frozen=True)

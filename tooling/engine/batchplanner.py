@@ -360,14 +360,16 @@ class _Batch:
         results: dict[str, Result] = {}
         for path, run in self.units.items():  # DAG order: a dependency's result is known first
             results[path] = result = self._result(run, report.get(path), results)
-            if run.learned and result.status == "error":
+            if run.learned and result.status == Status.ERROR:
                 results[path] = result = replace(result, error=run.learned)
             if proc.interrupted() and result.error and result.status in FAILED:
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
                 self.unrun.discard(path)
             if path in self.unrun:
                 continue  # run_batch plans it again in a process of its own, and reports it then
-            if result.status != "not-planned":  # like one process per unit: nothing ran, no log
+            if (
+                result.status != Status.NOT_PLANNED
+            ):  # like one process per unit: nothing ran, no log
                 self._write_log(run, result)
             self._report(run, result)
         return results

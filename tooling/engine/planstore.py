@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import encryption
+from tooling.core.status import Status
 from tooling.errors import ToolingError
 from tooling.io import terragrunt
 
@@ -106,7 +107,7 @@ def _plan_files(plans_dir: Path) -> Iterator[tuple[str, bytes]]:
     units = summary.get("units") if isinstance(summary, dict) else None
     for unit in units if isinstance(units, list) else []:
         name = unit.get("plan_file") if isinstance(unit, dict) else None
-        if not isinstance(name, str) or unit.get("status") != "changes":
+        if not isinstance(name, str) or unit.get("status") != Status.CHANGES:
             continue
         path = stored(plans_dir, name)
         try:

@@ -282,7 +282,7 @@ class Progress:
             c = result.counts
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
-                if result.status in ("changes", "no-changes")
+                if result.status in (Status.CHANGES, Status.NO_CHANGES)
                 else (result.error or "").splitlines()[0][:120]
                 if result.error
                 else ""
