@@ -477,6 +477,10 @@ def render(
     return doc
 
 
+#: the statuses whose reason the console table prints under the unit
+_EXPLAINED = (Status.ERROR, Status.BLOCKED, Status.EXCLUDED, Status.NOT_PLANNED)
+
+
 def table(results: Sequence[Result]) -> str:
     """The per-unit table printed on the terminal, with each unit's gate."""
     width = max([len(r.path) for r in results] + [4])
@@ -490,11 +494,6 @@ def table(results: Sequence[Result]) -> str:
             f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>4} {u:>6} {x:>7} {d:>7}  "
             f"{r.status:<11} {_decision(r)}"
         )
-        if r.error and r.status in (
-            Status.ERROR,
-            Status.BLOCKED,
-            Status.EXCLUDED,
-            Status.NOT_PLANNED,
-        ):
+        if r.error and r.status in _EXPLAINED:
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")
     return "\n".join(lines)
