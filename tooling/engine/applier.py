@@ -99,6 +99,20 @@ def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> t
     return _outcome(code, output, interrupted, unit_path, summary=terragrunt.error_summary(output))
 
 
+def _planned_units(units: list[Any], summary_path: Path, plans_dir: Path) -> list[Result]:
+    """summary.json's units as Results; a unit that is not one stops the apply, named."""
+    out: list[Result] = []
+    for i, unit in enumerate(units):
+        try:
+            out.append(Result.from_json(unit))
+        except ValueError as exc:
+            raise ToolingError(
+                f"{summary_path}: units[{i}] is not a planned unit ({exc}); "
+                f"re-plan with `invoke plan --out {plans_dir}`"
+            ) from None
+    return out
+
+
 # ------------------------------------------------------------------ the run
 
 
@@ -128,13 +142,8 @@ class Applier:
                 f"{summary_path}: this plan was interrupted before every unit finished; "
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
-        try:
-            #: the planned units, typed; the document's own fields stay in ``summary``
-            self.units = [Result.from_json(u) for u in units]
-        except ValueError as exc:
-            raise ToolingError(
-                f"{summary_path}: a unit is not a planned unit ({exc}); re-plan with `invoke plan --out {plans_dir}`"
-            ) from None
+        #: the planned units, typed; the document's own fields stay in ``summary``
+        self.units = _planned_units(units, summary_path, plans_dir)
         dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
         if dirty:
             raise ToolingError(dirty)
