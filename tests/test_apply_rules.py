@@ -8,6 +8,7 @@ import pytest
 
 from tooling.core import record
 from tooling.core.record import binding_problems, change_set
+from tooling.core.results import Result, Status
 from tooling.io.terragrunt import error_summary
 
 
@@ -18,7 +19,15 @@ def explain_failure(
     return record.explain_failure(output, unit_path, now, summary=error_summary(output))
 
 
-UNIT = {"plan_file": "units/live/cloud/dns/plan.tfplan", "plan_sha256": "a" * 64}
+UNIT = Result(
+    "live/cloud/dns",
+    "cloud",
+    "hosted",
+    "modified",
+    Status.CHANGES,
+    plan_file="units/live/cloud/dns/plan.tfplan",
+    plan_sha256="a" * 64,
+)
 TOOLS = {"opentofu": "1.12.6", "terragrunt": "1.1.3"}
 
 

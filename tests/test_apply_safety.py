@@ -108,6 +108,30 @@ def test_editing_summary_json_to_auto_does_not_let_a_vm_change_apply(
     assert not (example_repo / ".iac/state/live/cluster/vms/terraform.tfstate").exists()
 
 
+@pytest.mark.parametrize(
+    ("break_it", "named"),
+    [
+        (lambda u: u.update(status="applied-already"), "'applied-already' is not a valid Status"),
+        (lambda u: u.pop("path"), "path: expected a string"),
+        (lambda u: u.update(plan_sha256=["a"]), "plan_sha256: expected a string or null"),
+    ],
+)
+def test_a_summary_unit_that_is_not_a_planned_unit_stops_the_apply_naming_it(
+    example_repo: Path, tmp_path: Path, break_it: Any, named: str
+) -> None:
+    out = tmp_path / "plans"
+    summary = _plan(example_repo, out, "--unit", "live/cloud/dns")
+    assert [u["status"] for u in summary["units"]] == ["changes"]
+    written = (out / "summary.json").read_text()
+    break_it(summary["units"][0])
+    (out / "summary.json").write_text(json.dumps(summary))
+    code, results, output = _apply(example_repo, out)
+    assert code == 1 and results == {}, output
+    assert f"{out.resolve() / 'summary.json'}: units[0] is not a planned unit ({named}" in output
+    assert not (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
+    (out / "summary.json").write_text(written)  # the folder's documents match their schema again
+
+
 def test_sigint_reaches_opentofu_and_the_record_says_what_it_did(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

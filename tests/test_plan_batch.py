@@ -80,7 +80,7 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     for path in planned:
         plan = out / units[path]["plan_file"]
         assert units[path]["plan_file"] == f"units/{path}/plan.tfplan" and plan.stat().st_size > 0
-        from tooling.engine.unitplanner import sha256_file
+        from tooling.engine.planstore import sha256_file
 
         assert sha256_file(plan) == units[path]["plan_sha256"]
         assert (

@@ -99,3 +99,15 @@ def test_a_wrong_document_fails_validation(
     assert any(line.startswith(where) for line in found), found
     with pytest.raises(AssertionError, match=f"does not match tooling/schemas/{kind}"):
         schema_check.check(kind, doc, "the broken document")
+
+
+def test_every_unit_of_a_real_summary_reads_back_to_the_same_document(
+    documents: dict[str, Any],
+) -> None:
+    """:meth:`Result.from_json` is the inverse of ``to_json`` on what ``invoke plan`` wrote."""
+    from tooling.core.results import Result
+
+    units = documents["summary"]["units"]
+    assert units
+    for unit in units:
+        assert Result.from_json(unit).to_json() == unit, unit["path"]

@@ -40,7 +40,7 @@ from tooling.core import redact
 from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
 from tooling.core.suggest import did_you_mean
 from tooling.core.targets import unit_arg
-from tooling.engine import secrets, verify
+from tooling.engine import planstore, secrets, verify
 from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
 from tooling.engine.unitplanner import learn_secrets
 from tooling.errors import ToolingError, UsageError
@@ -49,7 +49,6 @@ from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 IMPORT_FILE = "iac_adopt_import.tf"
-PLAN_FILE = "adopt.tfplan"
 
 _INDEX = r'\[(?:\d+|"(?:[^"\\]|\\.)*")\]'
 _NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
@@ -229,7 +228,7 @@ def refusal(unit: str, address: str, verdict: Verdict) -> str:
 
 
 def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_file), work, env)
+    shown = planstore.show_in(work, plan_file, env)
     secrets.register(redact.sensitive_in_plan(shown))  # its differences are printed
     return shown
 
@@ -261,7 +260,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     private.mkdir(parents=True)
     env = {**ws.tool_env, "TG_DOWNLOAD_DIR": str(private / "cache")}
     log = private / "adopt.log"
-    plan_file = private / PLAN_FILE
+    plan_file = planstore.private_plan(private, "adopt")
     import_file: Path | None = None
     try:
         ran = terragrunt.run(terragrunt.init_args(), unit_dir, env, log)
@@ -315,7 +314,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         import_file.unlink()
         import_file = None
         say(f"adopted {target} into the state of {path}; re-planning without the import block")
-        check_file = private / "after.tfplan"
+        check_file = planstore.private_plan(private, "after")
         _plan(unit_dir, check_file, env, log)
         after = judge(_show(work, check_file, env), target)
         if after.differences:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tooling.core.record import exit_code, unplanned_error, unplanned_units
-from tooling.engine import atrest, preflight
+from tooling.engine import planstore, preflight
 from tooling.engine.applier import Applier, append_audit, finish
 from tooling.errors import ToolingError
 from tooling.io import outdir
@@ -21,13 +21,11 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         raise ToolingError(
             f"{folder_path / 'summary.json'}: no summary.json; run `invoke plan --out {plans_dir}` first"
         )
-    atrest.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
+    planstore.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(ws, folder.path, approve_manual=approve_manual)
-        preflight.check(
-            ws, [(str(u.get("path")), u.get("executor")) for u in applier.summary.get("units", [])]
-        )
+        preflight.check(ws, [(u.path, u.executor) for u in applier.units])
         run = applier.execute()
         finish(folder, applier.document(), run, applier.summary)
         append_audit(ws, applier.document(), applier.summary)  # one record per apply
@@ -35,7 +33,7 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not
     # applied: that is a failure to act on, never a success
-    unplanned = unplanned_units(applier.summary)
+    unplanned = unplanned_units(applier.units)
     if unplanned:
         print(unplanned_error(unplanned), file=sys.stderr, flush=True)
     return exit_code(run, unplanned)

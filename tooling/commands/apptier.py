@@ -77,16 +77,13 @@ from tooling.core.record import (
     exit_code,
     record_document,
 )
-from tooling.engine import apprule
+from tooling.core.results import Result, Status
+from tooling.engine import apprule, planstore
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
-
-
-def show_args(app_dir: Path, plan_file: Path) -> list[str]:
-    return terragrunt.tofu_show_args(plan_file, chdir=app_dir)
 
 
 def scan_config(app_dir: Path) -> list[Found]:
@@ -203,7 +200,7 @@ def _init(prep: Prepared, log: Path) -> None:
 
 
 def _show(prep: Prepared, plan_file: Path) -> dict[str, Any]:
-    return terragrunt.plan_json(show_args(prep.app_dir, plan_file), prep.app_dir, prep.env)
+    return planstore.show_in(prep.app_dir, plan_file, prep.env, chdir=prep.app_dir)
 
 
 def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -> int:
@@ -246,8 +243,9 @@ class AppPlan:
 def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     from tooling.core import gates, report
     from tooling.core.results import with_gates
+    from tooling.core.settle import settled
     from tooling.engine.summary import summary_document, write_summary
-    from tooling.engine.unitplanner import Target, plan_unit, settled
+    from tooling.engine.unitplanner import Target, plan_unit
 
     out_dir = folder.path
     target = Target(
@@ -269,13 +267,13 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
             declared = parse_declared(ws.policy)  # policy.toml [sensitive_attributes]
             result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
     except ToolingError as exc:
-        result = settled(target, "error", str(exc))
+        result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
-    if command.refused and result.status != "error" and result.plan_file:
-        (out_dir / result.plan_file).unlink()  # nothing to apply: the plan is refused
+    if command.refused and result.status != Status.ERROR and result.plan_file:
+        planstore.discard(planstore.stored(out_dir, result.plan_file))  # refused: nothing to apply
         result = replace(
             result,
-            status="error",
+            status=Status.ERROR,
             plan_file=None,
             plan_sha256=None,
             error="refused: " + "; ".join(command.refused),
@@ -300,7 +298,7 @@ def _plan_into(ws: Workspace, prep: Prepared, folder: outdir.ReportDir) -> int:
     say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
     if interrupted:
         return 130
-    return 1 if result.status == "error" else 0
+    return 1 if result.status == Status.ERROR else 0
 
 
 def _apply_one(
@@ -341,7 +339,7 @@ def _apply_one(
                 record("no-changes", "the saved plan changes nothing", "none")
                 return
             gate = gates.decide(
-                status="changes",
+                status=Status.CHANGES,
                 declared=prep.policy.gate,
                 summary=reviewed,
                 destroy=False,
@@ -374,7 +372,6 @@ def apply(
 ) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
     from tooling.engine.applier import finish, read_record
-    from tooling.engine.unitplanner import sha256_file
 
     prep = prepare(ws, app, directory)
     plans_dir = plans.resolve()
@@ -402,9 +399,14 @@ def apply(
         raise ToolingError(
             f"{summary_path}: expected one unit (apps/{prep.app}), found {len(units)}"
         )
-    unit: dict[str, Any] = units[0]
-    path = str(unit.get("path"))
-    claimed = (unit.get("gate") or {}).get("decision", "none")
+    try:
+        unit = Result.from_json(units[0])
+    except (ValueError, AttributeError) as exc:
+        raise ToolingError(
+            f"{summary_path}: the unit is not a planned unit ({exc}); re-plan"
+        ) from None
+    path = unit.path
+    claimed = unit.gate.decision if unit.gate is not None else "none"
     run = ApplyRun()
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
@@ -415,28 +417,27 @@ def apply(
             run.units.append(UnitApply(path, result, reason, gate=gate, earlier=earlier))
             say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
 
-        status = unit.get("status")
+        status = unit.status
         before: dict[str, Any] = next(
             (u for u in previous.get("units", []) if u.get("path") == path), {}
         )
         kept = earlier_applied(path, before, claimed)
         if kept is not None:
             record(kept.result, kept.reason, kept.gate, True)
-        elif status == "no-changes":
+        elif status == Status.NO_CHANGES:
             record("no-changes", "", claimed)
-        elif status != "changes":
+        elif status != Status.CHANGES:
             record(
                 "refused",
-                f"plan status is {status}"
-                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                f"plan status is {status}" + (f": {unit.error}" if unit.error else ""),
                 claimed,
             )
         else:
-            plan_file = plans_dir / str(unit.get("plan_file"))
+            plan_file = planstore.stored(plans_dir, unit.plan_file)
             commit = app_commit(prep.app_dir)
             problems = binding_problems(
                 unit,
-                plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+                plan_sha256=planstore.digest(plan_file),
                 head=commit or "",
                 summary_head=summary.get("head") or "",
                 tools_now={t.name: t.version for t in ws.checked_tools},

@@ -61,12 +61,11 @@ from tooling.core.drift import (
     render_markdown,
     verdict,
 )
-from tooling.core.targets import never_run_loops
-from tooling.engine import issues, verify, workcopies
+from tooling.core.targets import never_run_loops, unit_target
+from tooling.engine import issues, planstore
 from tooling.engine.issues import run_url_from_env
-from tooling.engine.preplan import preflight_rendered
-from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
-from tooling.engine.unitplanner import PLAN_NAME, Progress, Target, plan_unit, run_all, unit_out_dir
+from tooling.engine.preplan import prepared
+from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc
 from tooling.io.ui import say, show
@@ -143,16 +142,7 @@ def run(
     with folder:
         head = git.rev_parse(root, "HEAD")
         targets = [
-            Target(
-                path,
-                u.tier,
-                u.executor,
-                "all",
-                ws.run_dir(path),
-                dependencies=u.dependencies,
-                source=u.source,
-                gate_class=u.gate,
-            )
+            unit_target(u, "all", ws.run_dir(path))
             for path in model.order
             for u in (model.units[path],)
             if not executor or u.executor == executor
@@ -161,39 +151,34 @@ def run(
         say(
             f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
         )
-        refuse_unparsable(model, [t.path for t in targets])
-        refuse_bad_names(ws, model, [t.path for t in targets])
         env = ws.tool_env if targets else {}
-        # the units rendered once, beside the preflight; each plan's verifier uses its render
-        preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
-        try:
-            workcopies.prepare([(t.path, t.run_dir) for t in targets], ws.settings, ws.root)
-            targets, env = workcopies.guarded(
+        # the attributes policy.toml declares are redacted like sensitive ones
+        declared = parse_declared(ws.policy)
+        planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
+        # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
+        with (
+            prepared(
+                ws,
+                model,
                 targets,
                 env,
-                root=ws.root,
-                cache_dir=ws.settings.cache_dir,
-                reads={p: u.reads for p, u in model.units.items()},
+                folder=folder,
+                jobs=jobs or os.cpu_count() or 2,
+                what="the drift plans",
+            ) as (targets, env),
+            _without_github_tokens(),
+        ):
+            results = run_all(
+                targets,
+                out_dir,
+                env if targets else {},
+                jobs=jobs or os.cpu_count() or 2,
+                progress=Progress(len(targets)),
+                planner=planner,
             )
-            folder.reset()  # only now: a run that fails before this keeps the last report
-            # the attributes policy.toml declares are redacted like sensitive ones
-            declared = parse_declared(ws.policy)
-            planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
-            # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
-            with _without_github_tokens(), proc.forwarding_interrupts("the drift plans"):
-                results = run_all(
-                    targets,
-                    out_dir,
-                    env if targets else {},
-                    jobs=jobs or os.cpu_count() or 2,
-                    progress=Progress(len(targets)),
-                    planner=planner,
-                )
-        finally:
-            verify.forget_prerendered()
         interrupted = proc.interrupted()
         for t in targets:  # a drift plan is never applied, and saved plans hold variable values
-            unit_out_dir(out_dir, t.path).joinpath(PLAN_NAME).unlink(missing_ok=True)
+            planstore.discard(planstore.plan_path(out_dir, t.path))
         units = [classify(r) for r in results]
         checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
         tools = {tool.name: version for tool, version in toolchain.read_pins(root)}

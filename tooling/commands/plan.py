@@ -19,16 +19,16 @@ from tooling.core import binding, legs, shards
 from tooling.core.changes import Affected
 from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
+from tooling.core.status import Status
 from tooling.core.targets import check_options, never_run_loops, select_targets
-from tooling.engine import preflight, verify, workcopies
+from tooling.engine import preflight
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.detect import compute_affected, print_affected
 
 # re-exported: the task files' exit code for a unit that does not parse (graph, matrix, outdated)
 from tooling.engine.detect import unreadable_exit as unreadable_exit
 from tooling.engine.legs import read_matrix
-from tooling.engine.preplan import preflight_rendered
-from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.engine.preplan import prepared
 from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress
 from tooling.errors import UsageError
@@ -176,32 +176,23 @@ def _plan_into(
         # a stack's generated units run in the scratch copy they were generated in
         targets = [t if t.destroy else replace(t, run_dir=ws.run_dir(t.path)) for t in targets]
         targets = never_run_loops(targets, model)
-        refuse_unparsable(model, [t.path for t in targets])
-        refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         # the base revision's modules too: a deleted unit's destroy plan fetches them
         env = ws.env_for(t.source for t in targets if t.source) if targets else {}
-        preflight_rendered(ws, targets, env, jobs=jobs or os.cpu_count() or 2)
-        # after the checks: a plan that is refused removes nothing
-        workcopies.prepare(
-            [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
-            ws.settings,
-            ws.root,
-        )
-        folder.reset()
-        if not targets:
-            say("nothing to plan")
-        targets, env = workcopies.guarded(
-            targets,
-            env,
-            root=ws.root,
-            cache_dir=ws.settings.cache_dir,
-            reads={p: u.reads for p, u in model.units.items()},
-        )
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
         # Ctrl-C or SIGTERM from here on: OpenTofu stops gracefully (once), nothing new
         # starts, and the report below says the run was interrupted.
-        with proc.forwarding_interrupts("the plans"):
+        with prepared(
+            ws,
+            model,
+            targets,
+            env,
+            folder=folder,
+            jobs=jobs or os.cpu_count() or 2,
+            what="the plans",
+        ) as (targets, env):
+            if not targets:
+                say("nothing to plan")
             results = run_batch(
                 targets,
                 out_dir,
@@ -213,7 +204,6 @@ def _plan_into(
             )
         interrupted = proc.interrupted()
     finally:
-        verify.forget_prerendered()
         if worktree is not None:
             git.remove_worktree(root, worktree)
     results = with_gates(_explain_lock_errors(ws, results), parse_policy(ws.policy))
@@ -258,7 +248,7 @@ def _plan_into(
     if interrupted:
         say("interrupted: the report above is incomplete and cannot be applied; plan again")
         return 130
-    failed = [r for r in results if r.status in ("error", "not-planned", "blocked")]
+    failed = [r for r in results if r.status in (Status.ERROR, Status.NOT_PLANNED, Status.BLOCKED)]
     return 1 if failed else 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tooling.core.planjson import COUNT_KEYS
 from tooling.core.results import Result
+from tooling.core.status import Status
 
 DRIFT_VERSION = 1
 MARKER = "<!-- iac-tooling:drift-report -->"
@@ -85,13 +86,13 @@ def classify(result: Result) -> UnitDrift:
         result.path,
         result.tier,
         result.executor,
-        "error" if result.status == "error" else "not-planned",
+        "error" if result.status == Status.ERROR else "not-planned",
         error=result.error,
         log_file=result.log_file,
         exit_code=result.exit_code,
     )
     summary = result.summary
-    if result.status not in ("changes", "no-changes") or summary is None:
+    if result.status not in (Status.CHANGES, Status.NO_CHANGES) or summary is None:
         return base
     outside = tuple((c.address, c.action) for c in summary.drift)
     changes = tuple((c.address, c.action) for c in summary.changes)

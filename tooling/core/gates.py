@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.core.planjson import PlanSummary
+from tooling.core.status import Status
 from tooling.errors import ToolingError
 from tooling.model.policyfile import refuse_unknown_keys
 
@@ -76,7 +77,7 @@ def decide(
     policy: GatePolicy,
     model_error: str | None = None,
 ) -> Gate:
-    if status != "changes" or summary is None:
+    if status != Status.CHANGES or summary is None:
         return Gate("none", (f"nothing to apply ({status})",))
     reasons: list[str] = []
     if destroy:

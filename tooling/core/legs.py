@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from tooling.core.gates import Gate
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result
 from tooling.errors import ToolingError
 
@@ -139,44 +138,9 @@ def merged(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
 
 def result_of(unit: Mapping[str, Any], plan_text: str | None) -> Result:
     """A summary.json unit as the :class:`Result` the report renders (its resource
-    changes by address and action; the plan text as the leg wrote it)."""
-    counts = {k: int((unit.get("counts") or {}).get(k, 0)) for k in COUNT_KEYS}
-    changes = tuple(
-        ResourceChange(
-            str(c.get("address")),
-            str(c.get("address", "")).rsplit(".", 2)[-2] if "." in str(c.get("address")) else "",
-            str(c.get("action")),
-        )
-        for c in unit.get("changes") or ()
-        if isinstance(c, Mapping)
-    )
-    gate = unit.get("gate")
-    return Result(
-        path=str(unit.get("path")),
-        tier=str(unit.get("tier", "")),
-        executor=str(unit.get("executor", "")),
-        change=str(unit.get("change", "")),
-        status=str(unit.get("status", "")),
-        counts=counts,
-        plan_file=unit.get("plan_file"),
-        plan_sha256=unit.get("plan_sha256"),
-        error=unit.get("error"),
-        summary=PlanSummary(counts, changes, output_changes=tuple(unit.get("output_changes") or ()))
-        if unit.get("status") in ("changes", "no-changes")
-        else None,
-        text_file=unit.get("text_file"),
-        log_file=unit.get("log_file"),
-        seconds=float(unit.get("seconds") or 0.0),
-        destroy=bool(unit.get("destroy")),
-        source=unit.get("source"),
-        source_before=unit.get("source_before"),
-        model_error=unit.get("model_error"),
-        mocked_dependencies=tuple(unit.get("mocked_dependencies") or ()),
-        gate=Gate(str(gate.get("decision")), tuple(gate.get("reasons") or ()))
-        if isinstance(gate, Mapping)
-        else None,
-        plan_text=plan_text,
-    )
+    changes by address and action; the plan text as the leg wrote it). Raises
+    ``ValueError`` for a unit that is not one (:meth:`Result.from_json`)."""
+    return replace(Result.from_json(unit), plan_text=plan_text)
 
 
 def leg_names(include: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:

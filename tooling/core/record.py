@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tooling.core import mdtext
+from tooling.core.results import Result, Status
 from tooling.core.targets import model_refusal
 from tooling.model.units import Unit
 
 #: plan statuses that leave nothing to apply, a failure to act on
-UNPLANNED = ("error", "not-planned", "blocked")
+UNPLANNED = (Status.ERROR, Status.NOT_PLANNED, Status.BLOCKED)
 RESULTS = ("applied", "no-changes", "waiting-approval", "refused", "failed", "not-run")
 #: in the record only, while a unit's apply runs (or if the tool was killed meanwhile)
 RUNNING = "running"
@@ -69,7 +70,7 @@ class ApplyRun:
 
 
 def binding_problems(
-    unit: Mapping[str, Any],
+    unit: Result,
     *,
     plan_sha256: str | None,
     head: str,
@@ -80,11 +81,11 @@ def binding_problems(
     """Why the saved plan is not the reviewed one (empty: it is)."""
     problems: list[str] = []
     if plan_sha256 is None:
-        problems.append(f"plan file {unit.get('plan_file')} is missing")
-    elif plan_sha256 != unit.get("plan_sha256"):
+        problems.append(f"plan file {unit.plan_file} is missing")
+    elif plan_sha256 != unit.plan_sha256:
         problems.append(
-            f"plan file {unit.get('plan_file')} does not match the reviewed plan "
-            f"(sha256 {plan_sha256[:12]}…, reviewed {str(unit.get('plan_sha256'))[:12]}…)"
+            f"plan file {unit.plan_file} does not match the reviewed plan "
+            f"(sha256 {plan_sha256[:12]}…, reviewed {str(unit.plan_sha256)[:12]}…)"
         )
     if summary_head != head:
         problems.append(
@@ -253,13 +254,11 @@ def upstream_block(
     return None
 
 
-def model_block(model_unit: Unit | None, planned: Mapping[str, Any]) -> tuple[str, str] | None:
+def model_block(model_unit: Unit | None, planned: Result) -> tuple[str, str] | None:
     """(``refused``, reason) for a unit the model cannot evaluate, now (the current model) or
     when it was planned (summary.json's ``model_error``): it fails closed, approved or not.
     None: the model knows the unit's gate, executor and module."""
-    why = (model_refusal(model_unit) if model_unit is not None else None) or planned.get(
-        "model_error"
-    )
+    why = (model_refusal(model_unit) if model_unit is not None else None) or planned.model_error
     if not why:
         return None
     return (
@@ -269,10 +268,10 @@ def model_block(model_unit: Unit | None, planned: Mapping[str, Any]) -> tuple[st
     )
 
 
-def unplanned_units(summary: Mapping[str, Any]) -> list[str]:
+def unplanned_units(units: Sequence[Result]) -> list[str]:
     """The units of a plan summary that had no plan to apply (their plan failed,
     a destroy that could not be planned among them)."""
-    return [str(u.get("path")) for u in summary.get("units", []) if u.get("status") in UNPLANNED]
+    return [u.path for u in units if u.status in UNPLANNED]
 
 
 def unplanned_error(unplanned: Sequence[str]) -> str:

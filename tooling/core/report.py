@@ -38,6 +38,7 @@ from typing import Any
 from tooling.core import mdtext, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
+from tooling.core.status import Status
 
 MARKER = "<!-- iac-tooling:plan-report -->"
 BUDGET = 65_536
@@ -65,18 +66,18 @@ def _counts_cell(c: Mapping[str, int]) -> tuple[str, str, str, str]:
 def verdict(results: Sequence[Result]) -> str:
     """The first line: the totals in words, the units, and a sign (❌ a failure,
     ⚠️ only when something is destroyed or replaced, ✅ otherwise)."""
-    planned = [r for r in results if r.status in ("changes", "no-changes", "error")]
-    changed = sum(1 for r in results if r.status == "changes")
-    errors = sum(1 for r in results if r.status == "error")
+    planned = [r for r in results if r.status in (Status.CHANGES, Status.NO_CHANGES, Status.ERROR)]
+    changed = sum(1 for r in results if r.status == Status.CHANGES)
+    errors = sum(1 for r in results if r.status == Status.ERROR)
     others = {
         s: sum(1 for r in results if r.status == s)
-        for s in ("blocked", "withheld", "excluded", "not-planned")
+        for s in (Status.BLOCKED, Status.WITHHELD, Status.EXCLUDED, Status.NOT_PLANNED)
     }
     extra = "".join(f", {n} {s}" for s, n in others.items() if n)
     t = review.totals(results)
     mark = (
         "❌"
-        if errors or others["blocked"] or others["not-planned"]
+        if errors or others[Status.BLOCKED] or others[Status.NOT_PLANNED]
         else ("⚠️" if t["delete"] or t["replace"] else "✅")
     )
     return (
@@ -136,7 +137,7 @@ def drift_lines(results: Sequence[Result]) -> list[str]:
 
 def failure_lines(results: Sequence[Result]) -> list[str]:
     """Each unit whose plan failed (or never ran), with the first line of why."""
-    failed = [r for r in results if r.status in ("error", "blocked", "not-planned")]
+    failed = [r for r in results if r.status in (Status.ERROR, Status.BLOCKED, Status.NOT_PLANNED)]
     if not failed:
         return []
     return [
@@ -375,7 +376,7 @@ def render(
             "",
         ]
     lines += mocked_lines(results)
-    manual = [r for r in results if _decision(r) == "manual" and r.status == "changes"]
+    manual = [r for r in results if _decision(r) == "manual" and r.status == Status.CHANGES]
     if manual:
         lines += [
             "**Waiting for a human after merge (manual gate; each unit's reasons are in the "
@@ -410,7 +411,7 @@ def render(
             "",
         ]
     # manual units first in the details, then DAG order
-    quiet = [r for r in results if r.status == "no-changes" and not r.mocked_dependencies]
+    quiet = [r for r in results if r.status == Status.NO_CHANGES and not r.mocked_dependencies]
     ordered = sorted((r for r in results if r not in quiet), key=lambda r: _decision(r) != "manual")
     quiet_line = (
         [f"**No changes** ({len(quiet)}): " + ", ".join(review.code(r.path) for r in quiet)]
@@ -476,6 +477,10 @@ def render(
     return doc
 
 
+#: the statuses whose reason the console table prints under the unit
+_EXPLAINED = (Status.ERROR, Status.BLOCKED, Status.EXCLUDED, Status.NOT_PLANNED)
+
+
 def table(results: Sequence[Result]) -> str:
     """The per-unit table printed on the terminal, with each unit's gate."""
     width = max([len(r.path) for r in results] + [4])
@@ -489,6 +494,6 @@ def table(results: Sequence[Result]) -> str:
             f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>4} {u:>6} {x:>7} {d:>7}  "
             f"{r.status:<11} {_decision(r)}"
         )
-        if r.error and r.status in ("error", "blocked", "excluded", "not-planned"):
+        if r.error and r.status in _EXPLAINED:
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")
     return "\n".join(lines)

@@ -7,12 +7,13 @@ redacted, the same text as ``plan.txt``), so the report reads no file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tooling.core.gates import Gate, GatePolicy, decide
-from tooling.core.planjson import COUNT_KEYS, PlanSummary
+from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.status import Status as Status  # re-exported: the results' statuses
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class Result:
     tier: str
     executor: str
     change: str
-    status: str  # changes | no-changes | error | withheld | blocked | excluded | not-planned
+    status: Status
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
     plan_file: str | None = None
     plan_sha256: str | None = None
@@ -50,7 +51,7 @@ class Result:
             "tier": self.tier,
             "executor": self.executor,
             "change": self.change,
-            "status": self.status,
+            "status": str(self.status),
             "counts": dict(self.counts),
             "plan_file": self.plan_file,
             "plan_sha256": self.plan_sha256,
@@ -71,6 +72,82 @@ class Result:
             ),
             **({"gate": self.gate.to_json()} if self.gate is not None else {}),
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Result:
+        """The result a summary.json unit describes (the inverse of :meth:`to_json`; the
+        plan's summary holds what the document keeps: counts, addresses and actions,
+        output names). Raises ``ValueError`` naming the first key that is missing or of
+        the wrong type."""
+        changes = tuple(
+            ResourceChange(_text(c, "address"), _type_of(_text(c, "address")), _text(c, "action"))
+            for c in _items(data, "changes")
+        )
+        outputs = tuple(str(o) for o in _items(data, "output_changes"))
+        counts = data.get("counts")
+        if not isinstance(counts, Mapping) or not all(
+            isinstance(counts.get(k), int) for k in COUNT_KEYS
+        ):
+            raise ValueError(f"counts: expected {', '.join(COUNT_KEYS)} as whole numbers")
+        status = Status(_text(data, "status"))
+        gate = data.get("gate")
+        return cls(
+            path=_text(data, "path"),
+            tier=_text(data, "tier"),
+            executor=_text(data, "executor"),
+            change=_text(data, "change"),
+            status=status,
+            counts={str(k): int(v) for k, v in counts.items()},
+            plan_file=_optional(data, "plan_file"),
+            plan_sha256=_optional(data, "plan_sha256"),
+            error=_optional(data, "error"),
+            summary=(
+                PlanSummary(dict(counts), changes, output_changes=outputs)
+                if status.planned or changes or outputs
+                else None
+            ),
+            text_file=_optional(data, "text_file"),
+            log_file=_optional(data, "log_file"),
+            seconds=float(data.get("seconds") or 0.0),
+            destroy=bool(data.get("destroy")),
+            source=_optional(data, "source"),
+            source_before=_optional(data, "source_before"),
+            model_error=_optional(data, "model_error"),
+            mocked_dependencies=tuple(str(d) for d in _items(data, "mocked_dependencies")),
+            gate=(
+                Gate(_text(gate, "decision"), tuple(str(r) for r in _items(gate, "reasons")))
+                if isinstance(gate, Mapping)
+                else None
+            ),
+        )
+
+
+def _type_of(address: str) -> str:
+    """The resource type an address names (``module.a.aws_s3_bucket.b`` -> ``aws_s3_bucket``)."""
+    return address.rsplit(".", 2)[-2] if "." in address else ""
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: expected a string, found {type(value).__name__}")
+    return value
+
+
+def _optional(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key}: expected a string or null, found {type(value).__name__}")
+    return value
+
+
+def _items(data: Mapping[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{key}: expected a list, found {type(value).__name__}")
+    return value
 
 
 def with_gates(results: Sequence[Result], policy: GatePolicy) -> list[Result]:

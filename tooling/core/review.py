@@ -24,6 +24,7 @@ from tooling.core.mdtext import code, plain
 from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.record import UnitApply
 from tooling.core.results import Result
+from tooling.core.status import Status
 from tooling.model.sources import parse_source
 
 #: the GitHub environment the apply workflow's manual job waits in
@@ -109,7 +110,7 @@ def next_lines(results: Sequence[Result], dependents: Sequence[tuple[str, str]])
     dependent is traced back to the planned unit that starts the chain. Units
     of this run planned against mock outputs are re-planned too.
     """
-    planned = {r.path for r in results if r.status == "changes"}
+    planned = {r.path for r in results if r.status == Status.CHANGES}
     via = dict(dependents)
 
     def trigger(path: str) -> str | None:
@@ -206,14 +207,14 @@ def _node(path: str) -> str:
 def apply_graph(results: Sequence[Result], upstreams: Mapping[str, Sequence[str]]) -> str | None:
     """A Mermaid flowchart of the units with something to apply, in apply order (the
     results' DAG order), each labelled with its gate; None when fewer than two."""
-    shown = [r for r in results if r.status in ("changes", "error")]
+    shown = [r for r in results if r.status in (Status.CHANGES, Status.ERROR)]
     if len(shown) < 2:
         return None
     paths = {r.path for r in shown}
     lines = ["flowchart LR"]
     for i, r in enumerate(shown, 1):
         gate = r.gate.decision if r.gate is not None else "none"
-        label = f"{i}. {r.path}<br/>{'failed' if r.status == 'error' else 'gate: ' + gate}"
+        label = f"{i}. {r.path}<br/>{'failed' if r.status == Status.ERROR else 'gate: ' + gate}"
         lines.append(f'  {_node(r.path)}["{label}"]')
     for r in shown:
         lines.extend(
@@ -222,7 +223,7 @@ def apply_graph(results: Sequence[Result], upstreams: Mapping[str, Sequence[str]
     lines.append("  classDef manual fill:#fff8c5,stroke:#9a6700")
     lines.append("  classDef failed fill:#ffebe9,stroke:#cf222e")
     manual = [_node(r.path) for r in shown if r.gate is not None and r.gate.decision == "manual"]
-    failed = [_node(r.path) for r in shown if r.status == "error"]
+    failed = [_node(r.path) for r in shown if r.status == Status.ERROR]
     if manual:
         lines.append(f"  class {','.join(manual)} manual")
     if failed:

@@ -21,6 +21,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Any
 
 #: levels that are never written to a unit's log
 QUIET_LEVELS = frozenset({"trace", "debug"})
@@ -127,9 +128,6 @@ def render(line: Line) -> str:
     return "\n".join(f"{line.level.upper():<5} {part}" if part else "" for part in msg.split("\n"))
 
 
-#: the `-out` plan file name Terragrunt uses under `--out-dir` (tf.TerraformPlanFile)
-PLAN_FILE = "tfplan.tfplan"
-
 # A path this plain goes into a --filter as `{./<path>}` unchanged: no glob
 # metacharacter and none of the filter language's operators.
 _PLAIN_PATH = re.compile(
@@ -148,3 +146,19 @@ def filter_for(path: str) -> str | None:
     ):
         return None
     return "{./" + path + "}"
+
+
+def run_report(text: str, root: str) -> dict[str, dict[str, Any]]:
+    """Terragrunt's JSON run report (``--report-file``), by unit path relative to ``root``;
+    empty when it wrote none or wrote something else."""
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(entries, list):
+        return {}
+    return {
+        relative(str(e["Name"]), root): e
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("Name"), str)
+    }

@@ -43,6 +43,34 @@ class Target:
     model_error: str | None = None  # see :func:`model_refusal`
 
 
+def unit_target(
+    unit: Unit,
+    change: str,
+    run_dir: Path,
+    *,
+    upstream: tuple[str, ...] = (),
+    preset: str | None = None,
+    preset_reason: str | None = None,
+    model_error: str | None = None,
+) -> Target:
+    """The :class:`Target` that plans the model's ``unit`` in ``run_dir``: its tier,
+    executor, dependencies, module source and gate as the model reads them."""
+    return Target(
+        unit.path,
+        unit.tier,
+        unit.executor,
+        change,
+        run_dir,
+        dependencies=unit.dependencies,
+        upstream=upstream,
+        preset=preset,
+        preset_reason=preset_reason,
+        source=unit.source,
+        gate_class=unit.gate,
+        model_error=model_error,
+    )
+
+
 def model_refusal(unit: Unit) -> str | None:
     """Why the model cannot say what ``unit`` runs, or None. Such a unit fails closed: it is
     planned (and the report says why) but never applied. Two cases: the model could not
@@ -152,18 +180,13 @@ def select_targets(
             preset = "withheld"
             reason = "plan withheld on pull requests (plan_on_pr = false: needs admin-equivalent credentials); planned on main"
         targets.append(
-            Target(
-                path,
-                unit.tier,
-                unit.executor,
+            unit_target(
+                unit,
                 wanted[path],
                 root / path,
-                dependencies=unit.dependencies,
                 upstream=upstream(model, path),
                 preset=preset,
                 preset_reason=reason,
-                source=unit.source,
-                gate_class=unit.gate,
                 model_error=model_refusal(unit),
             )
         )
@@ -261,3 +284,12 @@ def never_run_loops(targets: Sequence[Target], model: Model) -> list[Target]:
             t = replace(t, preset="error", preset_reason=f"not run: {error}")
         out.append(t)
     return out
+
+
+def tree_root(t: Target) -> Path | None:
+    """The folder tree ``t`` lives in: its run folder minus the unit's path (None when
+    the run folder does not end with it)."""
+    parts = Path(t.path).parts
+    if not parts or t.run_dir.parts[-len(parts) :] != parts:
+        return None
+    return t.run_dir.parents[len(parts) - 1]

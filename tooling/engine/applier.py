@@ -74,8 +74,10 @@ from tooling.core.record import (
     upstream_block,
 )
 from tooling.core.record import outcome as _outcome
-from tooling.engine import applysafety, secrets, verify, workcopies
-from tooling.engine.unitplanner import Target, learn_secrets, plan_unit, sha256_file
+from tooling.core.results import Result, Status
+from tooling.core.targets import unit_target
+from tooling.engine import applysafety, planstore, secrets, verify, workcopies
+from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc, terragrunt
 from tooling.io.auditlog import AuditLog
@@ -87,6 +89,20 @@ from tooling.io.workspace import Workspace
 def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> tuple[str, str]:
     """What an apply really did (:func:`tooling.core.record.outcome`)."""
     return _outcome(code, output, interrupted, unit_path, summary=terragrunt.error_summary(output))
+
+
+def _planned_units(units: list[Any], summary_path: Path, plans_dir: Path) -> list[Result]:
+    """summary.json's units as Results; a unit that is not one stops the apply, named."""
+    out: list[Result] = []
+    for i, unit in enumerate(units):
+        try:
+            out.append(Result.from_json(unit))
+        except ValueError as exc:
+            raise ToolingError(
+                f"{summary_path}: units[{i}] is not a planned unit ({exc}); "
+                f"re-plan with `invoke plan --out {plans_dir}`"
+            ) from None
+    return out
 
 
 # ------------------------------------------------------------------ the run
@@ -118,6 +134,8 @@ class Applier:
                 f"{summary_path}: this plan was interrupted before every unit finished; "
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
+        #: the planned units, typed; the document's own fields stay in ``summary``
+        self.units = _planned_units(units, summary_path, plans_dir)
         dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
         if dirty:
             raise ToolingError(dirty)
@@ -142,9 +160,7 @@ class Applier:
     def env(self) -> dict[str, str]:
         """The tools' environment, with the modules of every planned unit mapped (a deleted
         unit's destroy is applied from the base revision, whose module the tree may no longer pin)."""
-        return self.ws.env_for(
-            str(u["source"]) for u in self.summary.get("units", []) if u.get("source")
-        )
+        return self.ws.env_for(u.source for u in self.units if u.source)
 
     def _tools_now(self) -> dict[str, str]:
         # the versions the task's preamble checked (a workspace checks them once)
@@ -154,7 +170,7 @@ class Applier:
     def document(self) -> dict[str, Any]:
         return record_document(
             self.run,
-            order=[str(u["path"]) for u in self.summary.get("units", [])],
+            order=[u.path for u in self.units],
             earlier=self.record_doc,
             head=self.head,
             plans_head=self.summary.get("head"),
@@ -184,8 +200,8 @@ class Applier:
         show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
         self.save()
 
-    def run_dir(self, unit: Mapping[str, Any]) -> Path:
-        if unit.get("destroy"):
+    def run_dir(self, unit: Result) -> Path:
+        if unit.destroy:
             if self.worktree is None:
                 base = self.summary.get("base")
                 if not base:
@@ -197,29 +213,28 @@ class Applier:
                     self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}",
                     str(base),
                 )
-            return self.worktree / str(unit["path"])
-        return self.ws.run_dir(str(unit["path"]))
+            return self.worktree / unit.path
+        return self.ws.run_dir(unit.path)
 
     def raw_file(self, path: str) -> Path:
         return self.raw_dir / (path.replace("/", "__") + ".out")
 
-    def state_key(self, unit: Mapping[str, Any]) -> str | None:
+    def state_key(self, unit: Result) -> str | None:
         """The unit's own state key, from the model of the tree it is applied from."""
-        path = str(unit["path"])
         base = str(self.summary.get("base"))
-        model = self.ws.model(self.ws.tree_at(base)) if unit.get("destroy") else self.model
-        model_unit = model.units.get(path)
+        model = self.ws.model(self.ws.tree_at(base)) if unit.destroy else self.model
+        model_unit = model.units.get(unit.path)
         return model_unit.state_key if model_unit else None
 
-    def applied(self, unit: Mapping[str, Any], run_dir: Path, plan_file: Path) -> tuple[str, str]:
+    def applied(self, unit: Result, run_dir: Path, plan_file: Path) -> tuple[str, str]:
         """Apply a saved plan: (result, reason), naming what a failed apply left behind."""
-        path = str(unit["path"])
+        path = unit.path
         since = time.time_ns()
         code, output, interrupted = self.apply_plan(path, run_dir, plan_file)
         result, reason = outcome(code, output, interrupted, path)
         if result != "applied":
-            folder = (
-                self.dir / str(unit.get("plan_file"))
+            folder = planstore.stored(
+                self.dir, unit.plan_file
             ).parent  # units/UNIT, even for a cascade
             left, whole = applysafety.after_failure(
                 path, run_dir, folder, output, self.env, since_ns=since
@@ -246,19 +261,17 @@ class Applier:
         raw.unlink(missing_ok=True)
         return code, output, interrupted
 
-    def settle_killed(self, unit: Mapping[str, Any]) -> bool:
+    def settle_killed(self, unit: Result) -> bool:
         """An earlier run was killed while applying this unit: did OpenTofu finish?
         (:func:`tooling.engine.applysafety.settle_killed`)"""
-        path = str(unit["path"])
-        return applysafety.settle_killed(self.raw_file(path), self.dir / str(unit.get("plan_file")))
+        return applysafety.settle_killed(
+            self.raw_file(unit.path), planstore.stored(self.dir, unit.plan_file)
+        )
 
     # -- the walk
     def execute(self) -> ApplyRun:
-        units: list[dict[str, Any]] = list(self.summary.get("units", []))
         # deleted units' destroy plans run last: nothing left may depend on them
-        ordered = [u for u in units if not u.get("destroy")] + [
-            u for u in units if u.get("destroy")
-        ]
+        ordered = [u for u in self.units if not u.destroy] + [u for u in self.units if u.destroy]
         try:
             for unit in ordered:
                 self.one(unit)
@@ -267,25 +280,25 @@ class Applier:
                 git.remove_worktree(self.ws.root, self.worktree)
         return self.run
 
-    def upstream_block(self, unit: Mapping[str, Any]) -> tuple[str, str] | None:
-        model_unit = self.model.units.get(str(unit["path"]))
+    def upstream_block(self, unit: Result) -> tuple[str, str] | None:
+        model_unit = self.model.units.get(unit.path)
         return upstream_block(model_unit.dependencies if model_unit else (), self.run.by_path())
 
-    def gate_of(self, unit: Mapping[str, Any], summary: PlanSummary) -> Gate:
+    def gate_of(self, unit: Result, summary: PlanSummary) -> Gate:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
-        model_unit = self.model.units.get(str(unit["path"]))
-        gate_class = "manual" if unit.get("destroy") or model_unit is None else model_unit.gate
+        model_unit = self.model.units.get(unit.path)
+        gate_class = "manual" if unit.destroy or model_unit is None else model_unit.gate
         return decide(
-            status="changes",
+            status=Status.CHANGES,
             declared=gate_class,
             summary=summary,
-            destroy=bool(unit.get("destroy")),
+            destroy=unit.destroy,
             policy=self.policy,
         )
 
-    def one(self, unit: Mapping[str, Any]) -> None:
-        path = str(unit["path"])
-        claimed = (unit.get("gate") or {}).get("decision", "none")
+    def one(self, unit: Result) -> None:
+        path = unit.path
+        claimed = unit.gate.decision if unit.gate is not None else "none"
         if self.run.interrupted:
             self.record(path, "not-run", "interrupted before this unit", gate=claimed)
             return
@@ -297,16 +310,14 @@ class Applier:
                 path, kept.result, kept.reason, cascaded=kept.cascaded, gate=kept.gate, earlier=True
             )
             return
-        status = unit.get("status")
-        if status == "no-changes":
+        if unit.status == Status.NO_CHANGES:
             self.record(path, "no-changes", "", gate=claimed)
             return
-        if status != "changes":
+        if unit.status != Status.CHANGES:
             self.record(
                 path,
                 "not-run",
-                f"plan status is {status}"
-                + (f": {unit.get('error')}" if unit.get("error") else ""),
+                f"plan status is {unit.status}" + (f": {unit.error}" if unit.error else ""),
                 gate=claimed,
             )
             return
@@ -314,19 +325,19 @@ class Applier:
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
-        plan_file, run_dir = self.dir / str(unit.get("plan_file")), self.run_dir(unit)
+        plan_file, run_dir = planstore.stored(self.dir, unit.plan_file), self.run_dir(unit)
         problems = binding_problems(
             unit,
-            plan_sha256=sha256_file(plan_file) if plan_file.is_file() else None,
+            plan_sha256=planstore.digest(plan_file),
             head=self.head,
             summary_head=self.summary.get("head"),
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
-        ) or verify.before_apply(run_dir, path, str(unit.get("tier")), self.env)
+        ) or verify.before_apply(run_dir, path, unit.tier, self.env)
         if not problems:
             unbound = applysafety.unbound_plan(
                 plan_file,
-                str(unit.get("plan_file")),
+                str(unit.plan_file),
                 self.state_key(unit),
                 self.ws.settings.state_bucket,
             )
@@ -337,7 +348,7 @@ class Applier:
             self.record(path, "refused", "; ".join(problems), gate=claimed)
             return
         try:
-            shown = terragrunt.saved_plan_json(run_dir, plan_file, self.env)
+            shown = planstore.show(run_dir, plan_file, self.env)
         except ToolingError as exc:
             self.record(
                 path,
@@ -380,37 +391,28 @@ class Applier:
             gate=gate.decision,
         )
 
-    def needs_cascade(self, unit: Mapping[str, Any]) -> bool:
+    def needs_cascade(self, unit: Result) -> bool:
         """Planned against mock outputs, or against outputs this run changed?"""
         done = self.run.by_path()
         applied = {p for p, r in done.items() if r.result == "applied"}
-        by_path = {str(u["path"]): u for u in self.summary.get("units", [])}
-        if applied.intersection(unit.get("mocked_dependencies") or ()):
+        changed_outputs = {u.path for u in self.units if u.summary and u.summary.output_changes}
+        if applied.intersection(unit.mocked_dependencies):
             return True
-        model_unit = self.model.units.get(str(unit["path"]))
-        for dep in model_unit.dependencies if model_unit else ():
-            if dep in applied and (by_path.get(dep) or {}).get("output_changes"):
-                return True
-        return False
+        model_unit = self.model.units.get(unit.path)
+        return any(
+            dep in applied and dep in changed_outputs
+            for dep in (model_unit.dependencies if model_unit else ())
+        )
 
-    def cascade(self, unit: Mapping[str, Any], reviewed: PlanSummary) -> None:
+    def cascade(self, unit: Result, reviewed: PlanSummary) -> None:
         """Re-plan a dependent against its upstream's real outputs, then apply if allowed."""
-        path = str(unit["path"])
+        path = unit.path
         model_unit = self.model.units[path]
         out = self.dir / "cascade"
-        target = Target(
-            path,
-            model_unit.tier,
-            model_unit.executor,
-            "cascade",
-            self.ws.run_dir(path),
-            model_unit.dependencies,
-            gate_class=model_unit.gate,
-            source=model_unit.source,
-        )
+        target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
         fresh = plan_unit(target, out, self.env, declared=self.declared)
-        if fresh.status == "error":
+        if fresh.status == Status.ERROR:
             self.record(
                 path,
                 "failed",
@@ -426,7 +428,7 @@ class Applier:
             destroy=False,
             policy=self.policy,
         )
-        if fresh.status == "no-changes":
+        if fresh.status == Status.NO_CHANGES:
             self.record(
                 path,
                 "no-changes",
@@ -448,7 +450,9 @@ class Applier:
                 plan_text=fresh.plan_text,
             )
             return
-        result, reason = self.applied(unit, self.ws.run_dir(path), out / fresh.plan_file)
+        result, reason = self.applied(
+            unit, self.ws.run_dir(path), planstore.stored(out, fresh.plan_file)
+        )
         if result == "applied" and not reason:
             reason = "re-planned against its upstream's real outputs, then applied"
         self.record(path, result, reason, cascaded=True, gate=gate.decision)

@@ -11,7 +11,6 @@ per-unit planner does); its plan text and log are kept like the per-unit planner
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 import threading
@@ -23,22 +22,28 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import redact, runlog
-from tooling.core.declared import Declared, values_in_plan
-from tooling.core.planjson import PlanSummary, from_stream, summarize
-from tooling.core.results import Result
-from tooling.core.targets import Target, waves
-from tooling.engine import secrets, verify
+from tooling.core import runlog
+from tooling.core.declared import Declared
+from tooling.core.planjson import PlanSummary
+from tooling.core.results import Result, Status
+from tooling.core.settle import (
+    FAILED,
+    dependency_failed,
+    failed_dependency,
+    from_plan,
+    presets,
+    protected_reason,
+    settled,
+)
+from tooling.core.targets import Target, tree_root, waves
+from tooling.engine import planstore, secrets, verify
+from tooling.engine.planstore import unit_dir
 from tooling.engine.unitplanner import (
-    PLAN_NAME,
     Progress,
     mocked_dependencies,
     plan_unit,
     run_all,
     save_plan_text,
-    settled,
-    sha256_file,
-    unit_out_dir,
     upstream_secrets,
 )
 from tooling.errors import ToolingError
@@ -73,7 +78,7 @@ def run_batch(
     """
     planned = [t for t in targets if not t.preset]
     if len(planned) <= 1 or any(
-        runlog.filter_for(t.path) is None or _tree_root(t) is None for t in planned
+        runlog.filter_for(t.path) is None or tree_root(t) is None for t in planned
     ):
         return run_all(
             targets,
@@ -84,36 +89,21 @@ def run_batch(
             planner=partial(plan_unit, lock=lock, declared=declared),
         )
     results: dict[str, Result] = {}
-    for t in targets:
-        if t.preset:
-            results[t.path] = settled(t, t.preset, t.preset_reason)
-            if progress:
-                progress.finish(results[t.path])
+    for preset in presets(targets):
+        results[preset.path] = preset
+        if progress:
+            progress.finish(preset)
     for wave in waves(planned):
         groups: dict[tuple[Path, bool], list[Target]] = {}
         for t in wave:
-            failed = next(
-                (
-                    d
-                    for d in t.dependencies
-                    if results.get(d) and results[d].status in ("error", "not-planned")
-                ),
-                None,
-            )
+            failed = failed_dependency(t.dependencies, results)
             if failed is not None:
-                results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+                results[t.path] = dependency_failed(t, failed)
             elif not t.run_dir.is_dir():
-                log = unit_out_dir(out_dir, t.path) / "plan.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
                 why = f"{t.path}: folder not found at the revision being planned"
-                outdir.write_text(log, f"[error: {why}]\n")
-                results[t.path] = replace(
-                    _unplanned(t, why),
-                    status="error",
-                    log_file=log.relative_to(out_dir).as_posix(),
-                )
+                results[t.path] = _refused(t, why, f"error: {why}", out_dir)
             else:
-                root = _tree_root(t)
+                root = tree_root(t)
                 assert root is not None
                 groups.setdefault((root, t.destroy), []).append(t)
                 continue
@@ -160,21 +150,12 @@ def _verified(
     the rest of the group goes on."""
     refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in group], env, jobs=jobs)
     kept: list[Target] = []
-    dropped = set(refused)
     for t in group:  # DAG order: a dependency is settled before its dependents
-        failed = next((d for d in t.dependencies if d in dropped), None)
+        failed = failed_dependency(t.dependencies, results)
         if t.path in refused:
-            log = unit_out_dir(out_dir, t.path) / "plan.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            outdir.write_text(log, f"[{refused[t.path]}]\n")
-            results[t.path] = replace(
-                _unplanned(t, refused[t.path]),
-                status="error",
-                log_file=log.relative_to(out_dir).as_posix(),
-            )
+            results[t.path] = _refused(t, refused[t.path], refused[t.path], out_dir)
         elif failed is not None:
-            dropped.add(t.path)
-            results[t.path] = _unplanned(t, f"not planned: its dependency {failed} failed")
+            results[t.path] = dependency_failed(t, failed)
         else:
             kept.append(t)
             continue
@@ -183,16 +164,14 @@ def _verified(
     return kept
 
 
-def _tree_root(t: Target) -> Path | None:
-    """The folder tree ``t`` lives in: its run folder minus the unit's path."""
-    parts = Path(t.path).parts
-    if not parts or t.run_dir.parts[-len(parts) :] != parts:
-        return None
-    return t.run_dir.parents[len(parts) - 1]
-
-
-def _unplanned(t: Target, why: str) -> Result:
-    return settled(t, "not-planned", why, destroy=t.destroy)
+def _refused(t: Target, why: str, line: str, out_dir: Path) -> Result:
+    """``t`` refused before its plan: an ``error`` whose log holds the one ``line``."""
+    log = unit_dir(out_dir, t.path) / "plan.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    outdir.write_text(log, f"[{line}]\n")
+    return settled(
+        t, Status.ERROR, why, destroy=t.destroy, log_file=log.relative_to(out_dir).as_posix()
+    )
 
 
 @dataclass
@@ -249,11 +228,7 @@ class _Batch:
         self.pool = ThreadPoolExecutor(max_workers=self.jobs)
         #: each unit's OpenTofu writes its machine-readable UI here, in its working copy's
         #: data folder (not when TF_DATA_DIR moves that folder: one path for every unit)
-        self.stream: str | None = (
-            None
-            if "TF_DATA_DIR" in env
-            else f"{terragrunt.STREAM_DIR}/iac-plan-{os.getpid()}-{id(self):x}.jsonl"
-        )
+        self.stream = planstore.batch_stream(env, f"{os.getpid()}-{id(self):x}")
 
     # -- while Terragrunt runs (reader threads)
 
@@ -324,40 +299,25 @@ class _Batch:
         """Read the unit's plan: its machine-readable UI (``-json-into``), and when that
         shows a change, the saved plan with ``tofu show -json`` (in its working copy)."""
         t = run.target
-        udir = unit_out_dir(self.out_dir, t.path)
+        udir = unit_dir(self.out_dir, t.path)
         try:
-            written = udir / runlog.PLAN_FILE
-            if not written.is_file():
-                raise ToolingError("terragrunt reported success but wrote no plan file")
-            plan_path = udir / PLAN_NAME
-            os.replace(written, plan_path)
+            plan_path = planstore.keep_written(udir)
             # as in plan_unit: learn the secrets before any text of this unit is written
             if unreadable := self._learn(run):
                 raise ToolingError(unreadable)
             work = self._work_copy(run)
-            text = terragrunt.take_stream(work / self.stream) if self.stream else None
-            quiet = from_stream(text or "")
-            if quiet is not None:  # nothing changes: the stream says all the report needs
-                summary = quiet
-            else:
-                shown = terragrunt.plan_json(terragrunt.tofu_show_args(plan_path), work, self.env)
-                secrets.register(redact.sensitive_in_plan(shown))
-                secrets.register(values_in_plan(shown, self.declared))
-                summary = summarize(shown)
+            summary = planstore.summary_of(
+                terragrunt.take_stream(work / self.stream) if self.stream else None,
+                lambda: planstore.show_in(work, plan_path, self.env),
+                self.declared,
+            )
         except ToolingError as exc:
             self._report(run, replace(self._base(t), error=str(exc)))
             return str(exc)
         except ValueError as exc:
             self._report(run, replace(self._base(t), error=f"unreadable plan JSON: {exc}"))
             return f"unreadable plan JSON: {exc}"
-        self._report(
-            run,
-            replace(
-                self._base(t),
-                status="changes" if summary.has_changes else "no-changes",
-                counts=summary.counts,
-            ),
-        )
+        self._report(run, from_plan(self._base(t), summary))
         return summary
 
     def _drop_stream(self, run: _UnitRun) -> None:
@@ -408,7 +368,9 @@ class _Batch:
                 self.pool.shutdown(wait=True)
                 for run in self.units.values():
                     self._drop_stream(run)
-            report = _read_report(report_file, self.root_text)
+            report = runlog.run_report(
+                report_file.read_text() if report_file.is_file() else "", self.root_text
+            )
         # every unit's upstream secrets, before any log is written: the run's shared
         # lines go into every unit's log, whichever unit printed them
         for run in self.units.values():
@@ -416,22 +378,24 @@ class _Batch:
         results: dict[str, Result] = {}
         for path, run in self.units.items():  # DAG order: a dependency's result is known first
             results[path] = result = self._result(run, report.get(path), results)
-            if run.learned and result.status == "error":
+            if run.learned and result.status == Status.ERROR:
                 results[path] = result = replace(result, error=run.learned)
-            if proc.interrupted() and result.error and result.status in ("error", "not-planned"):
+            if proc.interrupted() and result.error and result.status in FAILED:
                 results[path] = result = replace(result, error=f"interrupted: {result.error}")
                 self.unrun.discard(path)
             if path in self.unrun:
                 continue  # run_batch plans it again in a process of its own, and reports it then
-            if result.status != "not-planned":  # like one process per unit: nothing ran, no log
+            if (
+                result.status != Status.NOT_PLANNED
+            ):  # like one process per unit: nothing ran, no log
                 self._write_log(run, result)
             self._report(run, result)
         return results
 
     def _base(self, t: Target) -> Result:
-        log = unit_out_dir(self.out_dir, t.path) / "plan.log"
+        log = unit_dir(self.out_dir, t.path) / "plan.log"
         return settled(
-            t, "error", destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
+            t, Status.ERROR, destroy=t.destroy, log_file=log.relative_to(self.out_dir).as_posix()
         )
 
     def _result(
@@ -446,21 +410,19 @@ class _Batch:
         )
         outcome = run.shown.result() if run.shown is not None else None
         if isinstance(outcome, PlanSummary):
-            udir = unit_out_dir(self.out_dir, t.path)
-            plan_path = udir / PLAN_NAME
+            udir = unit_dir(self.out_dir, t.path)
+            plan_path = planstore.plan_path(self.out_dir, t.path)
             text_path, text = save_plan_text(udir, "".join(run.stdout))
-            return replace(
+            return from_plan(
                 base,
+                outcome,
+                plan_file=plan_path.relative_to(self.out_dir).as_posix(),
+                plan_sha256=planstore.sha256_file(plan_path),
+                text_file=text_path.relative_to(self.out_dir).as_posix(),
+                plan_text=text,
                 mocked_dependencies=mocked_dependencies(
                     "\n".join(self.warnings), t.run_dir, t.path
                 ),
-                status="changes" if outcome.has_changes else "no-changes",
-                counts=outcome.counts,
-                plan_file=plan_path.relative_to(self.out_dir).as_posix(),
-                plan_sha256=sha256_file(plan_path),
-                summary=outcome,
-                text_file=text_path.relative_to(self.out_dir).as_posix(),
-                plan_text=text,
                 exit_code=0,
             )
         if isinstance(outcome, str):
@@ -468,20 +430,8 @@ class _Batch:
         result = str((entry or {}).get("Result", ""))
         cause = str((entry or {}).get("Cause") or "").strip() or None
         if result == "early exit":
-            failed = next(
-                (
-                    d
-                    for d in t.dependencies
-                    if d in done and done[d].status in ("error", "not-planned")
-                ),
-                None,
-            )
-            return replace(
-                base,
-                status="not-planned",
-                log_file=None,
-                error=f"not planned: its dependency {failed or cause or 'upstream'} failed",
-            )
+            failed = failed_dependency(t.dependencies, done) or cause or "upstream"
+            return replace(dependency_failed(t, failed), seconds=base.seconds)
         if run.finished is not None or result == "failed":
             return replace(
                 base, error=self._failure(run, run.finished.error if run.finished else cause)
@@ -508,7 +458,7 @@ class _Batch:
         return cause or terragrunt.error_summary(text) or "failed"
 
     def _write_log(self, run: _UnitRun, result: Result) -> None:
-        unit_out_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
+        unit_dir(self.out_dir, run.target.path).mkdir(parents=True, exist_ok=True)
         head = (
             f"$ {' '.join(self.args[:2])} --all … plan{' -destroy' if self.destroy else ''}"
             f"  ({len(self.units)} unit(s) in one run; this unit's lines)\n"
@@ -528,34 +478,10 @@ class _Batch:
         )
         tail = f"\n[{result.status}{': ' + result.error.splitlines()[0] if result.error else ''}]\n"
         outdir.write_text(
-            unit_out_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
+            unit_dir(self.out_dir, run.target.path) / "plan.log", head + body + shared + tail
         )
 
 
 def _ran(run: _UnitRun) -> bool:
     """Terragrunt started the unit (a unit that exited early printed nothing of its own)."""
     return run.started is not None or run.finished is not None or bool(run.log)
-
-
-def protected_reason(path: str) -> str:
-    """Why a deleted unit has no destroy plan: its own ``prevent_destroy``."""
-    return (
-        f"not destroyed: {path}/terragrunt.hcl sets prevent_destroy = true (at the base "
-        "revision), so Terragrunt refuses to destroy it. To destroy it, first merge a change "
-        "that removes prevent_destroy, apply that, then delete the unit; otherwise restore the unit"
-    )
-
-
-def _read_report(path: Path, root: str) -> dict[str, dict[str, Any]]:
-    """Terragrunt's JSON run report, by unit path relative to ``root`` (empty if it wrote none)."""
-    try:
-        entries = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(entries, list):
-        return {}
-    return {
-        runlog.relative(str(e["Name"]), root): e
-        for e in entries
-        if isinstance(e, dict) and isinstance(e.get("Name"), str)
-    }

@@ -100,7 +100,12 @@ def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
                     shutil.copytree(
                         source / sub, folder.path / sub, symlinks=True, dirs_exist_ok=True
                     )
-        results = [legs.result_of(u, texts.get(str(u.get("path")))) for u in doc["units"]]
+        try:
+            results = [legs.result_of(u, texts.get(str(u.get("path")))) for u in doc["units"]]
+        except ValueError as exc:
+            raise ToolingError(
+                f"a leg's summary.json holds a unit that is not one: {exc}"
+            ) from None
         comment = report.render(
             results,
             head=doc.get("head"),

@@ -1,13 +1,58 @@
-"""The preflight of ``invoke plan`` and ``invoke drift``, with the units rendered meanwhile."""
+"""What ``invoke plan`` and ``invoke drift`` do before the first plan starts, in one order:
+refuse unparsable units, refuse bad unit names, the preflight (with the units rendered
+meanwhile), the working copies prepared, the report folder reset, the working-copy
+check armed; then the plans run with interrupts forwarded (:func:`prepared`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from tooling.core.targets import Target
-from tooling.engine import preflight, verify
+from tooling.engine import preflight, verify, workcopies
+from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.io import outdir, proc
 from tooling.io.workspace import Workspace
 from tooling.model.evaluator import READ_CYCLE
+from tooling.model.repo import Model
+
+
+@contextmanager
+def prepared(
+    ws: Workspace,
+    model: Model,
+    targets: Sequence[Target],
+    env: Mapping[str, str],
+    *,
+    folder: outdir.ReportDir,
+    jobs: int,
+    what: str,
+) -> Iterator[tuple[list[Target], dict[str, str]]]:
+    """The pre-plan sequence, then the block with the targets and environment to plan with
+    (the working-copy check armed) and Ctrl-C or SIGTERM forwarded to OpenTofu (``what``
+    names the plans in the notice). Every refusal comes before the report folder is reset:
+    a run refused here keeps the last report, and removes no working copy's files."""
+    try:
+        refuse_unparsable(model, [t.path for t in targets])
+        refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
+        preflight_rendered(ws, targets, dict(env), jobs=jobs)
+        workcopies.prepare(
+            [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
+            ws.settings,
+            ws.root,
+        )
+        folder.reset()
+        guarded, guarded_env = workcopies.guarded(
+            targets,
+            env,
+            root=ws.root,
+            cache_dir=ws.settings.cache_dir,
+            reads={p: u.reads for p, u in model.units.items()},
+        )
+        with proc.forwarding_interrupts(what):
+            yield guarded, guarded_env
+    finally:
+        verify.forget_prerendered()
 
 
 def preflight_rendered(

@@ -20,7 +20,6 @@ A failing unit never stops independent units; its dependents are
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import posixpath
 import re
@@ -34,30 +33,14 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from tooling.core import redact
-from tooling.core.declared import Declared, values_in_plan
-from tooling.core.planjson import PlanSummary, from_stream, summarize
-from tooling.core.results import Result
+from tooling.core.declared import Declared
+from tooling.core.results import Result, Status
+from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
-from tooling.engine import secrets, verify
+from tooling.engine import planstore, secrets, verify
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, redacting, terragrunt
 from tooling.model.units import Unit
-
-PLAN_NAME = "plan.tfplan"
-#: OpenTofu's machine-readable UI of the plan (``-json-into``), read and removed
-STREAM_NAME = "plan.stream.jsonl"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def unit_out_dir(out_dir: Path, path: str) -> Path:
-    return out_dir / "units" / path
 
 
 class PlanCommand(Protocol):
@@ -112,7 +95,7 @@ class TerragruntPlan:
             destroy=self.target.destroy,
             lock=self.lock,
             detailed_exitcode=self.detailed_exitcode,
-            json_into=plan_path.with_name(STREAM_NAME),
+            json_into=planstore.stream_beside(plan_path),
         )
 
     def secrets(self) -> set[str]:
@@ -145,17 +128,17 @@ def plan_unit(
     """
     cmd = command or TerragruntPlan(target, env, lock=lock, detailed_exitcode=detailed_exitcode)
     started = time.monotonic()
-    udir = unit_out_dir(out_dir, target.path)
+    udir = planstore.unit_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
-    plan_path = (udir / PLAN_NAME).resolve()
-    plan_path.with_name(STREAM_NAME).unlink(missing_ok=True)
+    plan_path = planstore.plan_path(out_dir, target.path).resolve()
+    planstore.stream_beside(plan_path).unlink(missing_ok=True)
     log = udir / "plan.log"
     outdir.write_text(log, "")
 
     def rel(p: Path) -> str:
         return p.relative_to(out_dir.resolve()).as_posix()
 
-    base = settled(target, "error", destroy=target.destroy, log_file=rel(log.resolve()))
+    base = settled(target, Status.ERROR, destroy=target.destroy, log_file=rel(log.resolve()))
     ran: terragrunt.Run | None = None
     args: list[str] = []
     known = False  # every sensitive value the output may hold is registered
@@ -170,21 +153,23 @@ def plan_unit(
         known = True
         if ran.returncode not in cmd.ok_codes or not plan_path.exists():
             raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
-        summary = read_plan(cmd, plan_path, declared or {})
+        summary = planstore.summary_of(
+            terragrunt.take_stream(planstore.stream_beside(plan_path)),
+            lambda: cmd.show(plan_path),
+            declared or {},
+        )
         text_path, text = save_plan_text(udir, ran.stdout)
-        return replace(
+        read = from_plan(
             base,
-            mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
-            status="changes" if summary.has_changes else "no-changes",
-            counts=summary.counts,
+            summary,
             plan_file=rel(plan_path),
-            plan_sha256=sha256_file(plan_path),
-            summary=summary,
+            plan_sha256=planstore.sha256_file(plan_path),
             text_file=rel(text_path.resolve()),
             plan_text=text,
-            seconds=time.monotonic() - started,
+            mocked_dependencies=mocked_dependencies(ran.stderr, target.run_dir, target.path),
             exit_code=ran.returncode,
         )
+        return replace(read, seconds=time.monotonic() - started)
     except ToolingError as exc:
         return replace(base, error=str(exc), seconds=time.monotonic() - started)
     except ValueError as exc:
@@ -194,7 +179,7 @@ def plan_unit(
     finally:
         # never left in the report folder: its diagnostics are not redacted
         with contextlib.suppress(OSError):
-            plan_path.with_name(STREAM_NAME).unlink(missing_ok=True)
+            planstore.stream_beside(plan_path).unlink(missing_ok=True)
         if ran is not None:
             output = (
                 f"{ran.stdout}{ran.stderr}"
@@ -202,44 +187,6 @@ def plan_unit(
                 else "(output withheld: the sensitive outputs of this unit's dependencies could not be read)"
             )
             outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {ran.returncode}]\n")
-
-
-def read_plan(cmd: PlanCommand, plan_path: Path, declared: Declared) -> PlanSummary:
-    """The summary of the saved plan at ``plan_path``: from the plan's machine-readable
-    UI when it shows no change at all (:func:`tooling.core.planjson.from_stream`), else
-    from ``show -json``, whose values are registered for redaction first."""
-    quiet = from_stream(terragrunt.take_stream(plan_path.with_name(STREAM_NAME)) or "")
-    if quiet is not None:
-        return quiet
-    shown = cmd.show(plan_path)
-    secrets.register(redact.sensitive_in_plan(shown))
-    secrets.register(values_in_plan(shown, declared))  # policy.toml's own list
-    return summarize(shown)
-
-
-def settled(
-    t: Target,
-    status: str,
-    error: str | None = None,
-    *,
-    destroy: bool = False,
-    log_file: str | None = None,
-) -> Result:
-    """The result of ``t`` before (or without) a plan: preset, not planned, or the
-    ``error`` a planner starts from and replaces once the plan is read."""
-    return Result(
-        t.path,
-        t.tier,
-        t.executor,
-        t.change,
-        status,
-        error=error,
-        log_file=log_file,
-        destroy=destroy,
-        source=t.source,
-        gate_class=t.gate_class,
-        model_error=t.model_error,
-    )
 
 
 def upstream_secrets(target: Target, env: Mapping[str, str]) -> set[str]:
@@ -345,7 +292,7 @@ class Progress:
             c = result.counts
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
-                if result.status in ("changes", "no-changes")
+                if result.status in (Status.CHANGES, Status.NO_CHANGES)
                 else (result.error or "").splitlines()[0][:120]
                 if result.error
                 else ""
@@ -377,19 +324,11 @@ def run_all(
     by_path = {t.path: t for t in targets}
     results: dict[str, Result] = {}
     pending = {t.path for t in targets}
-    for t in targets:
-        if t.preset:
-            results[t.path] = settled(t, t.preset, t.preset_reason)
-            pending.discard(t.path)
-            if progress:
-                progress.finish(results[t.path])
-
-    def blocked_by(t: Target) -> str | None:
-        for dep in t.dependencies:
-            r = results.get(dep)
-            if r is not None and r.status in ("error", "not-planned"):
-                return dep
-        return None
+    for preset in presets(targets):
+        results[preset.path] = preset
+        pending.discard(preset.path)
+        if progress:
+            progress.finish(preset)
 
     def ready(t: Target) -> bool:
         # finished, not merely started: a dependent's plan reads its upstream's
@@ -407,18 +346,18 @@ def run_all(
                 if not ready(t):
                     continue
                 pending.discard(path)
-                failed = blocked_by(t)
+                failed = failed_dependency(t.dependencies, results)
                 if proc.interrupted():  # Ctrl-C or SIGTERM: nothing new starts
                     results[path] = settled(
-                        t, "not-planned", "not planned: the run was interrupted before it started"
+                        t,
+                        Status.NOT_PLANNED,
+                        "not planned: the run was interrupted before it started",
                     )
                     if progress:
                         progress.finish(results[path])
                     continue
                 if failed is not None:
-                    results[path] = settled(
-                        t, "not-planned", f"not planned: its dependency {failed} failed"
-                    )
+                    results[path] = dependency_failed(t, failed)
                     if progress:
                         progress.finish(results[path])
                     continue
@@ -429,7 +368,7 @@ def run_all(
                 for path in sorted(pending):  # unreachable for a DAG; never spin
                     t = by_path[path]
                     results[path] = settled(
-                        t, "not-planned", "not planned: its dependencies never finished"
+                        t, Status.NOT_PLANNED, "not planned: its dependencies never finished"
                     )
                 pending.clear()
                 break
