@@ -136,3 +136,16 @@ def test_with_local_state_the_record_goes_under_the_local_state_folder(
     assert doc["units"][0]["path"] == "live/cloud/iam" and doc["result"] == "applied"
     assert _records(example_repo) == [doc]
     assert "audit record: " in applied.stderr
+
+
+def test_two_records_of_one_second_keep_their_order_whatever_their_random_suffix() -> None:
+    doc = {"commit": "c" * 40}
+    first = datetime(2026, 12, 4, 10, 15, 0, 1000, tzinfo=UTC)
+    later = datetime(2026, 12, 4, 10, 15, 0, 2000, tzinfo=UTC)
+    keys = [
+        audit.key(doc, at=later, suffix="00000000"),
+        audit.key(doc, at=first, suffix="ffffffff"),
+    ]
+    assert audit.keys_since(keys, None) == keys[::-1]
+    assert audit.keys_since(keys, date(2026, 12, 4)) == keys[::-1]
+    assert keys[1] == "audit/2026/12/04/20261204T101500.001000Z-cccccccccccc-ffffffff.json"

@@ -20,7 +20,7 @@ from tooling.errors import UsageError
 
 PREFIX = "audit/"
 AUDIT_VERSION = 1
-_KEY_TIME = re.compile(r"^audit/(\d{4})/(\d{2})/(\d{2})/(\d{8}T\d{6}Z)-")
+_KEY_TIME = re.compile(r"^audit/(\d{4})/(\d{2})/(\d{2})/(\d{8}T\d{6}(?:\.\d{6})?Z)-")
 
 
 def run_info(env: Mapping[str, str]) -> dict[str, Any]:
@@ -92,11 +92,11 @@ def record(
     }
 
 
-def key(doc: Mapping[str, Any], *, suffix: str) -> str:
-    """``audit/YYYY/MM/DD/YYYYMMDDTHHMMSSZ-<commit12>-<suffix>.json``: sorted keys are time order."""
-    at = datetime.strptime(str(doc["at"]), "%Y-%m-%dT%H:%M:%SZ")
+def key(doc: Mapping[str, Any], *, at: datetime, suffix: str) -> str:
+    """``audit/YYYY/MM/DD/YYYYMMDDTHHMMSS.ffffffZ-<commit12>-<suffix>.json``: sorted keys
+    are time order, to the microsecond (two applies in one second keep their order)."""
     commit = str(doc.get("commit") or "nocommit")[:12]
-    return f"{PREFIX}{at:%Y/%m/%d}/{at:%Y%m%dT%H%M%SZ}-{commit}-{suffix}.json"
+    return f"{PREFIX}{at:%Y/%m/%d}/{at:%Y%m%dT%H%M%S.%f}Z-{commit}-{suffix}.json"
 
 
 def parse_since(text: str) -> date:

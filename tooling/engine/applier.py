@@ -472,7 +472,10 @@ def finish(
 
 def append_audit(ws: Workspace, apply_doc: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     """Write the record of the apply that just ended; returns where it went."""
-    doc = audit.record(apply_doc, summary, at=datetime.now(UTC), env=os.environ)
-    where = AuditLog(ws.root, ws.settings).put(audit.key(doc, suffix=uuid.uuid4().hex[:8]), doc)
+    now = datetime.now(UTC)
+    doc = audit.record(apply_doc, summary, at=now, env=os.environ)
+    where = AuditLog(ws.root, ws.settings).put(
+        audit.key(doc, at=now, suffix=uuid.uuid4().hex[:8]), doc
+    )
     say(f"audit record: {where}")
     return where
