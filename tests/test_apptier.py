@@ -18,9 +18,9 @@ import boto3
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
-from tooling.commands import apptier
 from tooling.core import apps
 from tooling.core.apps import AppPolicy, AppState
+from tooling.engine import appruns
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 
@@ -148,7 +148,7 @@ def _scan(tmp_path: Path, files: dict[str, str]) -> list[str]:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return apps.config_problems(apptier.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,))
+    return apps.config_problems(appruns.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,))
 
 
 @pytest.mark.parametrize(
