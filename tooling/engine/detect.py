@@ -40,7 +40,7 @@ def compute_affected(
 ) -> tuple[Affected, Model]:
     """The units a change affects, and the head model they were read from.
 
-    The warm path is three git processes (rev-parse, merge-base, diff) and a
+    The warm path is two git processes (rev-parse, which also finds the merge base, and diff) and a
     cached model found by the head's tree SHA: no file is listed or parsed.
     With ``uncommitted`` a fourth (status) adds the working tree's changes, and
     the model is the working tree's (:attr:`Workspace.current_model`, which
@@ -52,8 +52,9 @@ def compute_affected(
     just asked git (:func:`tooling.io.git.uncommitted`).
     """
     root = ws.root
-    base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
-    merge_base = git.merge_base(root, base_sha, head_sha)
+    _, head_sha, head_tree, merge_base = git.resolve_range(
+        root, base or default_base(root), head or "HEAD"
+    )
     changes = git.changed(root, merge_base, head_sha, ws.git_prefix)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
