@@ -29,7 +29,12 @@ STACK_DIR = ".terragrunt-stack"
 
 
 def is_stack_file(path: str) -> bool:
-    return posixpath.basename(path) == STACK_FILE and f"/{STACK_DIR}/" not in f"/{path}"
+    # endswith first: asked of every file every unit reads, before a cached model is used
+    return (
+        path.endswith(STACK_FILE)
+        and posixpath.basename(path) == STACK_FILE
+        and f"/{STACK_DIR}/" not in f"/{path}"
+    )
 
 
 def generated_unit(path: str) -> bool:
