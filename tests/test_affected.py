@@ -285,3 +285,92 @@ def test_graph_groups_units_by_tier_and_highlights_the_affected_ones(example_rep
         dot.stdout.startswith("digraph units {")
         and "u_live_cloud_iam -> u_live_cloud_registry;" in dot.stdout
     )
+
+
+def _history(tmp_path: Path) -> Path:
+    """A bare history: ``main`` with one commit, a file in a subfolder."""
+    repo = tmp_path / "history"
+    (repo / "infra").mkdir(parents=True)
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "infra" / "a.txt").write_text("a\n")
+    commit_all(repo, "first")
+    return repo
+
+
+def _apart(repo: Path, *revs: str) -> tuple[str, str, str, str]:
+    """What resolve_range answers, asked of git one question at a time."""
+    from tooling.io import git as gitio
+
+    base, head, tree = gitio.resolve(repo, *revs)
+    return base, head, tree, gitio.merge_base(repo, base, head)
+
+
+def test_one_rev_parse_resolves_the_revisions_and_their_merge_base_as_apart(
+    tmp_path: Path,
+) -> None:
+    from tooling.io import git as gitio
+
+    repo = _history(tmp_path)
+    _branch(repo)
+    (repo / "b.txt").write_text("b\n")
+    commit_all(repo, "feature")
+    git(repo, "checkout", "--quiet", "main")
+    (repo / "c.txt").write_text("c\n")
+    commit_all(repo, "main moves on")
+    git(repo, "checkout", "--quiet", "feature")
+    for revs in (("main", "HEAD"), ("HEAD", "main"), ("HEAD", "HEAD"), ("main~1", "feature")):
+        assert gitio.resolve_range(repo, *revs) == _apart(repo, *revs)
+    assert gitio.resolve_range(repo, "main", "HEAD")[3] == git(repo, "rev-parse", "main~1").strip()
+
+
+def test_two_merge_bases_are_left_to_git_merge_base(tmp_path: Path) -> None:
+    """A criss-cross merge: BASE...HEAD lists both merge bases; git merge-base picks one."""
+    from tooling.io import git as gitio
+
+    repo = _history(tmp_path)
+    _branch(repo, "x")
+    (repo / "x.txt").write_text("x\n")
+    commit_all(repo, "x")
+    git(repo, "checkout", "--quiet", "main")
+    (repo / "m.txt").write_text("m\n")
+    commit_all(repo, "m")
+    git(repo, "merge", "--quiet", "--no-edit", "x")
+    git(repo, "checkout", "--quiet", "x")
+    git(repo, "merge", "--quiet", "--no-edit", "main~1")
+    bases = git(repo, "merge-base", "--all", "main", "x").split()
+    assert len(bases) == 2
+    got = gitio.resolve_range(repo, "main", "x")
+    assert got == _apart(repo, "main", "x")
+    assert got[3] in bases
+
+
+def test_histories_without_a_common_ancestor_or_an_unknown_base_are_named(
+    tmp_path: Path,
+) -> None:
+    from tooling.errors import ToolingError
+    from tooling.io import git as gitio
+
+    repo = _history(tmp_path)
+    git(repo, "checkout", "--quiet", "--orphan", "other")
+    commit_all(repo, "unrelated")
+    with pytest.raises(ToolingError, match="have no common ancestor"):
+        gitio.resolve_range(repo, "main", "HEAD")
+    with pytest.raises(ToolingError, match="unknown revision 'nosuch'"):
+        gitio.resolve_range(repo, "nosuch", "HEAD")
+    with pytest.raises(ToolingError, match="is not a revision"):
+        gitio.resolve_range(repo, "--all", "HEAD")
+
+
+def test_the_first_git_question_also_finds_the_prefix(tmp_path: Path) -> None:
+    from tooling.io import git as gitio
+
+    repo = _history(tmp_path)
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert gitio.prefix_and_tree(repo, "HEAD") == ("", tree)
+    assert gitio.prefix_and_tree(repo / "infra", "HEAD") == ("infra", tree)
+    assert gitio.prefix_and_tree(repo / "infra", "HEAD") == (gitio.prefix(repo / "infra"), tree)
+    assert gitio.prefix_and_tree(repo, "nosuch") is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "--quiet")
+    assert gitio.prefix_and_tree(empty, "HEAD") is None

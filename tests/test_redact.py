@@ -344,3 +344,13 @@ def test_a_secret_inside_a_unit_path_stops_the_write_and_names_the_field(
     finally:
         secrets.reset()
     assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain", "a&b", "<summary>x</summary>", "say \"hi\" & 'bye'", "&amp; <>\"'", "é ü 🙂"],
+)
+def test_the_html_form_of_a_secret_is_what_html_escape_writes(text: str) -> None:
+    import html
+
+    assert redact.html_escaped(text) == html.escape(text)

@@ -301,10 +301,10 @@ def workspace() -> Any:
     if _RUN.ws is not None:
         return _RUN.ws
     from tooling.engine import secrets
-    from tooling.io import toolchain
+    from tooling.io.binpath import ensure_bin_dir_on_path
     from tooling.io.workspace import Workspace, mark_private
 
-    toolchain.ensure_bin_dir_on_path()
+    ensure_bin_dir_on_path()
     ws = Workspace.here(Path.cwd())
     mark_private(ws.root)  # before anything is written there
     secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]

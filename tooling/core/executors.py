@@ -46,6 +46,9 @@ _KEYS = frozenset(
         "max_legs",
     }
 )
+#: GitHub Actions: "A matrix will generate a maximum of 256 jobs per workflow run" (the
+#: legs of one executor, :mod:`tooling.core.shards`)
+MAX_LEGS = 256
 #: the platform of an executor that does not name its own: GitHub's hosted Linux runners
 DEFAULT_PLATFORMS = ("linux_amd64",)
 _PLATFORM = re.compile(r"[a-z0-9]+_[a-z0-9]+")
@@ -105,8 +108,6 @@ def _platforms(name: str, raw: Any) -> tuple[str, ...]:
 
 
 def _max_legs(name: str, raw: Any) -> int:
-    from tooling.core.shards import MAX_LEGS
-
     if raw is None:
         return 1
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_LEGS:

@@ -23,12 +23,13 @@ import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tooling.core.planjson import PlanSummary
-from tooling.core.status import Status
 from tooling.errors import ToolingError
 from tooling.model.policyfile import refuse_unknown_keys
+
+if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imports neither
+    from tooling.core.planjson import PlanSummary
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ def decide(
     policy: GatePolicy,
     model_error: str | None = None,
 ) -> Gate:
+    from tooling.core.status import Status
+
     if status != Status.CHANGES or summary is None:
         return Gate("none", (f"nothing to apply ({status})",))
     reasons: list[str] = []

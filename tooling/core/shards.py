@@ -24,10 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tooling.core.changes import Affected
+from tooling.core.executors import MAX_LEGS as MAX_LEGS  # policy.toml's max_legs bound
 from tooling.errors import ToolingError
-
-#: GitHub Actions: "A matrix will generate a maximum of 256 jobs per workflow run"
-MAX_LEGS = 256
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ it needs: no planner, no verifier, no check rules.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from tooling.core.changes import Affected, affected
 from tooling.errors import UsageError
@@ -17,6 +19,8 @@ from tooling.io import git
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Change, Model
+
+T = TypeVar("T")
 
 # --------------------------------------------------------------------------- affected
 
@@ -40,10 +44,10 @@ def compute_affected(
 ) -> tuple[Affected, Model]:
     """The units a change affects, and the head model they were read from.
 
-    The warm path is three git processes (rev-parse, merge-base, diff) and a
-    cached model found by the head's tree SHA: no file is listed or parsed.
-    With ``uncommitted`` a fourth (status) adds the working tree's changes, and
-    the model is the working tree's (:attr:`Workspace.current_model`, which
+    The warm path is two git processes (rev-parse, which also finds the merge base,
+    and diff) and a cached model found by the head's tree SHA: no file is listed or
+    parsed. With ``uncommitted`` a third (status, started first and run meanwhile in a
+    thread) adds the working tree's changes, and the model is the working tree's (:attr:`Workspace.current_model`, which
     walks the live folders and hashes every HCL file to find its cache) unless
     ``disk_model`` is false and git reports the working tree clean: then it is
     the head's, as without ``uncommitted`` (a listing that plans nothing does
@@ -52,8 +56,16 @@ def compute_affected(
     just asked git (:func:`tooling.io.git.uncommitted`).
     """
     root = ws.root
-    base_sha, head_sha, head_tree = git.resolve(root, base or default_base(root), head or "HEAD")
-    merge_base = git.merge_base(root, base_sha, head_sha)
+    # the working tree's status, git's slowest answer here, asked while the commits are
+    # compared (its error, if any, comes after theirs, as when asked last)
+    status = (
+        _meanwhile(lambda: git.uncommitted(root, ws.git_prefix))
+        if uncommitted and pending is None and head is None
+        else None
+    )
+    _, head_sha, head_tree, merge_base = git.resolve_range(
+        root, base or default_base(root), head or "HEAD"
+    )
     changes = git.changed(root, merge_base, head_sha, ws.git_prefix)
     if uncommitted:
         if head is not None and head_sha != git.rev_parse(root, "HEAD"):
@@ -61,7 +73,7 @@ def compute_affected(
                 "--uncommitted compares the working tree: do not combine it with --head"
             )
         if pending is None:
-            pending = git.uncommitted(root, ws.git_prefix)
+            pending = status() if status is not None else git.uncommitted(root, ws.git_prefix)
         changes = [*changes, *pending]
         # "+ uncommitted changes" only when there are some
         uncommitted = bool(pending)
@@ -79,6 +91,30 @@ def compute_affected(
         uncommitted=uncommitted,
     )
     return result, head_model
+
+
+def _meanwhile(ask: Callable[[], T]) -> Callable[[], T]:
+    """Start ``ask`` in a thread now; the function returned waits for its answer (or
+    raises its error)."""
+    box: list[T] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(ask())
+        except BaseException as exc:  # handed to the caller, who raises it
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, name="git-status", daemon=True)
+    thread.start()
+
+    def answer() -> T:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return box[0]
+
+    return answer
 
 
 def _committed_model(ws: Workspace, head_sha: str, head_tree: str) -> Model | None:

@@ -307,6 +307,43 @@ def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
     raise ToolingError(f"cannot resolve {base} and {head}: {result.stderr.strip()}")
 
 
+def resolve_range(repo: Path, base: str, head: str) -> tuple[str, str, str, str]:
+    """(base commit, head commit, head tree, their merge base) with one ``rev-parse``:
+    ``BASE...HEAD`` lists the head, the base, then ``^`` and each merge base. When
+    there is not exactly one (none, or several: ``git merge-base`` picks), or the
+    revisions do not resolve, :func:`resolve` and :func:`merge_base` answer as before."""
+    for rev in (base, head):
+        if rev.startswith("-"):
+            raise ToolingError(f"{rev!r} is not a revision", code=2)
+    result = git(
+        repo,
+        "rev-parse",
+        f"{base}^{{commit}}...{head}^{{commit}}",
+        f"{head}^{{tree}}",
+        ok_codes=(0, 128),
+    )
+    words = result.stdout.split()
+    if result.returncode == 0 and len(words) == 4 and words[2].startswith("^"):
+        head_sha, base_sha, merged, tree = words[0], words[1], words[2][1:], words[3]
+        if all(len(s) == 40 for s in (head_sha, base_sha, merged, tree)):
+            return base_sha, head_sha, tree, merged
+    base_sha, head_sha, tree = resolve(repo, base, head)
+    return base_sha, head_sha, tree, merge_base(repo, base_sha, head_sha)
+
+
+def prefix_and_tree(repo: Path, rev: str) -> tuple[str, str] | None:
+    """(:func:`prefix`, ``rev``'s tree SHA) with one ``rev-parse``; None when it fails (no
+    such revision, no commit yet, no repository): ask each apart then."""
+    try:
+        result = git(repo, "rev-parse", "--show-prefix", f"{rev}^{{tree}}", ok_codes=(0, 128))
+    except ToolingError:  # no git installed
+        return None
+    lines = result.stdout.split("\n")
+    if result.returncode != 0 or len(lines) < 2 or len(lines[1].strip()) != 40:
+        return None
+    return clean_prefix(lines[0]), lines[1].strip()
+
+
 def cat_blobs(repo: Path, shas: list[str]) -> dict[str, bytes]:
     """Read many blobs with one ``git cat-file --batch``."""
     code, data, err = proc.run_bytes(

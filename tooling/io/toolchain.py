@@ -40,6 +40,9 @@ from typing import Literal
 
 from tooling.errors import ToolingError
 from tooling.io import gobuild, proc, release
+from tooling.io.binpath import ensure_bin_dir_on_path as ensure_bin_dir_on_path  # re-exported
+from tooling.io.binpath import on_path as _on_path
+from tooling.io.binpath import scripts_dir as scripts_dir
 from tooling.io.config import cache_root
 from tooling.io.ui import say
 from tooling.model.tools import (
@@ -203,28 +206,6 @@ def read_pins(repo_root: Path, *, test_tools: bool = False) -> list[tuple[Tool, 
             )
         pins.append((TOOLS[name], pin.version))
     return pins
-
-
-def scripts_dir() -> Path:
-    """The ``bin`` (``Scripts``) directory of the running Python environment."""
-    import sysconfig
-
-    return Path(sysconfig.get_path("scripts"))
-
-
-def _on_path(directory: Path) -> bool:
-    entries = os.environ.get("PATH", "").split(os.pathsep)
-    real = os.path.realpath(directory)
-    return any(entry and os.path.realpath(entry) == real for entry in entries)
-
-
-def ensure_bin_dir_on_path() -> None:
-    """Put :func:`scripts_dir` first on ``PATH`` of this process (and its children)
-    unless it is on ``PATH`` already, e.g. when ``invoke`` runs from an
-    unactivated virtual environment."""
-    directory = scripts_dir()
-    if not _on_path(directory):
-        os.environ["PATH"] = os.pathsep.join([str(directory), os.environ.get("PATH", "")])
 
 
 def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[InstalledTool]:

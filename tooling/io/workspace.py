@@ -154,6 +154,11 @@ class Workspace:
     def tree_at(self, rev: str, tree_sha: str | None = None) -> GitTree:
         from tooling.io import git
 
+        if tree_sha is None and "git_prefix" not in self.__dict__:
+            # the first git question of a run (the first line's HEAD): the prefix with it
+            found = git.prefix_and_tree(self.root, rev)
+            if found is not None:
+                self.__dict__["git_prefix"], tree_sha = found
         return git.tree_at(
             self.root,
             rev,

