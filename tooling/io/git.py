@@ -286,11 +286,16 @@ def remove_worktree(repo: Path, path: Path) -> None:
     git(repo, "worktree", "prune", ok_codes=(0, 128))
 
 
-def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
-    """(base commit, head commit, head tree) with one ``rev-parse``."""
-    for rev in (base, head):
+def _refuse_options(*revs: str) -> None:
+    """A revision that git would read as an option is a usage error, not a revision."""
+    for rev in revs:
         if rev.startswith("-"):
             raise ToolingError(f"{rev!r} is not a revision", code=2)
+
+
+def resolve(repo: Path, base: str, head: str) -> tuple[str, str, str]:
+    """(base commit, head commit, head tree) with one ``rev-parse``."""
+    _refuse_options(base, head)
     result = git(
         repo,
         "rev-parse",
@@ -312,9 +317,7 @@ def resolve_range(repo: Path, base: str, head: str) -> tuple[str, str, str, str]
     ``BASE...HEAD`` lists the head, the base, then ``^`` and each merge base. When
     there is not exactly one (none, or several: ``git merge-base`` picks), or the
     revisions do not resolve, :func:`resolve` and :func:`merge_base` answer as before."""
-    for rev in (base, head):
-        if rev.startswith("-"):
-            raise ToolingError(f"{rev!r} is not a revision", code=2)
+    _refuse_options(base, head)
     result = git(
         repo,
         "rev-parse",
