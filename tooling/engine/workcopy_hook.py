@@ -28,7 +28,7 @@ from tooling.core import workcopy
 #: set by the pipeline, one token per run: a check that passes before ``init`` leaves
 #: ``.terraform/iac-checked-<token>`` holding Terragrunt's process id, and the same
 #: process's plan right after skips the check (the wrapper in
-#: :mod:`tooling.commands.workcopies`)
+#: :mod:`tooling.engine.workcopies`)
 MARK_ENV = "IAC_WORKCOPY_MARK"
 MARK_PREFIX = "iac-checked-"
 
