@@ -368,9 +368,10 @@ class _Batch:
                 self.pool.shutdown(wait=True)
                 for run in self.units.values():
                     self._drop_stream(run)
-            report = runlog.run_report(
-                report_file.read_text() if report_file.is_file() else "", self.root_text
-            )
+            written = ""  # Terragrunt's run report; none when it stopped before writing it
+            with contextlib.suppress(OSError):
+                written = report_file.read_text()
+            report = runlog.run_report(written, self.root_text)
         # every unit's upstream secrets, before any log is written: the run's shared
         # lines go into every unit's log, whichever unit printed them
         for run in self.units.values():
