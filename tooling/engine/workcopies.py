@@ -20,12 +20,14 @@ plan means:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -201,29 +203,48 @@ def _wanted(path: str, subdir: str) -> bool:
 
 
 class _Repos:
-    """Module repositories fetched once per run (their tags' commits and trees)."""
+    """Module repositories asked once per run: their tags as listed now, and the
+    trees of the commits they name (:func:`tags.mirror_now`, :func:`tags.tree_of`)."""
 
     def __init__(self, cache_dir: Path, env: Mapping[str, str]) -> None:
         self.cache_dir = cache_dir
         self.env = env
-        self.fetched: dict[str, Path] = {}
-        self.trees: dict[tuple[str, str], dict[str, str]] = {}
+        self.listed: dict[str, tuple[Path, dict[str, tags.Tag]]] = {}
+
+    def ask(self, sources: Iterable[str | None]) -> None:
+        """List the repositories of ``sources`` at once, each in its own thread (a
+        failure is left for :meth:`tree` to raise where the unit is judged)."""
+        urls = sorted({u for u in map(_git_url, sources) if u and u not in self.listed})
+        if len(urls) < 2:
+            return
+        token = tags.token_from_env()
+
+        def one(url: str) -> None:
+            with contextlib.suppress(ToolingError):
+                self.listed[url] = tags.mirror_now(url, self.cache_dir, self.env, token)
+
+        with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:
+            list(pool.map(one, urls))
 
     def tree(self, url: str, ref: str) -> tuple[str, dict[str, str]]:
         """(commit, {path: blob SHA}) of the tag (or commit) ``ref`` of ``url``."""
-        if url not in self.fetched:
-            self.fetched[url] = tags.fetch(url, self.cache_dir, self.env, tags.token_from_env())
-        repo = self.fetched[url]
-        commit = git.commit_sha(repo, f"refs/tags/{ref}") or (
-            git.commit_sha(repo, ref) if len(ref) == 40 else None
-        )
-        if commit is None:
+        if url not in self.listed:
+            self.listed[url] = tags.mirror_now(url, self.cache_dir, self.env, tags.token_from_env())
+        repo, named = self.listed[url]
+        tag = named.get(ref)
+        commit = tag.commit if tag is not None else ref if len(ref) == 40 else None
+        tree = tags.tree_of(repo, commit) if commit is not None else None
+        if commit is None or tree is None:
             raise ToolingError(f"{url} has no tag {ref}")
-        key = (url, commit)
-        if key not in self.trees:
-            listed = git.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
-            self.trees[key] = git.parse_ls_tree(listed)
-        return commit, self.trees[key]
+        return commit, tree
+
+
+def _git_url(source: str | None) -> str | None:
+    """The repository URL of a git module source, else None (nothing to list)."""
+    if not source:
+        return None
+    parsed = parse_source(source)
+    return remote_url(parsed) if parsed.kind == "git" and parsed.ref else None
 
 
 def _local_files(base: Path, subdir: str) -> dict[str, str]:
@@ -290,7 +311,9 @@ def armed(
     The manifest (what each checkout must hold) is written under ``cache_dir``,
     named by its content, so concurrent runs never share a file they disagree on.
     """
+    units = list(units)
     repos = _Repos(cache_dir, env)
+    repos.ask(source for _, _, source in units)
     generated = root_generated(root)
     manifest: dict[str, Expected] = {}
     for unit, unit_dir, source in units:

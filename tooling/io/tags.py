@@ -10,7 +10,11 @@ parts beside it:
   :class:`RepoTags` (``error``), it never aborts the others;
 - :func:`fetch` mirrors a repository's tags into a local cache, so the
   changelog (annotated tag messages, commit subjects, ``CHANGELOG.md``) can be
-  read at the new tag.
+  read at the new tag;
+- :func:`mirror_now` lists a repository's tags as they are now and fetches
+  only when that list differs from the one the mirror last fetched (the
+  working-copy check asks this before every plan); :func:`tree_of` gives a
+  commit's files, kept per commit in the mirror once read.
 
 Git runs with the environment the caller passes (``Workspace.tool_env``): the
 ``url.<base>.insteadOf`` rewrites in it (the sandbox catalog,
@@ -53,10 +57,12 @@ __all__ = [
     "fetch",
     "list_tags",
     "ls_remote_args",
+    "mirror_now",
     "parse_ls_remote",
     "remote_url",
     "rewrites_from_env",
     "token_from_env",
+    "tree_of",
     "with_git_config",
 ]
 
@@ -291,3 +297,65 @@ def fetch(url: str, cache_dir: Path, env: Mapping[str, str], token: Token | None
     except ToolingError as exc:
         raise ToolingError(f"cannot fetch {url}: {_failure(exc, token)}") from None
     return repo
+
+
+#: the ``ls-remote --tags`` text a mirror was last fetched at, in the bare repository
+LISTED_AT_FETCH = "iac-tags-listed"
+#: a commit's ``ls-tree -r -z`` output, one file per commit, in the bare repository
+TREES = "iac-trees"
+
+
+def mirror_now(
+    url: str, cache_dir: Path, env: Mapping[str, str], token: Token | None = None
+) -> tuple[Path, dict[str, Tag]]:
+    """The mirror of ``url`` (:func:`fetch`) and its tags as the repository lists them now.
+
+    One ``git ls-remote --tags`` always runs: a tag moved, added or deleted upstream
+    is seen at once. The fetch runs only when that listing differs from the one
+    recorded after the mirror's last fetch (or there is none): on a warm cache
+    whose tags did not move, one process instead of a fetch and its helpers. The
+    listing is recorded only after a fetch succeeded, so a failed or interrupted
+    fetch is tried again next time. A tag deleted upstream is absent from the
+    result, even though the mirror keeps it.
+    """
+    env_for = _git_env(url, env, token)
+    try:
+        listed = git.git(None, *ls_remote_args(url), env=env_for, timeout=TIMEOUT).stdout
+    except ToolingError as exc:
+        raise ToolingError(f"cannot list the tags of {url}: {_failure(exc, token)}") from None
+    repo = cache_path(cache_dir, url)
+    record = repo / LISTED_AT_FETCH
+    try:
+        fresh = (repo / "HEAD").exists() and record.read_text(encoding="utf-8") == listed
+    except (OSError, UnicodeDecodeError):
+        fresh = False
+    if not fresh:
+        record.unlink(missing_ok=True)
+        fetch(url, cache_dir, env, token)
+        _write_atomically(record, listed.encode())
+    return repo, parse_ls_remote(listed)
+
+
+def tree_of(repo: Path, commit: str) -> dict[str, str] | None:
+    """``{path: blob SHA}`` of ``commit`` in ``repo``, or None when ``commit`` names no
+    commit there. A commit's tree never changes, so the listing is kept per commit
+    (:data:`TREES`) and read from there next time, without a git process; it is kept
+    only after ``git rev-parse`` confirmed the object is a commit."""
+    kept = repo / TREES / commit
+    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+        try:
+            return git.parse_ls_tree(kept.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+    if git.commit_sha(repo, commit) != commit:
+        return None
+    listed = git.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+    kept.parent.mkdir(exist_ok=True)
+    _write_atomically(kept, listed.encode())
+    return git.parse_ls_tree(listed)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
