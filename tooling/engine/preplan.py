@@ -1,5 +1,6 @@
 """What ``invoke plan`` and ``invoke drift`` do before the first plan starts, in one order:
-refuse unparsable units, refuse bad unit names, the preflight (with the units rendered
+refuse unparsable units, refuse bad unit names, refuse files that would run a command
+while Terragrunt parses them, the preflight (with the units rendered
 meanwhile), the working copies prepared, the report folder reset, the working-copy
 check armed; then the plans run with interrupts forwarded (:func:`prepared`)."""
 
@@ -10,7 +11,11 @@ from contextlib import contextmanager
 
 from tooling.core.targets import Target
 from tooling.engine import preflight, verify, workcopies
-from tooling.engine.refusals import refuse_bad_names, refuse_unparsable
+from tooling.engine.refusals import (
+    refuse_bad_names,
+    refuse_parse_time_calls,
+    refuse_unparsable,
+)
 from tooling.io import outdir, proc
 from tooling.io.workspace import Workspace
 from tooling.model.evaluator import READ_CYCLE
@@ -35,6 +40,7 @@ def prepared(
     try:
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
+        refuse_parse_time_calls(ws, model, [t.path for t in targets if not t.destroy])
         preflight_rendered(ws, targets, dict(env), jobs=jobs)
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],

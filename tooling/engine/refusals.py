@@ -1,9 +1,12 @@
 """Fail closed before anything is planned, applied or bumped: a unit whose HCL does not
-parse, a unit folder name outside the naming rule."""
+parse, a unit folder name outside the naming rule, a file that would run a command or
+read differently while Terragrunt parses it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
@@ -50,3 +53,55 @@ def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
             + "\nRename the folder to lowercase letters, digits and dashes "
             "(`invoke move-unit OLD NEW` migrates its state); docs/rules.md, unit-name."
         )
+
+
+def refuse_parse_time_calls(
+    ws: Workspace, model: Model, paths: Sequence[str], *, doing: str = "plan"
+) -> None:
+    """Fail closed before any Terragrunt process parses the units to plan when one of the
+    files they read calls ``run_cmd`` (not allowlisted) or a function that tells the
+    render from the plan (``run-at-parse``, ``command-dependent``: the same rules as
+    ``invoke check``, which the plan does not wait for). Terragrunt's first parse, the
+    verifier's render included, would run the command. A unit the model cannot evaluate
+    may read any file: then every HCL file of the repository is read for calls."""
+    from tooling.core.policy import parse_policy
+    from tooling.core.policy.hidden import calls_refused
+
+    files: dict[str, None] = {}
+    everything = False
+    for path in paths:
+        unit = model.units.get(path)
+        if unit is None:
+            continue
+        files[f"{path}/terragrunt.hcl"] = None
+        files.update((r, None) for r in unit.reads if not r.endswith("/"))
+        everything = everything or bool(unit.error)
+    if everything:
+        files.update((f, None) for f in _hcl_files(ws.root))
+    allowed = parse_policy(ws.policy).allowed_run_at_parse
+    found: list[str] = []
+    for rel in files:
+        try:
+            data = (ws.root / rel).read_bytes()
+        except OSError:
+            continue  # a file gone or unreadable: Terragrunt says so itself
+        found += [str(v) for v in calls_refused(rel, data, allowed)]
+    if found:
+        raise ToolingError(
+            f"cannot {doing}: configuration that Terragrunt would run or read differently "
+            "while it parses it"
+            + (" (the previous report is kept)" if doing == "plan" else "")
+            + ":\n  "
+            + "\n  ".join(dict.fromkeys(found))
+        )
+
+
+def _hcl_files(root: Path) -> list[str]:
+    """Every ``*.hcl`` file below ``root`` (hidden folders, Terragrunt's caches among them,
+    left out), as repository paths."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        here = Path(dirpath).relative_to(root)
+        out += [(here / n).as_posix() for n in filenames if n.endswith(".hcl")]
+    return sorted(out)

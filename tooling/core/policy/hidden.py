@@ -11,7 +11,14 @@
   environment plans another version;
 - ``run-at-parse``: ``run_cmd(...)`` and ``before_hook``/``after_hook``/
   ``error_hook`` blocks, code that runs while a pull request is parsed or
-  planned, unless ``[check.allowed_run_at_parse]`` lists the file with a reason.
+  planned, unless ``[check.allowed_run_at_parse]`` lists the file with a reason;
+- ``command-dependent``: ``get_terraform_command()`` or
+  ``get_terraform_cli_args()``, which make a configuration read one way when the
+  verifier renders it (the command is ``render``) and another when it is planned.
+
+Function calls are found in the syntax tree (:func:`tooling.model.hcl.function_calls`),
+not in the lines of text: HCL reads ``run_cmd`` and its parenthesis on two lines
+inside brackets as one call.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from tooling.core.policy.config_only import hcl_files, literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
+from tooling.model.hcl import function_calls as hcl_calls
 from tooling.model.hcl import parse
 from tooling.model.repo import UNIT_FILE, Model
 
@@ -35,7 +43,8 @@ _CANONICAL = parse(workcopy.CANONICAL_HOOK.encode(), "root.hcl")
 _BACKEND_RE = re.compile(r'\bbackend\s*"|\bcloud\s*\{')
 #: files OpenTofu merges over the module's own code
 _OVERRIDE_RE = re.compile(r"(?:^|[/_])override\.(?:tf|tofu)(?:\.json)?$")
-_RUN_CMD_RE = re.compile(r"\brun_cmd\s*\(")
+#: functions whose value differs between the verifier's ``terragrunt render`` and the plan
+COMMAND_FUNCTIONS = ("get_terraform_command", "get_terraform_cli_args")
 
 
 # --------------------------------------------------------------------------- unit-name
@@ -194,23 +203,9 @@ def check_literal_refs(model: Model | None, policy: CheckPolicy, snap: Snapshot)
 # --------------------------------------------------------------------------- run-at-parse
 
 
-def _code_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) of the lines that are not comments (``#``, ``//``, ``/* */``)."""
-    in_block = False
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if in_block:
-            if "*/" in line:
-                in_block = False
-                line = line.split("*/", 1)[1].strip()
-            else:
-                continue
-        if line.startswith("/*"):
-            in_block = "*/" not in line
-            continue
-        if line.startswith(("#", "//")):
-            continue
-        yield number, raw
+def _calls(snap: Snapshot, path: str) -> list[tuple[str, int]]:
+    """The function calls of ``path`` (name, line), from its syntax tree."""
+    return hcl_calls(snap.text(path).encode("utf-8", "surrogateescape"))
 
 
 def _allowed(path: str, allowlist: Mapping[str, str]) -> bool:
@@ -220,25 +215,11 @@ def _allowed(path: str, allowlist: Mapping[str, str]) -> bool:
 def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
     """No ``run_cmd`` and no hooks, unless ``[check.allowed_run_at_parse]`` lists the file."""
     out: list[Violation] = []
-    fix = (
-        "remove it, or list the file in policy.toml [check.allowed_run_at_parse] "
-        '("FILE" = "why it is needed", reviewed like code)'
-    )
     for path in hcl_files(model, policy, snap):
         if _allowed(path, policy.allowed_run_at_parse):
             continue
-        for number, line in _code_lines(snap.text(path)):
-            if _RUN_CMD_RE.search(line):
-                out.append(
-                    Violation(
-                        path,
-                        number,
-                        "run-at-parse",
-                        "run_cmd() runs a command whenever Terragrunt parses this file: "
-                        "on every plan of a pull request, with the job's credentials",
-                        fix,
-                    )
-                )
+        calls = _calls(snap, path)
+        out += [v for v in _call_violations(path, calls, True) if v.rule == "run-at-parse"]
         body = safe_body(snap, path, [])
         if body is None:
             continue
@@ -254,7 +235,68 @@ def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot)
                             "run-at-parse",
                             f"{btype} {labels[0] if labels else ''!r} runs commands around OpenTofu: "
                             "on every plan of a pull request, with the job's credentials",
-                            fix,
+                            _RUN_FIX,
                         )
                     )
     return out
+
+
+# --------------------------------------------------------------------------- command-dependent
+
+
+def check_command_dependent(
+    model: Model | None, policy: CheckPolicy, snap: Snapshot
+) -> list[Violation]:
+    """No configuration whose value depends on the Terragrunt command that reads it."""
+    out: list[Violation] = []
+    for path in hcl_files(model, policy, snap):
+        calls = _calls(snap, path)
+        out += [v for v in _call_violations(path, calls, False) if v.rule == "command-dependent"]
+    return out
+
+
+_RUN_FIX = (
+    "remove it, or list the file in policy.toml [check.allowed_run_at_parse] "
+    '("FILE" = "why it is needed", reviewed like code)'
+)
+
+
+def _call_violations(
+    path: str, calls: Sequence[tuple[str, int]], run_cmd_refused: bool
+) -> list[Violation]:
+    out: list[Violation] = []
+    for name, number in calls:
+        if name == "run_cmd" and run_cmd_refused:
+            out.append(
+                Violation(
+                    path,
+                    number,
+                    "run-at-parse",
+                    "run_cmd() runs a command whenever Terragrunt parses this file: "
+                    "on every plan of a pull request, with the job's credentials",
+                    _RUN_FIX,
+                )
+            )
+        elif name in COMMAND_FUNCTIONS:
+            out.append(
+                Violation(
+                    path,
+                    number,
+                    "command-dependent",
+                    f"{name}() gives `render` while the rule's verifier renders this "
+                    "configuration and `plan` or `apply` while OpenTofu runs: what is "
+                    "verified would not be what runs",
+                    "remove it: put what differs per command in separate units, or in "
+                    "inputs the module reads",
+                )
+            )
+    return out
+
+
+def calls_refused(path: str, data: bytes, run_allowlist: Mapping[str, str]) -> list[Violation]:
+    """The calls in one HCL file (``path`` in the repository, its bytes) that no
+    Terragrunt process may parse: ``run_cmd`` unless ``run_allowlist``
+    (``[check.allowed_run_at_parse]``) lists the file, and the command functions:
+    what ``invoke check`` reports as ``run-at-parse`` and ``command-dependent``, for
+    the plan to refuse before a Terragrunt process (whose parse would run them) starts."""
+    return _call_violations(path, hcl_calls(data), not _allowed(path, run_allowlist))
