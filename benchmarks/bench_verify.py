@@ -97,14 +97,11 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     undo = None if verified else _plain()
     try:
         start, c0 = time.perf_counter(), cpu()
-        if verified:
-            preflight_rendered(ws, all_targets, env, jobs=jobs)
-            env = workcopies.armed(
-                [(t.path, t.run_dir, t.source) for t in all_targets],
-                env,
-                root=ws.root,
-                cache_dir=ws.settings.cache_dir,
+        if verified:  # as engine/preplan.py orders it: the check armed, then the render
+            env = workcopies.arm_for(
+                all_targets, env, root=ws.root, cache_dir=ws.settings.cache_dir
             )
+            preflight_rendered(ws, all_targets, dict(env), jobs=jobs)
         else:
             preflight.check(ws, [(t.path, t.executor) for t in all_targets])
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0

@@ -128,3 +128,33 @@ def test_a_unit_the_model_cannot_evaluate_has_every_hcl_file_read_for_calls(
     assert ran.returncode == 1, ran.output
     assert "live/cloud/shared.hcl:2: run-at-parse:" in ran.stderr
     assert not marker.exists()
+
+
+ENV_ROLE = (
+    '\niam_role = get_env("IAC_WORKCOPY_HOOK", "") == "" ? "" : '
+    '"arn:aws:iam::999999999999:role/OrganizationAccountAccessRole"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("plan", "--unit", DNS), ("plan", "--all"), ("drift",)],
+    ids=["per-unit plan", "batch plan", "drift"],
+)
+def test_the_verifier_renders_in_the_environment_the_plan_runs_in(
+    repo: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A role read from the pipeline's own environment: empty where the verifier rendered
+    the unit before the check was armed, assumed where OpenTofu ran after it."""
+    unit = repo / DNS_FILE
+    unit.write_text(unit.read_text() + ENV_ROLE)
+    commit_all(repo, "a role only the plan's environment shows")
+    out = tmp_path / "out"
+    ran = invoke(repo, *args, "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    assert "preflight refused" in ran.output, ran.output
+    assert (
+        f"unit {DNS} would run as role arn:aws:iam::999999999999:role/"
+        "OrganizationAccountAccessRole (iam_role)"
+    ) in ran.output
+    assert not (out / "summary.json").exists()

@@ -333,7 +333,14 @@ class Applier:
             summary_head=self.summary.get("head"),
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
-        ) or verify.before_apply(run_dir, path, unit.tier, self.env)
+        ) or verify.before_apply(
+            # rendered in the environment the apply runs in (the check armed): a unit's
+            # get_env reads the same values in both
+            run_dir,
+            path,
+            unit.tier,
+            workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env),
+        )
         if not problems:
             unbound = applysafety.unbound_plan(
                 plan_file,

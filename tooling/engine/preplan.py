@@ -41,7 +41,10 @@ def prepared(
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
         refuse_parse_time_calls(ws, model, [t.path for t in targets if not t.destroy])
-        preflight_rendered(ws, targets, dict(env), jobs=jobs)
+        # the run's environment, the check armed, before the render: a unit's get_env
+        # reads the same values in the verifier's render as in its plan
+        armed_env = workcopies.arm_for(targets, env, root=ws.root, cache_dir=ws.settings.cache_dir)
+        preflight_rendered(ws, targets, dict(armed_env), jobs=jobs)
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
             ws.settings,
@@ -54,6 +57,7 @@ def prepared(
             root=ws.root,
             cache_dir=ws.settings.cache_dir,
             reads={p: u.reads for p, u in model.units.items()},
+            armed_env=armed_env,
         )
         with proc.forwarding_interrupts(what):
             yield guarded, guarded_env

@@ -367,6 +367,20 @@ def overridden(
     return out
 
 
+def arm_for(
+    targets: Sequence[Target], env: Mapping[str, str], *, root: Path, cache_dir: Path
+) -> dict[str, str]:
+    """``env`` armed (:func:`armed`) for the plan's ``targets`` that are not preset: the
+    environment of every Terragrunt process of the run, the verifier's render included,
+    so that no ``get_env`` in a unit reads one value where the rule is verified and
+    another where OpenTofu runs."""
+    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
+    if not todo:
+        return dict(env)
+    unreadable = {t.path: t.model_error for t in targets if t.model_error}
+    return armed(todo, env, root=root, cache_dir=cache_dir, unreadable=unreadable)
+
+
 def guarded(
     targets: Sequence[Target],
     env: Mapping[str, str],
@@ -374,15 +388,17 @@ def guarded(
     root: Path,
     cache_dir: Path,
     reads: Mapping[str, Sequence[str]],
+    armed_env: dict[str, str] | None = None,
 ) -> tuple[list[Target], dict[str, str]]:
-    """The plan's ``targets`` and ``env`` with the working-copy check armed: a unit whose
-    working copy is committed to git, or whose configuration replaces the check, is
-    refused (an ``error``, never planned)."""
+    """The plan's ``targets`` and ``env`` with the working-copy check armed (``armed_env``
+    when :func:`arm_for` made it already): a unit whose working copy is committed to
+    git, or whose configuration replaces the check, is refused (an ``error``, never
+    planned)."""
     todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
     if not todo:
         return list(targets), dict(env)
-    unreadable = {t.path: t.model_error for t in targets if t.model_error}
-    armed_env = armed(todo, env, root=root, cache_dir=cache_dir, unreadable=unreadable)
+    if armed_env is None:
+        armed_env = arm_for(targets, env, root=root, cache_dir=cache_dir)
     refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
