@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from infra_fixtures import git
 
 from tooling.errors import ToolingError
 from tooling.io import tags
-from tests.infra_fixtures import git
 
 
 def _module(tmp_path: Path) -> tuple[Path, str]:
@@ -83,7 +83,7 @@ def test_a_tag_deleted_upstream_is_absent_though_the_mirror_keeps_it(tmp_path: P
 
 
 def test_a_failed_fetch_records_no_listing_so_the_next_run_fetches(tmp_path: Path) -> None:
-    repo, url = _module(tmp_path)
+    _repo, url = _module(tmp_path)
     cache = tmp_path / "cache"
     mirror = tags.cache_path(cache, url)
     mirror.mkdir(parents=True)
@@ -104,7 +104,7 @@ def test_a_repository_that_cannot_be_listed_is_named(tmp_path: Path) -> None:
 
 
 def test_a_commits_files_are_read_once_then_kept_per_commit(tmp_path: Path) -> None:
-    repo, url = _module(tmp_path)
+    _repo, url = _module(tmp_path)
     mirror, listed = tags.mirror_now(url, tmp_path / "cache", os.environ)
     commit = listed["v1.0.0"].commit
     first = tags.tree_of(mirror, commit)
