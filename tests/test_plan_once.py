@@ -91,6 +91,25 @@ def _counted_plan(
     return calls, returned, trees, echoed
 
 
+def _assert_once(
+    calls: Counter[str], returned: list[int], trees: list[str], echoed: list[str]
+) -> None:
+    # policy.toml: read and parsed once, however many steps ask; one object handed out
+    assert calls["read_policy"] >= 3  # the policy check, the layout, the workspace...
+    assert (calls["read"], calls["parse"]) == (1, 1)
+    assert len(set(returned)) == 1
+    # each table interpreted once (the policy check reads them all first)
+    for table in INTERPRETERS:
+        assert calls[table] == 1, (table, calls[table])
+    # the settings, the pinned tools, each tree's model: once
+    assert (calls["settings"], calls["tools"]) == (1, 1)
+    assert trees and len(trees) == len(set(trees)), trees
+    # processes: the plan itself ran, the tree's status asked once, no tool asked its version
+    assert any(c.startswith("terragrunt ") and " plan" in c for c in echoed), echoed
+    assert sum(c.startswith("git status") for c in echoed) == 1, echoed
+    assert not [c for c in echoed if c.split()[0] in ("tofu", "terragrunt") and "version" in c]
+
+
 def test_a_plan_of_one_changed_unit_does_nothing_twice(
     example_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,23 +126,22 @@ def test_a_plan_of_one_changed_unit_does_nothing_twice(
         example_repo, monkeypatch, "--base", "main", "--out", str(out)
     )
     assert (out / "units/live/cloud/dns/plan.tfplan").is_file()
-
-    # policy.toml: read and parsed once, however many steps ask; one object handed out
-    assert calls["read_policy"] >= 3  # the policy check, the layout, the workspace...
-    assert (calls["read"], calls["parse"]) == (1, 1)
-    assert len(set(returned)) == 1
-    # each table interpreted once (the policy check reads them all first)
-    for table in INTERPRETERS:
-        assert calls[table] == 1, (table, calls[table])
-    # the settings, the pinned tools, each tree's model: once
-    assert (calls["settings"], calls["tools"]) == (1, 1)
-    assert trees and len(trees) == len(set(trees)), trees
-    # processes: the plan itself ran, no command line twice, no tool asked its version
-    assert any(c.startswith("terragrunt ") and " plan " in f" {c} " for c in echoed), echoed
+    _assert_once(calls, returned, trees, echoed)
     repeated = [c for c, n in Counter(echoed).items() if n > 1]
-    assert repeated == [], repeated
-    assert sum(c.startswith("git status") for c in echoed) <= 1
-    assert not [c for c in echoed if c.split()[0] in ("tofu", "terragrunt") and "version" in c]
+    assert repeated == [], repeated  # no git, Terragrunt or OpenTofu command line twice
+
+
+def test_a_plan_of_every_unit_reads_and_interprets_policy_toml_once(
+    example_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "plans"
+    first = invoke_in_process(example_repo, "plan", "--all", "--out", str(out))
+    assert first.returncode == 0, first.output
+    calls, returned, trees, echoed = _counted_plan(
+        example_repo, monkeypatch, "--all", "--out", str(out)
+    )
+    assert len(list(out.glob("units/live/*/*/plan.tfplan"))) == 7
+    _assert_once(calls, returned, trees, echoed)
 
 
 # ------------------------------------------------------------------------- the shared object
