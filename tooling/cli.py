@@ -363,7 +363,9 @@ def run(fn: Callable[[], int | None], *, banner: Banner | None = None, tools: bo
     """Run a task's body ``fn`` after the preamble every task shares, all under
     :func:`errors`: policy.toml checked, then the first line (``banner``) and the
     pinned tools (``tools``), each once; ``fn`` finds the same :func:`workspace`."""
-    with errors():
+    from tooling.io.config import policy_read_once
+
+    with errors(), policy_read_once():  # policy.toml read once, whatever step asks
         check_policy()
         _RUN.active, _RUN.ws = True, None
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import refuse_unknown_keys
 
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
@@ -45,6 +46,7 @@ class AppPolicy:
         return any(fnmatch.fnmatchcase(resource_type, p) for p in self.allowed_resource_types)
 
 
+@interpreted
 def parse_policy(data: Mapping[str, Any]) -> AppPolicy:
     apps = data.get("apps")
     if not isinstance(apps, dict):

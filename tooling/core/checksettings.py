@@ -19,6 +19,7 @@ from typing import Any
 from tooling.core.names import DEFAULT_PATTERN, SETTING, pattern_from
 from tooling.errors import ToolingError
 from tooling.model.layout import layout_from
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
 
@@ -140,6 +141,7 @@ _CHECK_KEYS = frozenset(
 )
 
 
+@interpreted
 def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
     """The check policy from a parsed ``policy.toml`` (missing keys take the defaults)."""
     section = data.get("check", {})

@@ -21,6 +21,7 @@ from typing import Any
 
 from tooling.core.redact import secret_strings
 from tooling.errors import ToolingError
+from tooling.model.policydata import interpreted
 
 TABLE = "sensitive_attributes"
 
@@ -28,6 +29,7 @@ TABLE = "sensitive_attributes"
 Declared = Mapping[str, tuple[tuple[str, ...], ...]]
 
 
+@interpreted
 def parse_policy(data: Mapping[str, Any]) -> dict[str, tuple[tuple[str, ...], ...]]:
     """The ``[sensitive_attributes]`` table of a parsed policy.toml (missing: none)."""
     table = data.get(TABLE, {})

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 from tooling.model.units import UNRESOLVED_EXECUTOR
 
@@ -127,6 +128,7 @@ def lock_platforms(executors: Mapping[str, Executor]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found)) or DEFAULT_PLATFORMS
 
 
+@interpreted
 def parse(data: Mapping[str, Any]) -> dict[str, Executor]:
     """The ``[executors.*]`` tables of a parsed policy.toml, in declaration order."""
     section = data.get("executors", {})

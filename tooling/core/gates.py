@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tooling.errors import ToolingError
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import refuse_unknown_keys
 
 if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imports neither
@@ -52,6 +53,7 @@ class Gate:
         return {"decision": self.decision, "reasons": list(self.reasons)}
 
 
+@interpreted
 def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
     """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
     gates = data.get("gates", {})

@@ -37,6 +37,7 @@ from typing import Any
 
 from tooling.core.mdtext import plain
 from tooling.errors import ToolingError
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 
 MASK = "(redacted)"
@@ -83,6 +84,7 @@ class EnvRule:
         )
 
 
+@interpreted
 def parse_policy(data: Mapping[str, Any]) -> EnvRule:
     """The ``[secrets]`` table of a parsed policy.toml (missing: :data:`DEFAULT_ENV_WORDS`)."""
     table = data.get("secrets", {})

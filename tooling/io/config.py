@@ -15,17 +15,19 @@ an S3 backend):
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import functools
 import os
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
 from tooling.model import encryption
+from tooling.model.policydata import PolicyData
 from tooling.model.policyfile import POLICY_FILE, check_tables
 
 
@@ -108,7 +110,26 @@ def cache_root() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iac-tooling"
 
 
-def read_policy(root: Path) -> dict[str, Any]:
+#: while a task runs (:func:`policy_read_once`): each repository's policy.toml, read once
+_TASK_POLICIES: dict[str, PolicyData] | None = None
+
+#: what a repository without policy.toml reads: its defaults
+_NO_POLICY = PolicyData({})
+
+
+@contextlib.contextmanager
+def policy_read_once() -> Iterator[None]:
+    """Within it (a task, :func:`tooling.cli.run`), :func:`read_policy` reads each
+    repository's policy.toml once: every later step gets what the first read."""
+    global _TASK_POLICIES
+    outer, _TASK_POLICIES = _TASK_POLICIES, {}
+    try:
+        yield
+    finally:
+        _TASK_POLICIES = outer
+
+
+def read_policy(root: Path) -> PolicyData:
     """``root/policy.toml`` parsed (empty when there is none): the one reader of that file.
 
     Each section is interpreted where it is used (``[gates]`` by
@@ -116,15 +137,31 @@ def read_policy(root: Path) -> dict[str, Any]:
     :func:`tooling.core.executors.parse`, ``[check]`` by
     :func:`tooling.core.policy.parse_policy`, ``[apps]`` by
     :func:`tooling.core.apps.parse_policy`). However many of a task's steps ask
-    (the policy check, the layout, the workspace, the verifier...), the text is
-    parsed once per process: :func:`parse_policy_text`, cached by the text itself
-    (an edited file is parsed again); each caller gets its own copy.
+    (the policy check, the layout, the workspace, the verifier...), the file is
+    read once per task (:func:`policy_read_once`) and its text parsed once per
+    process (:func:`parse_policy_text`, cached by the text itself: an edited file
+    is parsed again). Every caller gets the same read-only
+    :class:`~tooling.model.policydata.PolicyData`, so each section is interpreted
+    once too (:func:`tooling.model.policydata.interpreted`). A failure is not
+    kept: the next call fails again with the same message.
     """
     path = root / POLICY_FILE
+    key = os.path.abspath(path)
+    if _TASK_POLICIES is not None and key in _TASK_POLICIES:
+        return _TASK_POLICIES[key]
+    text = _policy_text(path)
+    data = _NO_POLICY if text is None else _parsed(text)
+    if _TASK_POLICIES is not None:
+        _TASK_POLICIES[key] = data
+    return data
+
+
+def _policy_text(path: Path) -> str | None:
+    """policy.toml's text (None: there is none)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return None
     except UnicodeDecodeError as exc:
         raise ToolingError(
             f"{POLICY_FILE}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
@@ -133,13 +170,13 @@ def read_policy(root: Path) -> dict[str, Any]:
         raise ToolingError(
             f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
         ) from None
-    return copy.deepcopy(_parsed(text))
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(text: str) -> dict[str, Any]:
-    """:func:`parse_policy_text` once per text (a failure is not cached: raised each time)."""
-    return parse_policy_text(text)
+def _parsed(text: str) -> PolicyData:
+    """:func:`parse_policy_text` once per text (a failure is not cached: raised each time),
+    read-only: every reader shares it."""
+    return PolicyData(parse_policy_text(text))
 
 
 def parse_policy_text(text: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
 from tooling.model.units import LIVE_DIR
 
@@ -70,6 +71,7 @@ class Layout:
         return best
 
 
+@interpreted
 def layout_from(policy: Mapping[str, Any], where: str = POLICY_FILE) -> Layout:
     """The ``[layout]`` table of a parsed policy.toml (missing keys: today's layout)."""
     table = policy.get("layout", {})
