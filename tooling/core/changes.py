@@ -39,6 +39,8 @@ from tooling.model.repo import UNIT_FILE, Change, Model, Unit
 
 @dataclass(frozen=True)
 class AffectedUnit:
+    """One unit a change selects: how it changed, and the changed paths that select it."""
+
     path: str
     change: str  # added | modified | deleted | moved
     reasons: tuple[str, ...]
@@ -62,6 +64,8 @@ class AffectedUnit:
 
 @dataclass(frozen=True)
 class Dependent:
+    """A unit not changed itself whose upstream ``via`` is: re-planned after the upstream applies."""
+
     path: str
     via: str
     tier: str
@@ -73,6 +77,8 @@ class Dependent:
 
 @dataclass(frozen=True)
 class Affected:
+    """What a change affects (``invoke affected --json``): the units in order, their dependents apart."""
+
     base: str
     head: str
     units: tuple[AffectedUnit, ...]

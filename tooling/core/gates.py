@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imp
 
 @dataclass(frozen=True)
 class GatePolicy:
+    """``[gates]`` of policy.toml: the resource types and addresses that count as nodes/VMs."""
+
     node_types: tuple[str, ...] = ()
     node_addresses: tuple[str, ...] = ()
 
@@ -45,6 +47,8 @@ class GatePolicy:
 
 @dataclass(frozen=True)
 class Gate:
+    """A unit's gate: ``auto``, ``manual`` or ``none``, with every reason that decided it."""
+
     decision: str  # auto | manual | none
     reasons: tuple[str, ...]
 

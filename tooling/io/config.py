@@ -31,6 +31,8 @@ from tooling.model.policyfile import POLICY_FILE, check_tables
 
 @dataclass(frozen=True)
 class Settings:
+    """What every command runs against: module sources, state, caches, encryption (:func:`load`)."""
+
     module_sources: str  # sandbox | remote
     module_rewrites: tuple[tuple[str, str], ...]
     state_bucket: str | None

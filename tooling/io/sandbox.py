@@ -34,6 +34,8 @@ _BUILD_FORMAT = b"sandbox-build-2"
 
 @dataclass(frozen=True)
 class Release:
+    """One tag of a stand-in repository and its annotated message."""
+
     tag: str
     message: str
 

@@ -81,6 +81,8 @@ def find_root(start: Path | None = None) -> Path:
 
 @dataclass
 class Workspace:
+    """The repository a task runs in: its root, settings, layout and models, read once per run."""
+
     root: Path
     settings: config.Settings = field(default_factory=config.load)
 
