@@ -68,3 +68,38 @@ def test_affected_with_an_uncommitted_change_still_reads_the_working_tree(
     head_tree = git(example_repo, "rev-parse", "HEAD^{tree}").strip()
     # a model keyed by the working tree's own fingerprint, not the head's tree SHA
     assert _model_caches(example_repo) - {f"model-{head_tree}.marshal"}
+
+
+def test_the_environment_s_bin_folder_is_the_one_sysconfig_names() -> None:
+    # in a virtual environment on POSIX the folder is known without importing sysconfig
+    import sysconfig
+
+    from tooling.io.binpath import scripts_dir
+
+    assert scripts_dir() == Path(sysconfig.get_path("scripts"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "git::https://git.example.com/platform-modules/terraform-mod-5.git?ref=v1.0.0",
+        "git::https://github.com/acme/terraform-proxmox.git//modules/vm?ref=v1.1.0",
+        "git::https://github.com/acme/Terraform-Proxmox.git?ref=v1.1.0",
+        "git::https://github.com/acme/terraform-%70roxmox.git?ref=v1.1.0",
+        "git::https://github.com/acme/x.git//terraform-proxmox?ref=v1",
+        "git@github.com:acme/terraform-talos.git?ref=v2",
+        "github.com/acme/terraform-flux?ref=v1",
+        "tfr:///acme/terraform-proxmox/aws?version=1.0.0",
+        "tfr:///acme/proxmox/aws?version=1.0.0",
+        "../modules/terraform-proxmox",
+        "git::https://github.com/acme/terraform-proxmox-extra.git?ref=v1",
+        "",
+    ],
+)
+def test_the_first_line_s_catalog_check_agrees_with_the_source_parser(source: str) -> None:
+    # pins_any parses only the sources whose text could name a catalog repository
+    from tooling.io.workspace import pins_any
+    from tooling.model.sources import parse_source
+
+    catalog = {"terraform-proxmox", "terraform-talos", "terraform-flux"}
+    assert pins_any([source], catalog) is (parse_source(source).short_name in catalog)
