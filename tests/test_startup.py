@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from infra_fixtures import commit_all, edit, git, invoke
@@ -103,3 +104,59 @@ def test_the_first_line_s_catalog_check_agrees_with_the_source_parser(source: st
 
     catalog = {"terraform-proxmox", "terraform-talos", "terraform-flux"}
     assert pins_any([source], catalog) is (parse_source(source).short_name in catalog)
+
+
+def _cached_model_round_trip(tmp_path: Path, edit_record: Any = None) -> Any:
+    import marshal
+
+    from tooling.model import modelcache
+    from tooling.model.trees import GitTree
+    from tooling.model.units import Model, Unit
+
+    unit = Unit(
+        path="live/a",
+        tier="cloud",
+        executor="hosted",
+        gate="auto",
+        plan_on_pr=True,
+        source="git::https://example.invalid/m.git?ref=v1",
+        ref="v1",
+        dependencies=("live/b",),
+        reads=("live/a/terragrunt.hcl", "root.hcl"),
+        state_key="live/a/terraform.tfstate",
+        state_bucket=None,
+        line_of={"source": 3},
+        exclude={"actions": ["plan"], "exclude_dependencies": False, "where": "x:1"},
+    )
+    model = Model({unit.path: unit}, (unit.path,))
+    path = tmp_path / "model-x.marshal"
+    modelcache.save(path, model, {})
+    if edit_record is not None:
+        data = marshal.loads(path.read_bytes())
+        edit_record(data["units"][0])
+        path.write_bytes(marshal.dumps(data))
+    tree = GitTree(tmp_path, "0" * 40, dict, lambda shas: {})
+    return model, modelcache.read(path, tree)
+
+
+def test_a_cached_model_reads_back_equal_to_the_one_saved(tmp_path: Path) -> None:
+    saved, read = _cached_model_round_trip(tmp_path)
+    assert read == saved
+    unit = read.units["live/a"]
+    assert unit.dependencies == ("live/b",) and isinstance(unit.reads, tuple)
+    assert unit.line_of == {"source": 3} and unit.exclude == saved.units["live/a"].exclude
+    with pytest.raises(AttributeError):  # still the frozen record
+        unit.tier = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "edit_record",
+    [
+        lambda record: record.pop("tier"),
+        lambda record: record.update(unknown="x"),
+    ],
+    ids=["a field missing", "a field unknown"],
+)
+def test_a_cached_unit_record_of_other_fields_is_not_used(tmp_path: Path, edit_record: Any) -> None:
+    _, read = _cached_model_round_trip(tmp_path, edit_record)
+    assert read is None  # the model is evaluated again
