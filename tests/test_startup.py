@@ -160,3 +160,17 @@ def test_a_cached_model_reads_back_equal_to_the_one_saved(tmp_path: Path) -> Non
 def test_a_cached_unit_record_of_other_fields_is_not_used(tmp_path: Path, edit_record: Any) -> None:
     _, read = _cached_model_round_trip(tmp_path, edit_record)
     assert read is None  # the model is evaluated again
+
+
+def test_policy_toml_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path: Path) -> None:
+    import tomllib
+
+    from tooling.io import config
+
+    text = '[gates]\nnode_types = ["proxmox_vm"]\n\n[check]\nlayers = { a = { executor = "x" } }\n'
+    (tmp_path / "policy.toml").write_text(text)
+    first = config.read_policy(tmp_path)
+    assert first == tomllib.loads(text)
+    first["gates"]["node_types"].append("changed")
+    first["check"]["layers"]["a"]["executor"] = "changed"
+    assert config.read_policy(tmp_path) == tomllib.loads(text)

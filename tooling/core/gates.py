@@ -119,13 +119,14 @@ def decide(
 
 def _instance(address: str) -> tuple[str, str | None]:
     """``terraform_data.vm["node-1"]`` -> ``("terraform_data.vm", "node-1")``; no key: ``(address, None)``."""
-    match = _INDEXED.fullmatch(address)
+    match = re.fullmatch(_INDEXED, address)
     if match is None:
         return address, None
     return match["resource"], match["key"].strip('"')
 
 
-_INDEXED = re.compile(r"(?P<resource>.+)\[(?P<key>[^\[\]]+)\]")
+#: an instance address keyed by node (a pattern: compiled by ``re`` when a gate is decided)
+_INDEXED = r"(?P<resource>.+)\[(?P<key>[^\[\]]+)\]"
 
 
 def node_reason(addresses: Sequence[str]) -> str:

@@ -15,7 +15,6 @@ an S3 backend):
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import re
@@ -135,7 +134,23 @@ def read_policy(root: Path) -> dict[str, Any]:
         raise ToolingError(
             f"{POLICY_FILE}: cannot read it ({exc.strerror}); fix its permissions or remove it"
         ) from None
-    return copy.deepcopy(_parsed(text))
+    return _copied(_parsed(text))
+
+
+def _copied(table: dict[str, Any]) -> dict[str, Any]:
+    """A copy of parsed TOML that shares nothing a caller could change: its tables and
+    arrays copied, its values (strings, numbers, booleans, dates: immutable) shared. What
+    ``copy.deepcopy`` gives, several times faster (policy.toml is read 4 times a task)."""
+
+    def copied(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: copied(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [copied(item) for item in value]
+        return value
+
+    out: dict[str, Any] = copied(table)
+    return out
 
 
 @functools.lru_cache(maxsize=8)
@@ -154,14 +169,15 @@ def parse_policy_text(text: str) -> dict[str, Any]:
     return data
 
 
-_TOML_AT = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
+#: tomllib's message with its position (a pattern: compiled by ``re`` on the first error)
+_TOML_AT = r"(?s)^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$"
 
 
 def toml_error(name: str, exc: tomllib.TOMLDecodeError) -> str:
     """``name:line:col: message. Fix the TOML.`` from tomllib's error (which puts the
     position at the end of its message)."""
     text = str(exc)
-    found = _TOML_AT.match(text)
+    found = re.match(_TOML_AT, text)
     if found is None:
         return f"{name}: {text}. Fix the TOML."
     return f"{name}:{found['line']}:{found['col']}: {found['msg']}. Fix the TOML."
