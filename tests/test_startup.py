@@ -174,3 +174,18 @@ def test_policy_toml_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path: 
     first["gates"]["node_types"].append("changed")
     first["check"]["layers"]["a"]["executor"] = "changed"
     assert config.read_policy(tmp_path) == tomllib.loads(text)
+
+
+_NAMES = ["README.md", ".md", "x.MD", "a.markdown", "LICENSE", "LICENSE.txt", "LICENSE."]
+_NAMES += ["LICENSEX", "CODEOWNERS", "codeowners", "a.rst", "b.adoc", "terragrunt.hcl", "", "ab"]
+
+
+@pytest.mark.parametrize("pattern", ["*.md", "LICENSE.*", "CODEOWNERS", "*", "a*b", "[ab]*", "x?"])
+def test_the_documentation_patterns_match_as_fnmatch_matches(pattern: str) -> None:
+    import fnmatch
+
+    from tooling.core.changes import name_matches
+
+    assert [n for n in _NAMES if name_matches(n, pattern)] == [
+        n for n in _NAMES if fnmatch.fnmatchcase(n, pattern)
+    ]

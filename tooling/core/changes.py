@@ -107,7 +107,22 @@ def folder_affects(path: str, unit_dir: str) -> bool:
     if not path.startswith(prefix):
         return False
     name = posixpath.basename(path)
-    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in NO_PLAN_FILES)
+    return not any(name_matches(name, pattern) for pattern in NO_PLAN_FILES)
+
+
+def name_matches(name: str, pattern: str) -> bool:
+    """``fnmatch.fnmatchcase(name, pattern)``, without compiling a regular expression for a
+    pattern whose only wildcard is one ``*`` first or last (each of :data:`NO_PLAN_FILES`:
+    about 0.3 ms of a detection run, once per pattern)."""
+    head, star, tail = pattern.partition("*")
+    if not any(c in pattern for c in "?[") and "*" not in tail:
+        if not star:
+            return name == pattern
+        if not head:
+            return name.endswith(tail)
+        if not tail:
+            return name.startswith(head)
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def _folder_units(path: str, units: Mapping[str, Unit]) -> list[str]:
