@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from infra_fixtures import commit_all, edit, git, invoke
@@ -68,3 +69,123 @@ def test_affected_with_an_uncommitted_change_still_reads_the_working_tree(
     head_tree = git(example_repo, "rev-parse", "HEAD^{tree}").strip()
     # a model keyed by the working tree's own fingerprint, not the head's tree SHA
     assert _model_caches(example_repo) - {f"model-{head_tree}.marshal"}
+
+
+def test_the_environment_s_bin_folder_is_the_one_sysconfig_names() -> None:
+    # in a virtual environment on POSIX the folder is known without importing sysconfig
+    import sysconfig
+
+    from tooling.io.binpath import scripts_dir
+
+    assert scripts_dir() == Path(sysconfig.get_path("scripts"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "git::https://git.example.com/platform-modules/terraform-mod-5.git?ref=v1.0.0",
+        "git::https://github.com/acme/terraform-proxmox.git//modules/vm?ref=v1.1.0",
+        "git::https://github.com/acme/Terraform-Proxmox.git?ref=v1.1.0",
+        "git::https://github.com/acme/terraform-%70roxmox.git?ref=v1.1.0",
+        "git::https://github.com/acme/x.git//terraform-proxmox?ref=v1",
+        "git@github.com:acme/terraform-talos.git?ref=v2",
+        "github.com/acme/terraform-flux?ref=v1",
+        "tfr:///acme/terraform-proxmox/aws?version=1.0.0",
+        "tfr:///acme/proxmox/aws?version=1.0.0",
+        "../modules/terraform-proxmox",
+        "git::https://github.com/acme/terraform-proxmox-extra.git?ref=v1",
+        "",
+    ],
+)
+def test_the_first_line_s_catalog_check_agrees_with_the_source_parser(source: str) -> None:
+    # pins_any parses only the sources whose text could name a catalog repository
+    from tooling.io.workspace import pins_any
+    from tooling.model.sources import parse_source
+
+    catalog = {"terraform-proxmox", "terraform-talos", "terraform-flux"}
+    assert pins_any([source], catalog) is (parse_source(source).short_name in catalog)
+
+
+def _cached_model_round_trip(tmp_path: Path, edit_record: Any = None) -> Any:
+    import marshal
+
+    from tooling.model import modelcache
+    from tooling.model.trees import GitTree
+    from tooling.model.units import Model, Unit
+
+    unit = Unit(
+        path="live/a",
+        tier="cloud",
+        executor="hosted",
+        gate="auto",
+        plan_on_pr=True,
+        source="git::https://example.invalid/m.git?ref=v1",
+        ref="v1",
+        dependencies=("live/b",),
+        reads=("live/a/terragrunt.hcl", "root.hcl"),
+        state_key="live/a/terraform.tfstate",
+        state_bucket=None,
+        line_of={"source": 3},
+        exclude={"actions": ["plan"], "exclude_dependencies": False, "where": "x:1"},
+    )
+    model = Model({unit.path: unit}, (unit.path,))
+    path = tmp_path / "model-x.marshal"
+    modelcache.save(path, model, {})
+    if edit_record is not None:
+        data = marshal.loads(path.read_bytes())
+        edit_record(data["units"][0])
+        path.write_bytes(marshal.dumps(data))
+    tree = GitTree(tmp_path, "0" * 40, dict, lambda shas: {})
+    return model, modelcache.read(path, tree)
+
+
+def test_a_cached_model_reads_back_equal_to_the_one_saved(tmp_path: Path) -> None:
+    saved, read = _cached_model_round_trip(tmp_path)
+    assert read == saved
+    unit = read.units["live/a"]
+    assert unit.dependencies == ("live/b",) and isinstance(unit.reads, tuple)
+    assert unit.line_of == {"source": 3} and unit.exclude == saved.units["live/a"].exclude
+    with pytest.raises(AttributeError):  # still the frozen record
+        unit.tier = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "edit_record",
+    [
+        lambda record: record.pop("tier"),
+        lambda record: record.update(unknown="x"),
+    ],
+    ids=["a field missing", "a field unknown"],
+)
+def test_a_cached_unit_record_of_other_fields_is_not_used(tmp_path: Path, edit_record: Any) -> None:
+    _, read = _cached_model_round_trip(tmp_path, edit_record)
+    assert read is None  # the model is evaluated again
+
+
+def test_policy_toml_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path: Path) -> None:
+    import tomllib
+
+    from tooling.io import config
+
+    text = '[gates]\nnode_types = ["proxmox_vm"]\n\n[check]\nlayers = { a = { executor = "x" } }\n'
+    (tmp_path / "policy.toml").write_text(text)
+    first = config.read_policy(tmp_path)
+    assert first == tomllib.loads(text)
+    first["gates"]["node_types"].append("changed")
+    first["check"]["layers"]["a"]["executor"] = "changed"
+    assert config.read_policy(tmp_path) == tomllib.loads(text)
+
+
+_NAMES = ["README.md", ".md", "x.MD", "a.markdown", "LICENSE", "LICENSE.txt", "LICENSE."]
+_NAMES += ["LICENSEX", "CODEOWNERS", "codeowners", "a.rst", "b.adoc", "terragrunt.hcl", "", "ab"]
+
+
+@pytest.mark.parametrize("pattern", ["*.md", "LICENSE.*", "CODEOWNERS", "*", "a*b", "[ab]*", "x?"])
+def test_the_documentation_patterns_match_as_fnmatch_matches(pattern: str) -> None:
+    import fnmatch
+
+    from tooling.core.changes import name_matches
+
+    assert [n for n in _NAMES if name_matches(n, pattern)] == [
+        n for n in _NAMES if fnmatch.fnmatchcase(n, pattern)
+    ]

@@ -39,6 +39,8 @@ from tooling.model.repo import UNIT_FILE, Change, Model, Unit
 
 @dataclass(frozen=True)
 class AffectedUnit:
+    """One unit a change selects: how it changed, and the changed paths that select it."""
+
     path: str
     change: str  # added | modified | deleted | moved
     reasons: tuple[str, ...]
@@ -62,6 +64,8 @@ class AffectedUnit:
 
 @dataclass(frozen=True)
 class Dependent:
+    """A unit not changed itself whose upstream ``via`` is: re-planned after the upstream applies."""
+
     path: str
     via: str
     tier: str
@@ -73,6 +77,8 @@ class Dependent:
 
 @dataclass(frozen=True)
 class Affected:
+    """What a change affects (``invoke affected --json``): the units in order, their dependents apart."""
+
     base: str
     head: str
     units: tuple[AffectedUnit, ...]
@@ -101,7 +107,22 @@ def folder_affects(path: str, unit_dir: str) -> bool:
     if not path.startswith(prefix):
         return False
     name = posixpath.basename(path)
-    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in NO_PLAN_FILES)
+    return not any(name_matches(name, pattern) for pattern in NO_PLAN_FILES)
+
+
+def name_matches(name: str, pattern: str) -> bool:
+    """``fnmatch.fnmatchcase(name, pattern)``, without compiling a regular expression for a
+    pattern whose only wildcard is one ``*`` first or last (each of :data:`NO_PLAN_FILES`:
+    about 0.3 ms of a detection run, once per pattern)."""
+    head, star, tail = pattern.partition("*")
+    if not any(c in pattern for c in "?[") and "*" not in tail:
+        if not star:
+            return name == pattern
+        if not head:
+            return name.endswith(tail)
+        if not tail:
+            return name.startswith(head)
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def _folder_units(path: str, units: Mapping[str, Unit]) -> list[str]:

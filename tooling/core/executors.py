@@ -57,6 +57,8 @@ _PLATFORM = re.compile(r"[a-z0-9]+_[a-z0-9]+")
 
 @dataclass(frozen=True)
 class Executor:
+    """One ``[executors.NAME]`` of policy.toml: where its units run."""
+
     name: str
     runs_on: tuple[str, ...]
     aws_role_arn_patterns: tuple[str, ...] = ()

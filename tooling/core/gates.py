@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imp
 
 @dataclass(frozen=True)
 class GatePolicy:
+    """``[gates]`` of policy.toml: the resource types and addresses that count as nodes/VMs."""
+
     node_types: tuple[str, ...] = ()
     node_addresses: tuple[str, ...] = ()
 
@@ -46,6 +48,8 @@ class GatePolicy:
 
 @dataclass(frozen=True)
 class Gate:
+    """A unit's gate: ``auto``, ``manual`` or ``none``, with every reason that decided it."""
+
     decision: str  # auto | manual | none
     reasons: tuple[str, ...]
 
@@ -117,13 +121,14 @@ def decide(
 
 def _instance(address: str) -> tuple[str, str | None]:
     """``terraform_data.vm["node-1"]`` -> ``("terraform_data.vm", "node-1")``; no key: ``(address, None)``."""
-    match = _INDEXED.fullmatch(address)
+    match = re.fullmatch(_INDEXED, address)
     if match is None:
         return address, None
     return match["resource"], match["key"].strip('"')
 
 
-_INDEXED = re.compile(r"(?P<resource>.+)\[(?P<key>[^\[\]]+)\]")
+#: an instance address keyed by node (a pattern: compiled by ``re`` when a gate is decided)
+_INDEXED = r"(?P<resource>.+)\[(?P<key>[^\[\]]+)\]"
 
 
 def node_reason(addresses: Sequence[str]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.core import apps, checksettings, declared, executors, gates, names, redact
+from tooling.core import apppolicy, checksettings, declared, executors, gates, names, redact
 from tooling.model.layout import layout_from
 from tooling.model.policyfile import POLICY_FILE, check_tables
 
@@ -30,4 +30,4 @@ def validate(policy: Mapping[str, Any], where: str = POLICY_FILE) -> None:
     redact.parse_policy(policy)
     declared.parse_policy(policy)
     if "apps" in policy:  # optional: only the app tier's tasks need it
-        apps.parse_policy(policy)
+        apppolicy.parse_policy(policy)

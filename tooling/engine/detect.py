@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 from typing import TypeVar
 
@@ -121,10 +122,12 @@ def _committed_model(ws: Workspace, head_sha: str, head_tree: str) -> Model | No
     """The head commit's model, cached by its tree SHA; None when the live folders hold
     stacks (their units are generated on disk, :attr:`Workspace.current_model`): the
     model ties every unit a stack declares to its stack file."""
-    from tooling.model.stacks import is_stack_file
+    from tooling.model.stacks import STACK_FILE, is_stack_file
 
     model = ws.model(ws.tree_at(head_sha, head_tree))
-    stacked = any(is_stack_file(f) for u in model.units.values() for f in u.reads)
+    reads = list(chain.from_iterable(u.reads for u in model.units.values()))
+    # a stack file's path ends with its name: one search of them all before each is asked
+    stacked = STACK_FILE in "\n".join(reads) and any(is_stack_file(f) for f in reads)
     return None if stacked else model
 
 

@@ -8,13 +8,21 @@ installer: a task that runs no tool (``invoke affected``) starts faster.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = ["ensure_bin_dir_on_path", "on_path", "scripts_dir"]
 
 
 def scripts_dir() -> Path:
-    """The ``bin`` (``Scripts``) directory of the running Python environment."""
+    """The ``bin`` (``Scripts``) directory of the running Python environment.
+
+    In a virtual environment on POSIX that is ``sys.prefix/bin`` (the ``venv`` install
+    scheme), known without importing :mod:`sysconfig` (about 1.5 ms of every task's
+    start); elsewhere (Windows, a system Python whose distribution patches its
+    schemes) :mod:`sysconfig` answers."""
+    if os.name == "posix" and sys.prefix != sys.base_prefix:
+        return Path(sys.prefix, "bin")
     import sysconfig
 
     return Path(sysconfig.get_path("scripts"))

@@ -33,6 +33,8 @@ from tooling.model.policyfile import POLICY_FILE, check_tables
 
 @dataclass(frozen=True)
 class Settings:
+    """What every command runs against: module sources, state, caches, encryption (:func:`load`)."""
+
     module_sources: str  # sandbox | remote
     module_rewrites: tuple[tuple[str, str], ...]
     state_bucket: str | None
@@ -189,14 +191,15 @@ def parse_policy_text(text: str) -> dict[str, Any]:
     return data
 
 
-_TOML_AT = re.compile(r"^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
+#: tomllib's message with its position (a pattern: compiled by ``re`` on the first error)
+_TOML_AT = r"(?s)^(?P<msg>.*?) \(at line (?P<line>\d+), column (?P<col>\d+)\)$"
 
 
 def toml_error(name: str, exc: tomllib.TOMLDecodeError) -> str:
     """``name:line:col: message. Fix the TOML.`` from tomllib's error (which puts the
     position at the end of its message)."""
     text = str(exc)
-    found = _TOML_AT.match(text)
+    found = re.match(_TOML_AT, text)
     if found is None:
         return f"{name}: {text}. Fix the TOML."
     return f"{name}:{found['line']}:{found['col']}: {found['msg']}. Fix the TOML."

@@ -148,12 +148,13 @@ class Identity:
         }
 
 
-_IDENT_RE = re.compile(r"^(?P<name>.*?) <(?P<email>[^>]*)> -?\d+ [+-]\d{4}$")
+#: ``git var GIT_COMMITTER_IDENT`` (a pattern: compiled by ``re`` when first used)
+_IDENT_RE = r"^(?P<name>.*?) <(?P<email>[^>]*)> -?\d+ [+-]\d{4}$"
 
 
 def parse_ident(text: str) -> Identity | None:
     """``git var GIT_AUTHOR_IDENT`` output -> identity."""
-    match = _IDENT_RE.match(text.strip())
+    match = re.match(_IDENT_RE, text.strip())
     return Identity(match.group("name"), match.group("email")) if match else None
 
 

@@ -26,6 +26,8 @@ from tooling.errors import ToolingError
 
 @dataclass(frozen=True)
 class Result:
+    """A finished program: its arguments, exit code and output."""
+
     args: tuple[str, ...]
     returncode: int
     stdout: str

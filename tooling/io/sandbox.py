@@ -15,7 +15,6 @@ go-getter, ``git ls-remote`` in the bump tooling) sees the sandbox.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -34,6 +33,8 @@ _BUILD_FORMAT = b"sandbox-build-2"
 
 @dataclass(frozen=True)
 class Release:
+    """One tag of a stand-in repository and its annotated message."""
+
     tag: str
     message: str
 
@@ -59,6 +60,8 @@ def catalog_repos(catalog: Path = CATALOG) -> list[str]:
 
 
 def fingerprint(catalog: Path = CATALOG) -> str:
+    import hashlib  # here: every task's first line lists the catalog, few build it
+
     digest = hashlib.sha256(_BUILD_FORMAT)
     for path in sorted(catalog.rglob("*")):
         if path.is_file():

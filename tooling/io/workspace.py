@@ -14,7 +14,6 @@ from tooling.io import config
 from tooling.model.layout import Layout, layout_from
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
-from tooling.model.sources import parse_source
 from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
@@ -27,6 +26,24 @@ STATE_SETTING = "IAC_STATE_BUCKET"
 
 #: the tool's own folder in a repository: local state, plan reports, caches, scratch copies
 PRIVATE_DIR = ".iac"
+
+
+def pins_any(sources: Iterable[str], repos: Iterable[str]) -> bool:
+    """Whether a module source among ``sources`` pins one of the repositories ``repos``
+    (by its short name, :attr:`~tooling.model.sources.ModuleSource.short_name`).
+
+    A source's short name is a segment of its text, percent-decoded: a source whose
+    text holds no percent-escape and none of the names (compared in lower case) pins
+    none of them, and only the others are parsed (so a repository whose modules are
+    all its own, a task's first line imports no source parser)."""
+    names = {repo.lower() for repo in repos}
+    maybe = [s for s in sources if "%" in s or any(name in s.lower() for name in names)]
+    if not maybe:
+        return False
+    from tooling.model.sources import parse_source
+
+    wanted = set(repos)
+    return any(parse_source(source).short_name in wanted for source in maybe)
 
 
 def mark_private(root: Path) -> Path:
@@ -81,6 +98,8 @@ def find_root(start: Path | None = None) -> Path:
 
 @dataclass
 class Workspace:
+    """The repository a task runs in: its root, settings, layout and models, read once per run."""
+
     root: Path
     settings: config.Settings = field(default_factory=config.load)
 
@@ -118,7 +137,7 @@ class Workspace:
         declared = None if STATE_SETTING in text else self.layout.root_file
         catalog = set(sandbox.catalog_repos())
         pinned = {u.source for u in self._banner_model().units.values() if u.source}
-        used = any(parse_source(source).short_name in catalog for source in pinned)
+        used = pins_any(pinned, catalog)
         return replace(self.settings, state_declared_by=declared, catalog_used=used)
 
     def _banner_model(self) -> Model:

@@ -27,7 +27,7 @@ GENERATED_FILE = "encryption.tf"
 #: OpenTofu's pbkdf2 key provider refuses shorter passphrases
 MIN_PASSPHRASE = 16
 #: a KMS key id, ARN or alias: written into the generated HCL, so nothing else
-KMS_KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9:/_+=.,@-]*")
+KMS_KEY_ID = r"[A-Za-z0-9][A-Za-z0-9:/_+=.,@-]*"
 
 
 def tofu_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -47,7 +47,7 @@ def problem(environ: Mapping[str, str]) -> str | None:
             f"needs at least {MIN_PASSPHRASE}; set a longer passphrase (or unset it: plain state)"
         )
     key_id = environ.get(KMS_KEY_ENV, "")
-    if key_id and not KMS_KEY_ID.fullmatch(key_id):
+    if key_id and not re.fullmatch(KMS_KEY_ID, key_id):
         return (
             f"{KMS_KEY_ENV}={key_id!r} is not a KMS key id, ARN or alias (letters, digits and "
             ":/_+=.,@- only); set it to the key's id, e.g. from `aws kms list-keys`"

@@ -49,6 +49,8 @@ class LiveRoot:
 
 @dataclass(frozen=True)
 class Layout:
+    """Where the units live and what marks the root (``[layout]``; today's by default)."""
+
     #: folders (relative to the root) whose ``terragrunt.hcl`` files are units; "." is all of it
     live: tuple[str, ...] = (LIVE_DIR,)
     #: the file at the repository root that every unit includes

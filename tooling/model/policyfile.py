@@ -49,9 +49,11 @@ def check_tables(policy: Mapping[str, Any]) -> Mapping[str, Any]:
     return policy
 
 
-_NAMED_TABLE = re.compile(r"\[([A-Za-z0-9_./\"' -]+)\]")
-_FILE_HEAD = re.compile(r"^(?P<file>\S*" + re.escape(POLICY_FILE) + r"): ")
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+# patterns, not compiled objects: only an error message is matched against them (``re``
+# compiles them then, once), and every task imports this module
+_NAMED_TABLE = r"\[([A-Za-z0-9_./\"' -]+)\]"
+_FILE_HEAD = r"^(?P<file>\S*" + re.escape(POLICY_FILE) + r"): "
+_HEADER = r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$"
 
 
 def _table_key(name: str) -> str:
@@ -62,13 +64,13 @@ def located(message: str, text: str) -> str:
     """``policy.toml: [TABLE] ...`` -> ``policy.toml:LINE: [TABLE] ...``, LINE being the
     line of that table's header in ``text`` (the nearest declared parent table when
     the table is not a header of its own); the message as it is when none is found."""
-    file = _FILE_HEAD.match(message)
-    found = _NAMED_TABLE.search(message)
+    file = re.match(_FILE_HEAD, message)
+    found = re.search(_NAMED_TABLE, message)
     if file is None or found is None:
         return message
     headers: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
-        match = _HEADER.match(line)
+        match = re.match(_HEADER, line)
         if match:
             headers.setdefault(_table_key(match.group(1)), number)
     wanted = _table_key(found.group(1))

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tooling.model.getter import clean_path, clean_subdir, decode, query_problem
-from tooling.model.versions import parse_version
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -106,6 +105,9 @@ class ModuleSource:
     @property
     def tag_prefix(self) -> str:
         """Monorepo tag prefix of the ref (``dns-`` for ``dns-v1.2.3``), else ``""``."""
+        # imported here: every task's first line parses the units' sources, none reads a tag
+        from tooling.model.versions import parse_version
+
         version = parse_version(self.ref) if self.ref else None
         return version.prefix if version else ""
 

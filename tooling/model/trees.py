@@ -1,8 +1,12 @@
-"""Read-only views of a repository's files: the working tree, or one git revision."""
+"""Read-only views of a repository's files: the working tree, or one git revision.
+
+A warm run reads a revision's cached model by its tree SHA alone: :mod:`hashlib` and
+the HCL module (for :func:`~tooling.model.hcl.blob_sha`) are imported only when a
+working tree is hashed or a fingerprint is computed.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -10,7 +14,6 @@ from typing import Protocol
 
 from tooling.errors import ToolingError
 from tooling.model.gitpaths import in_repository
-from tooling.model.hcl import blob_sha
 from tooling.model.units import LIVE_DIR, UNIT_FILE
 
 
@@ -142,6 +145,8 @@ class WorkTree:
     def sha(self, path: str) -> str:
         sha = self._shas.get(path)
         if sha is None:
+            from tooling.model.hcl import blob_sha
+
             sha = self._shas[path] = blob_sha(self.read(path))
         return sha
 
@@ -170,6 +175,8 @@ class WorkTree:
         return sorted(p for p in self._links if p.startswith(prefix))
 
     def fingerprint(self) -> str:
+        import hashlib
+
         digest = hashlib.sha1(repr((self.live, self.git_prefix, self.default_tiers)).encode())
         for path in sorted(self._files):
             digest.update(path.encode())
@@ -299,6 +306,8 @@ class GitTree:
     def fingerprint(self) -> str:
         if self.live == (LIVE_DIR,) and not self.git_prefix and not self.default_tiers:
             return self._tree_sha
+        import hashlib
+
         return hashlib.sha1(
             f"{self._tree_sha}|{self.live!r}|{self.git_prefix}|{self.default_tiers!r}".encode()
         ).hexdigest()

@@ -53,6 +53,8 @@ class Unit:
 
 @dataclass(frozen=True)
 class Model:
+    """Every unit of a tree by path, and their DAG order."""
+
     units: dict[str, Unit]
     order: tuple[str, ...]  # DAG order: dependencies first, ties by path
 
