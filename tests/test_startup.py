@@ -162,7 +162,9 @@ def test_a_cached_unit_record_of_other_fields_is_not_used(tmp_path: Path, edit_r
     assert read is None  # the model is evaluated again
 
 
-def test_policy_toml_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path: Path) -> None:
+def test_policy_toml_is_parsed_once_and_no_reader_can_change_what_the_others_read(
+    tmp_path: Path,
+) -> None:
     import tomllib
 
     from tooling.io import config
@@ -171,8 +173,10 @@ def test_policy_toml_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path: 
     (tmp_path / "policy.toml").write_text(text)
     first = config.read_policy(tmp_path)
     assert first == tomllib.loads(text)
-    first["gates"]["node_types"].append("changed")
-    first["check"]["layers"]["a"]["executor"] = "changed"
+    with pytest.raises(TypeError):
+        first["gates"]["node_types"].append("changed")
+    with pytest.raises(TypeError):
+        first["check"]["layers"]["a"]["executor"] = "changed"
     assert config.read_policy(tmp_path) == tomllib.loads(text)
 
 
