@@ -56,7 +56,11 @@ STEPS = (
     ("preflight + render --all (waited)", "tooling/engine/preplan.py", "preflight_rendered"),
     ("  of it: state preflight", "tooling/engine/preflight.py", "check"),
     ("working copies: stale files", "tooling/engine/workcopies.py", "prepare"),
-    ("working copies: the check armed", "tooling/engine/workcopies.py", "guarded"),
+    (
+        "working copies: the check armed (before the render)",
+        "tooling/engine/workcopies.py",
+        "arm_for",
+    ),
     ("the plan (Terragrunt, OpenTofu, waited)", "tooling/engine/batchplanner.py", "run_batch"),
     ("  of it: the verifier before the plan", "tooling/engine/verify.py", "before_plan"),
     ("  of it: tofu show -json", "tooling/io/terragrunt.py", "plan_json"),
