@@ -158,3 +158,36 @@ def test_the_verifier_renders_in_the_environment_the_plan_runs_in(
         "OrganizationAccountAccessRole (iam_role)"
     ) in ran.output
     assert not (out / "summary.json").exists()
+
+
+VMS_FILE = "live/cluster/vms/terragrunt.hcl"
+STATE_FROM_UPSTREAM = """
+remote_state {
+  backend = "local"
+  config = {
+    path = "${get_repo_root()}/.iac/state/${dependency.network.outputs.bridge == "vmbr-mock" ? "live/cluster/vms" : "live/cloud/dns"}/terraform.tfstate"
+  }
+  generate = { path = "backend.tf", if_exists = "overwrite_terragrunt" }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("plan", "--unit", "live/cluster/vms"), ("plan", "--all"), ("drift",)],
+    ids=["per-unit plan", "batch plan", "drift"],
+)
+def test_a_state_path_read_from_a_dependency_is_refused_before_the_render(
+    repo: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """The verifier renders with the mock (its own state), the plan with the real output
+    (another unit's state): refused before either runs."""
+    unit = repo / VMS_FILE
+    unit.write_text(unit.read_text() + STATE_FROM_UPSTREAM)
+    commit_all(repo, "a state path that follows an upstream's output")
+    out = tmp_path / "out"
+    ran = invoke(repo, *args, "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    assert f"{VMS_FILE}:41: dependency-outside-inputs: remote_state reads" in ran.stderr
+    assert not (out / "summary.json").exists()
+    assert not (repo / "live/cluster/vms/.terragrunt-cache").exists()

@@ -59,13 +59,15 @@ def refuse_parse_time_calls(
     ws: Workspace, model: Model, paths: Sequence[str], *, doing: str = "plan"
 ) -> None:
     """Fail closed before any Terragrunt process parses the units to plan when one of the
-    files they read calls ``run_cmd`` (not allowlisted) or a function that tells the
-    render from the plan (``run-at-parse``, ``command-dependent``: the same rules as
-    ``invoke check``, which the plan does not wait for). Terragrunt's first parse, the
-    verifier's render included, would run the command. A unit the model cannot evaluate
+    files they read calls ``run_cmd`` (not allowlisted), a function that tells the
+    render from the plan, or reads a dependency's outputs outside ``inputs``
+    (``run-at-parse``, ``command-dependent``, ``dependency-outside-inputs``: the same
+    rules as ``invoke check``, which the plan does not wait for). Terragrunt's first
+    parse, the verifier's render included, would run the command; the render resolves
+    a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
     may read any file: then every HCL file of the repository is read for calls."""
     from tooling.core.policy import parse_policy
-    from tooling.core.policy.hidden import calls_refused
+    from tooling.core.policy.hidden import refused_before_terragrunt
 
     files: dict[str, None] = {}
     everything = False
@@ -85,11 +87,11 @@ def refuse_parse_time_calls(
             data = (ws.root / rel).read_bytes()
         except OSError:
             continue  # a file gone or unreadable: Terragrunt says so itself
-        found += [str(v) for v in calls_refused(rel, data, allowed)]
+        found += [str(v) for v in refused_before_terragrunt(rel, data, allowed)]
     if found:
         raise ToolingError(
-            f"cannot {doing}: configuration that Terragrunt would run or read differently "
-            "while it parses it"
+            f"cannot {doing}: configuration that would run a command while Terragrunt parses "
+            "it, or read differently in the verifier's render and in the plan"
             + (" (the previous report is kept)" if doing == "plan" else "")
             + ":\n  "
             + "\n  ".join(dict.fromkeys(found))

@@ -136,23 +136,6 @@ def syntax_tree(data: bytes) -> Any:
     return _parser().parse(data).root_node
 
 
-def function_calls(data: bytes) -> list[tuple[str, int]]:
-    """(function name, 1-based line) of every function call in HCL bytes, nested ones
-    included, in order: what the syntax calls, however the call is laid out (a name
-    and its parenthesis on two lines inside brackets is one call to HCL, and here).
-    Comments and strings are not calls; a file with a syntax error yields what the
-    parser recovered."""
-    root = _parser().parse(data).root_node
-    found = _calls_query().captures(root).get("call", [])
-    out: list[tuple[str, int]] = []
-    for call in sorted(found, key=lambda n: n.start_byte):
-        name = next((c for c in call.named_children if c.type == "identifier"), None)
-        if name is not None:
-            text = data[name.start_byte : name.end_byte].decode("utf-8", "replace")
-            out.append((text, call.start_point[0] + 1))
-    return out
-
-
 def error_at(root: Any) -> tuple[int, int, str]:
     """1-based line and column of the first syntax error under ``root``, and what it is."""
     return _first_error(root)

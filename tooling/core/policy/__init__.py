@@ -31,6 +31,7 @@ from tooling.core.policy.config_only import check_configuration_only
 from tooling.core.policy.facts import check_unit_facts
 from tooling.core.policy.hidden import (
     check_command_dependent,
+    check_dependency_outside_inputs,
     check_generate_blocks,
     check_literal_refs,
     check_run_at_parse,
@@ -62,6 +63,7 @@ __all__ = [
     "check_ci_never_runs_bootstrap",
     "check_command_dependent",
     "check_configuration_only",
+    "check_dependency_outside_inputs",
     "check_generate_blocks",
     "check_layers",
     "check_literal_refs",
@@ -98,6 +100,7 @@ def check_all(
     found += check_literal_refs(model, policy, snap)
     found += check_run_at_parse(model, policy, snap)
     found += check_command_dependent(model, policy, snap)
+    found += check_dependency_outside_inputs(model, policy, snap)
     found += check_resolved(model, policy, snap, root_file)
     found += check_app_workspaces(model, policy, apps)
     found += check_configuration_only(model, policy, snap)

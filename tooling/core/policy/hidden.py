@@ -14,9 +14,11 @@
   planned, unless ``[check.allowed_run_at_parse]`` lists the file with a reason;
 - ``command-dependent``: ``get_terraform_command()`` or
   ``get_terraform_cli_args()``, which make a configuration read one way when the
-  verifier renders it (the command is ``render``) and another when it is planned.
+  verifier renders it (the command is ``render``) and another when it is planned;
+- ``dependency-outside-inputs``: a dependency's outputs read anywhere but ``inputs``:
+  the verifier renders with the mock outputs, the plan with the real ones.
 
-Function calls are found in the syntax tree (:func:`tooling.model.hcl.function_calls`),
+Function calls are found in the syntax tree (:func:`tooling.model.hclscan.function_calls`),
 not in the lines of text: HCL reads ``run_cmd`` and its parenthesis on two lines
 inside brackets as one call.
 """
@@ -33,8 +35,9 @@ from tooling.core.policy.config_only import hcl_files, literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
-from tooling.model.hcl import function_calls as hcl_calls
 from tooling.model.hcl import parse
+from tooling.model.hclscan import function_calls as hcl_calls
+from tooling.model.hclscan import variable_uses
 from tooling.model.repo import UNIT_FILE, Model
 
 HOOKS = ("before_hook", "after_hook", "error_hook")
@@ -293,10 +296,48 @@ def _call_violations(
     return out
 
 
-def calls_refused(path: str, data: bytes, run_allowlist: Mapping[str, str]) -> list[Violation]:
-    """The calls in one HCL file (``path`` in the repository, its bytes) that no
-    Terragrunt process may parse: ``run_cmd`` unless ``run_allowlist``
-    (``[check.allowed_run_at_parse]``) lists the file, and the command functions:
-    what ``invoke check`` reports as ``run-at-parse`` and ``command-dependent``, for
-    the plan to refuse before a Terragrunt process (whose parse would run them) starts."""
-    return _call_violations(path, hcl_calls(data), not _allowed(path, run_allowlist))
+def refused_before_terragrunt(
+    path: str, data: bytes, run_allowlist: Mapping[str, str]
+) -> list[Violation]:
+    """What no Terragrunt process may parse in one HCL file (``path`` in the repository,
+    its bytes): ``run_cmd`` unless ``run_allowlist`` (``[check.allowed_run_at_parse]``)
+    lists the file, the command functions, and a dependency's outputs outside
+    ``inputs``: what ``invoke check`` reports as ``run-at-parse``, ``command-dependent``
+    and ``dependency-outside-inputs``, for the plan to refuse before a Terragrunt
+    process (whose parse would run or resolve them) starts."""
+    found = _call_violations(path, hcl_calls(data), not _allowed(path, run_allowlist))
+    return found + _dependency_violations(path, variable_uses(data, "dependency"))
+
+
+# --------------------------------------------------------------------------- dependency-outside-inputs
+
+#: the one place a unit may read its dependencies' outputs
+DEPENDENCY_READERS = ("inputs",)
+
+
+def check_dependency_outside_inputs(
+    model: Model | None, policy: CheckPolicy, snap: Snapshot
+) -> list[Violation]:
+    """A dependency's outputs are read in ``inputs`` only."""
+    out: list[Violation] = []
+    for path in hcl_files(model, policy, snap):
+        uses = variable_uses(snap.text(path).encode("utf-8", "surrogateescape"), "dependency")
+        out += _dependency_violations(path, uses)
+    return out
+
+
+def _dependency_violations(path: str, uses: Sequence[tuple[str, int]]) -> list[Violation]:
+    return [
+        Violation(
+            path,
+            line,
+            "dependency-outside-inputs",
+            f"{where or 'this expression'} reads a dependency's outputs: the rule's verifier "
+            "renders it with the dependency's mock outputs, the plan with the real ones, so "
+            "what is verified (a state path, an argument, a generated file) would not be what "
+            "runs",
+            "read dependency outputs in `inputs` only, and pass them to the module as variables",
+        )
+        for where, line in uses
+        if where not in DEPENDENCY_READERS
+    ]
