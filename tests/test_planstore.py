@@ -186,3 +186,79 @@ def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
     unit["status"] = "no-changes"  # nothing to apply: its key is not needed
     (tmp_path / "summary.json").write_text(json.dumps({"units": [unit]}))
     planstore.require_key(tmp_path, "plans")
+
+
+# --------------------------------------------------------------------------- show, rewritten copy
+
+
+@pytest.fixture
+def planned(tmp_path: Path, tools: None) -> tuple[Path, Path]:
+    """A real OpenTofu working copy and its saved plan."""
+    from tooling.io import proc
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "main.tf").write_text('resource "terraform_data" "a" {}\n')
+    proc.run(["tofu", "init", "-input=false"], cwd=work)
+    plan = tmp_path / "p.tfplan"
+    proc.run(["tofu", "plan", "-input=false", f"-out={plan}"], cwd=work)
+    return work, plan
+
+
+def _rewritten(work: Path) -> None:
+    """main.tf gone while OpenTofu reads the copy (a link to nothing), as a rewrite does."""
+    (work / "main.tf").rename(work / "main.tf.kept")
+    (work / "main.tf").symlink_to(work / "nowhere")
+
+
+@pytest.mark.e2e
+def test_a_show_of_a_copy_rewritten_meanwhile_is_asked_again_and_reads_the_plan(
+    planned: tuple[Path, Path],
+) -> None:
+    import threading
+
+    work, plan = planned
+    _rewritten(work)
+
+    def restore() -> None:
+        (work / "main.tf").unlink()
+        (work / "main.tf.kept").rename(work / "main.tf")
+
+    timer = threading.Timer(0.15, restore)  # the rewrite ends while the first show fails
+    timer.start()
+    try:
+        shown = planstore.show_in(work, plan, {})
+    finally:
+        timer.join()
+    assert shown["resource_changes"][0]["address"] == "terraform_data.a"
+
+
+@pytest.mark.e2e
+def test_a_copy_that_stays_unreadable_fails_after_the_last_attempt(
+    planned: tuple[Path, Path], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, plan = planned
+    _rewritten(work)
+    monkeypatch.setenv("IAC_ECHO_COMMANDS", "1")
+    with pytest.raises(ToolingError, match=planstore.REWRITTEN_WHILE_READ):
+        planstore.show_in(work, plan, {})
+    echoed = [
+        line for line in capfd.readouterr().err.splitlines() if line.startswith("+ tofu show")
+    ]
+    assert len(echoed) == planstore.SHOW_ATTEMPTS
+
+
+@pytest.mark.e2e
+def test_any_other_show_failure_is_not_asked_again(
+    planned: tuple[Path, Path], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, plan = planned
+    plan.write_bytes(b"not a plan")
+    monkeypatch.setenv("IAC_ECHO_COMMANDS", "1")
+    with pytest.raises(ToolingError) as failed:
+        planstore.show_in(work, plan, {})
+    assert planstore.REWRITTEN_WHILE_READ not in str(failed.value)
+    echoed = [
+        line for line in capfd.readouterr().err.splitlines() if line.startswith("+ tofu show")
+    ]
+    assert len(echoed) == 1

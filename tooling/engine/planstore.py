@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,12 +123,31 @@ def show(run_dir: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, An
     return terragrunt.saved_plan_json(run_dir, plan_file, env)
 
 
+#: OpenTofu's error when a file of the working copy went away while ``show`` read the
+#: configuration: in a ``run --all``, Terragrunt rewrites an upstream's working copy
+#: (its generated files) to read its outputs for a dependent, and that can overlap the
+#: upstream's own ``show``. Asked again, OpenTofu reads the rewritten copy.
+REWRITTEN_WHILE_READ = "Failed to read file"
+#: ``show`` runs at most this many times when the working copy was rewritten under it
+SHOW_ATTEMPTS = 3
+
+
 def show_in(
     work: Path, plan_file: Path, env: Mapping[str, str], *, chdir: Path | None = None
 ) -> dict[str, Any]:
     """A plan as ``tofu show -json``, run in the working directory ``work`` (``chdir``:
-    OpenTofu's ``-chdir``), kept in memory only."""
-    return terragrunt.plan_json(terragrunt.tofu_show_args(plan_file, chdir=chdir), work, env)
+    OpenTofu's ``-chdir``), kept in memory only. A read of a working copy Terragrunt was
+    rewriting meanwhile (:data:`REWRITTEN_WHILE_READ`) is tried again, up to
+    :data:`SHOW_ATTEMPTS` times in all; any other failure is raised at once."""
+    args = terragrunt.tofu_show_args(plan_file, chdir=chdir)
+    for attempt in range(1, SHOW_ATTEMPTS + 1):
+        try:
+            return terragrunt.plan_json(args, work, env)
+        except ToolingError as exc:
+            if REWRITTEN_WHILE_READ not in str(exc) or attempt == SHOW_ATTEMPTS:
+                raise
+            time.sleep(0.3 * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _plan_files(plans_dir: Path) -> Iterator[tuple[str, bytes]]:
