@@ -153,6 +153,9 @@ def plan(
 
     Units are named by path (live/cloud/dns; ./live/cloud/dns/ as tab
     completion writes it is the same); naming units excludes planning all.
+    Before any Terragrunt process starts, the run stops (exit 1) when a file
+    the units read calls run_cmd (not allowlisted) or get_terraform_command(),
+    or reads a dependency's outputs outside inputs (docs/rules.md).
     Each unit is verified first (`terragrunt render`): one that breaks an
     enforce-* rule of docs/rules.md is refused, not planned.
     A unit whose working copy is not exactly its module at the pinned tag plus
