@@ -445,3 +445,15 @@ def apply_unit(root: Path, unit: str, out: Path) -> dict[str, int]:
     assert applied.returncode == 0, applied.stderr
     counts: dict[str, int] = result.counts  # type: ignore[attr-defined]
     return counts
+
+
+def encrypted_envelope(provider: str) -> bytes:
+    """An encrypted plan or state as OpenTofu writes it: a JSON envelope naming its key
+    provider (``pbkdf2``, ``aws_kms``), its payload opaque."""
+    return json.dumps(
+        {
+            "meta": {f"key_provider.{provider}.x": "e30="},
+            "encrypted_data": "AAAA",
+            "encryption_version": "v0",
+        }
+    ).encode()

@@ -22,6 +22,7 @@ from infra_fixtures import (
     GIT_ENV,
     commit_all,
     edit,
+    encrypted_envelope,
     invoke,
     read_summary,
     s3_state_bucket,
@@ -38,29 +39,19 @@ UNIT = "live/cloud/dns"
 # ------------------------------------------------------------------ the pure rules
 
 
-def _envelope(provider: str) -> bytes:
-    return json.dumps(
-        {
-            "meta": {f"key_provider.{provider}.x": "e30="},
-            "encrypted_data": "AAAA",
-            "encryption_version": "v0",
-        }
-    ).encode()
-
-
 def test_a_zip_plan_or_plain_state_is_not_encrypted_and_an_envelope_names_its_provider() -> None:
     assert encryption.key_providers(b"PK\x03\x04rest") is None
     assert encryption.key_providers(b'{"version": 4, "resources": []}') is None
     assert encryption.key_providers(b"not json") is None
-    assert encryption.key_providers(_envelope("pbkdf2")) == {"pbkdf2"}
-    assert encryption.key_providers(_envelope("aws_kms")) == {"aws_kms"}
+    assert encryption.key_providers(encrypted_envelope("pbkdf2")) == {"pbkdf2"}
+    assert encryption.key_providers(encrypted_envelope("aws_kms")) == {"aws_kms"}
 
 
 def test_the_missing_key_is_named_by_the_provider_of_the_first_plan_that_needs_it() -> None:
-    plans = [("a.tfplan", b"PK\x03\x04"), ("b.tfplan", _envelope("aws_kms"))]
+    plans = [("a.tfplan", b"PK\x03\x04"), ("b.tfplan", encrypted_envelope("aws_kms"))]
     assert encryption.missing_key(plans, {}) == ("b.tfplan", contract.KMS_KEY_ENV)
     assert encryption.missing_key(plans, {contract.KMS_KEY_ENV: "k"}) is None
-    pbkdf2 = [("c.tfplan", _envelope("pbkdf2"))]
+    pbkdf2 = [("c.tfplan", encrypted_envelope("pbkdf2"))]
     assert encryption.missing_key(pbkdf2, {}) == ("c.tfplan", contract.PASSPHRASE_ENV)
     assert encryption.missing_key(pbkdf2, {contract.PASSPHRASE_ENV: ""}) is not None
     assert encryption.missing_key([("d.tfplan", b"PK\x03\x04")], {}) is None

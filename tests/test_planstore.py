@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from infra_fixtures import encrypted_envelope
 
 from tooling.engine import planstore
 from tooling.errors import ToolingError
@@ -155,17 +156,6 @@ def test_the_digest_binds_the_file_and_a_missing_file_has_none(tmp_path: Path) -
     planstore.discard(plan)  # already gone: nothing to do
 
 
-def _envelope(provider: str) -> bytes:
-    """An encrypted plan as OpenTofu writes it (a JSON envelope naming its key provider)."""
-    return json.dumps(
-        {
-            "meta": {f"key_provider.{provider}.x": "e30="},
-            "encrypted_data": "AAAA",
-            "encryption_version": "v0",
-        }
-    ).encode()
-
-
 def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,7 +163,7 @@ def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
 
     plan = planstore.plan_path(tmp_path, "live/a")
     plan.parent.mkdir(parents=True)
-    plan.write_bytes(_envelope("pbkdf2"))
+    plan.write_bytes(encrypted_envelope("pbkdf2"))
     unit = {"path": "live/a", "status": "changes", "plan_file": "units/live/a/plan.tfplan"}
     (tmp_path / "summary.json").write_text(json.dumps({"units": [unit]}))
     monkeypatch.delenv(contract.PASSPHRASE_ENV, raising=False)

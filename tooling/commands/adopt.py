@@ -41,7 +41,7 @@ from tooling.core.planjson import action_of, changed_attributes, changed_outputs
 from tooling.core.suggest import did_you_mean
 from tooling.core.targets import unit_arg
 from tooling.engine import planstore, secrets, verify
-from tooling.engine.refusals import refuse_bad_names, refuse_parse_time_calls, refuse_unparsable
+from tooling.engine.refusals import refuse_bad_names, refuse_before_terragrunt, refuse_unparsable
 from tooling.engine.unitplanner import learn_secrets
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
@@ -253,7 +253,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         raise UsageError(f"{unit}: no unit at {path}.{hint}")
     refuse_unparsable(model, [path])
     refuse_bad_names(ws, model, [path])
-    refuse_parse_time_calls(ws, model, [path], doing="adopt")
+    refuse_before_terragrunt(ws, model, [path], doing="adopt")
     unit_dir = ws.root / path
     verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"

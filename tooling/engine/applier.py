@@ -152,6 +152,7 @@ class Applier:
         }
         self.started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
         self.running: str | None = None
+        self._armed: dict[str, dict[str, str]] = {}  # per unit: see armed()
         key = hashlib.sha256(str(self.dir).encode()).hexdigest()[:16]
         # raw OpenTofu output, outside the report folder (which is uploaded): redacted into apply.log after
         self.raw_dir = ws.root / ".iac" / "apply-output" / key
@@ -242,10 +243,17 @@ class Applier:
             reason = left if whole else f"{left}; {reason}" if left else reason
         return result, reason
 
+    def armed(self, path: str, run_dir: Path) -> dict[str, str]:
+        """The environment a unit is verified and applied in: the working-copy check
+        armed for it (:func:`workcopies.armed_one`), once per unit and run."""
+        if path not in self._armed:
+            self._armed[path] = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
+        return self._armed[path]
+
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
         """Apply a saved plan; its output goes to a file (redacted into apply.log after)."""
         args = terragrunt.apply_args(plan_file)
-        env = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
+        env = self.armed(path, run_dir)
         raw = self.raw_file(path)
         raw.parent.mkdir(parents=True, exist_ok=True)
         raw.write_text(f"# plan {plan_file}\n")
@@ -339,7 +347,7 @@ class Applier:
             run_dir,
             path,
             unit.tier,
-            workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env),
+            self.armed(path, run_dir),
         )
         if not problems:
             unbound = applysafety.unbound_plan(

@@ -13,7 +13,7 @@ from tooling.core.targets import Target
 from tooling.engine import preflight, verify, workcopies
 from tooling.engine.refusals import (
     refuse_bad_names,
-    refuse_parse_time_calls,
+    refuse_before_terragrunt,
     refuse_unparsable,
 )
 from tooling.io import outdir, proc
@@ -40,7 +40,7 @@ def prepared(
     try:
         refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
-        refuse_parse_time_calls(ws, model, [t.path for t in targets if not t.destroy])
+        refuse_before_terragrunt(ws, model, [t.path for t in targets if not t.destroy])
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan
         armed_env = workcopies.arm_for(targets, env, root=ws.root, cache_dir=ws.settings.cache_dir)

@@ -55,7 +55,7 @@ def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
         )
 
 
-def refuse_parse_time_calls(
+def refuse_before_terragrunt(
     ws: Workspace, model: Model, paths: Sequence[str], *, doing: str = "plan"
 ) -> None:
     """Fail closed before any Terragrunt process parses the units to plan when one of the

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tooling.errors import ToolingError
-from tooling.io import git, proc
+from tooling.io import git, outdir, proc
 from tooling.model.sources import RepoTags, Tag, remote_url
 
 __all__ = [
@@ -332,7 +332,7 @@ def mirror_now(
     if not fresh:
         record.unlink(missing_ok=True)
         fetch(url, cache_dir, env, token)
-        _write_atomically(record, listed.encode())
+        outdir.write_text(record, listed, raw=True)
     return repo, parse_ls_remote(listed)
 
 
@@ -350,12 +350,5 @@ def tree_of(repo: Path, commit: str) -> dict[str, str] | None:
     if git.commit_sha(repo, commit) != commit:
         return None
     listed = git.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
-    kept.parent.mkdir(exist_ok=True)
-    _write_atomically(kept, listed.encode())
+    outdir.write_text(kept, listed, raw=True)
     return git.parse_ls_tree(listed)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

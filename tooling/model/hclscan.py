@@ -27,12 +27,13 @@ def _text(data: bytes, node: Any) -> str:
     return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def function_calls(data: bytes) -> list[tuple[str, int]]:
+def function_calls(data: bytes, tree: Any = None) -> list[tuple[str, int]]:
     """(function name, 1-based line) of every function call in HCL bytes, nested ones
     included, in order. Comments and strings are not calls; a file with a syntax error
-    yields what the parser recovered."""
+    yields what the parser recovered. ``tree``: the bytes' :func:`syntax_tree`, when the
+    caller parsed them already."""
     out: list[tuple[str, int]] = []
-    for node in _nodes(syntax_tree(data)):
+    for node in _nodes(syntax_tree(data) if tree is None else tree):
         if node.type == "function_call":
             name = next((c for c in node.named_children if c.type == "identifier"), None)
             if name is not None:
@@ -40,12 +41,13 @@ def function_calls(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def variable_uses(data: bytes, name: str) -> list[tuple[str, int]]:
+def variable_uses(data: bytes, name: str, tree: Any = None) -> list[tuple[str, int]]:
     """Where HCL bytes read the variable ``name`` (``dependency`` in
     ``dependency.vpc.outputs.id``), as (the top-level attribute or block holding the use,
-    1-based line), in order. An object's key spelled like the variable is not a use."""
+    1-based line), in order. An object's key spelled like the variable is not a use.
+    ``tree``: as for :func:`function_calls`."""
     out: list[tuple[str, int]] = []
-    for node in _nodes(syntax_tree(data)):
+    for node in _nodes(syntax_tree(data) if tree is None else tree):
         if node.type != "variable_expr" or not node.named_children:
             continue
         if _text(data, node.named_children[0]) == name and not _is_object_key(node):

@@ -30,8 +30,7 @@ from tooling.core.policy.bootstrap import check_bootstrap_guard, check_ci_never_
 from tooling.core.policy.config_only import check_configuration_only
 from tooling.core.policy.facts import check_unit_facts
 from tooling.core.policy.hidden import (
-    check_command_dependent,
-    check_dependency_outside_inputs,
+    check_before_terragrunt,
     check_generate_blocks,
     check_literal_refs,
     check_run_at_parse,
@@ -59,11 +58,10 @@ __all__ = [
     "app_backend_settings",
     "check_all",
     "check_app_workspaces",
+    "check_before_terragrunt",
     "check_bootstrap_guard",
     "check_ci_never_runs_bootstrap",
-    "check_command_dependent",
     "check_configuration_only",
-    "check_dependency_outside_inputs",
     "check_generate_blocks",
     "check_layers",
     "check_literal_refs",
@@ -99,8 +97,7 @@ def check_all(
     found += check_generate_blocks(model, policy, snap, root_file)
     found += check_literal_refs(model, policy, snap)
     found += check_run_at_parse(model, policy, snap)
-    found += check_command_dependent(model, policy, snap)
-    found += check_dependency_outside_inputs(model, policy, snap)
+    found += check_before_terragrunt(model, policy, snap)
     found += check_resolved(model, policy, snap, root_file)
     found += check_app_workspaces(model, policy, apps)
     found += check_configuration_only(model, policy, snap)

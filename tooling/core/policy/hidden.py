@@ -35,7 +35,7 @@ from tooling.core.policy.config_only import hcl_files, literal_strings
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
-from tooling.model.hcl import parse
+from tooling.model.hcl import parse, syntax_tree
 from tooling.model.hclscan import function_calls as hcl_calls
 from tooling.model.hclscan import variable_uses
 from tooling.model.repo import UNIT_FILE, Model
@@ -206,23 +206,17 @@ def check_literal_refs(model: Model | None, policy: CheckPolicy, snap: Snapshot)
 # --------------------------------------------------------------------------- run-at-parse
 
 
-def _calls(snap: Snapshot, path: str) -> list[tuple[str, int]]:
-    """The function calls of ``path`` (name, line), from its syntax tree."""
-    return hcl_calls(snap.text(path).encode("utf-8", "surrogateescape"))
-
-
 def _allowed(path: str, allowlist: Mapping[str, str]) -> bool:
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in allowlist)
 
 
 def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
-    """No ``run_cmd`` and no hooks, unless ``[check.allowed_run_at_parse]`` lists the file."""
+    """No hooks, unless ``[check.allowed_run_at_parse]`` lists the file (its ``run_cmd``
+    part is :func:`check_before_terragrunt`'s, the function the plan refuses with)."""
     out: list[Violation] = []
     for path in hcl_files(model, policy, snap):
         if _allowed(path, policy.allowed_run_at_parse):
             continue
-        calls = _calls(snap, path)
-        out += [v for v in _call_violations(path, calls, True) if v.rule == "run-at-parse"]
         body = safe_body(snap, path, [])
         if body is None:
             continue
@@ -244,17 +238,19 @@ def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot)
     return out
 
 
-# --------------------------------------------------------------------------- command-dependent
+# --------------------------------------------------------------------------- before Terragrunt
 
 
-def check_command_dependent(
+def check_before_terragrunt(
     model: Model | None, policy: CheckPolicy, snap: Snapshot
 ) -> list[Violation]:
-    """No configuration whose value depends on the Terragrunt command that reads it."""
+    """``run_cmd`` (not allowlisted), the command functions and a dependency's outputs
+    outside ``inputs``, in every HCL file: :func:`refused_before_terragrunt`, the same
+    function the plan refuses with, so check and plan never disagree."""
     out: list[Violation] = []
     for path in hcl_files(model, policy, snap):
-        calls = _calls(snap, path)
-        out += [v for v in _call_violations(path, calls, False) if v.rule == "command-dependent"]
+        data = snap.text(path).encode("utf-8", "surrogateescape")
+        out += refused_before_terragrunt(path, data, policy.allowed_run_at_parse)
     return out
 
 
@@ -305,25 +301,15 @@ def refused_before_terragrunt(
     ``inputs``: what ``invoke check`` reports as ``run-at-parse``, ``command-dependent``
     and ``dependency-outside-inputs``, for the plan to refuse before a Terragrunt
     process (whose parse would run or resolve them) starts."""
-    found = _call_violations(path, hcl_calls(data), not _allowed(path, run_allowlist))
-    return found + _dependency_violations(path, variable_uses(data, "dependency"))
+    tree = syntax_tree(data)  # parsed once for both readings
+    found = _call_violations(path, hcl_calls(data, tree), not _allowed(path, run_allowlist))
+    return found + _dependency_violations(path, variable_uses(data, "dependency", tree))
 
 
 # --------------------------------------------------------------------------- dependency-outside-inputs
 
 #: the one place a unit may read its dependencies' outputs
 DEPENDENCY_READERS = ("inputs",)
-
-
-def check_dependency_outside_inputs(
-    model: Model | None, policy: CheckPolicy, snap: Snapshot
-) -> list[Violation]:
-    """A dependency's outputs are read in ``inputs`` only."""
-    out: list[Violation] = []
-    for path in hcl_files(model, policy, snap):
-        uses = variable_uses(snap.text(path).encode("utf-8", "surrogateescape"), "dependency")
-        out += _dependency_violations(path, uses)
-    return out
 
 
 def _dependency_violations(path: str, uses: Sequence[tuple[str, int]]) -> list[Violation]:
