@@ -231,13 +231,15 @@ def task(**kwargs: Any) -> Callable[[Callable[..., Any]], Task]:
 
 @contextmanager
 def errors() -> Iterator[None]:
+    from tooling.core import termtext
     from tooling.engine import secrets
     from tooling.errors import ToolingError
     from tooling.io.redacting import guard_streams
 
     secrets.install()  # the one redaction step, installed by the preamble (no import does it)
-    # every line the tooling prints passes through the one redaction step
-    with guard_streams():
+    # every line the tooling prints passes through the one redaction step, then has
+    # what a terminal would act on (escape sequences, bidirectional controls) escaped
+    with guard_streams(termtext.escape):
         try:
             yield
         except ToolingError as exc:

@@ -215,8 +215,7 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
 
 def _fence(text: str) -> str:
     """The plan text in a ``diff`` fence (markers in the first column: GitHub colours it)."""
-    fence = mdtext.fence_for(text)
-    return f"{fence}diff\n{review.diff_text(text.rstrip())}\n{fence}"
+    return mdtext.fenced(review.diff_text(mdtext.block(text).rstrip()), "diff")
 
 
 def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
@@ -224,12 +223,12 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     label = _ICON.get(r.status, r.status).replace("**", "")
     if label != _ICON.get(r.status, r.status):
         label = f"<b>{label}</b>"
-    title = f"<summary><code>{html.escape(r.path)}</code>: {label}</summary>"
+    title = f"<summary><code>{html.escape(mdtext.block(r.path))}</code>: {label}</summary>"
     body: list[str] = []
     if r.model_error:
         body.append(
             "**The model cannot evaluate this unit**, so apply refuses it: "
-            + r.model_error.replace("`", "'")
+            + review.plain(r.model_error)
             + ". Fix it (`invoke check` names the file and line) and plan again."
         )
     if r.gate is not None and r.gate.decision != "none":
@@ -237,9 +236,11 @@ def _details(r: Result, plan_text: str | None, with_resources: bool) -> str:
     if r.mocked_dependencies:
         body.append(_mocked_sentence(r))
     if r.source:
-        body.append(f"Module: {review.module_change(r.source_before, r.source)} (`{r.source}`)")
+        body.append(
+            f"Module: {review.module_change(r.source_before, r.source)} ({review.code(r.source)})"
+        )
     if r.error:
-        body.append("```text\n" + r.error.replace("```", "'''") + "\n```")
+        body.append(mdtext.fenced(mdtext.block(r.error), "text"))
     if r.summary is not None and with_resources and r.summary.changes:
         body.append("\n".join(_by_action(r.summary.changes)))
         if r.summary.output_changes:

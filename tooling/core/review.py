@@ -25,6 +25,7 @@ from tooling.core.planjson import ResourceChange, reason_text
 from tooling.core.record import UnitApply
 from tooling.core.results import Result
 from tooling.core.status import Status
+from tooling.core.termtext import escape
 from tooling.model.sources import parse_source
 
 #: the GitHub environment the apply workflow's manual job waits in
@@ -200,6 +201,16 @@ def diff_text(text: str) -> str:
     return "\n".join(out)
 
 
+def _label(text: str) -> str:
+    """A text inside a Mermaid label (``["..."]``): quotes, angle brackets and ``#`` as
+    Mermaid's entity codes, control and bidirectional characters escaped, ``@`` mentioning
+    nobody, so a unit path can neither end the label nor add a line to the chart."""
+    text = escape(" ".join(text.splitlines()))
+    for char, entity in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
+        text = text.replace(char, entity)
+    return text.replace("@", "@#8203;")
+
+
 def _node(path: str) -> str:
     return "u_" + "".join(c if c.isalnum() else "_" for c in path)
 
@@ -214,7 +225,9 @@ def apply_graph(results: Sequence[Result], upstreams: Mapping[str, Sequence[str]
     lines = ["flowchart LR"]
     for i, r in enumerate(shown, 1):
         gate = r.gate.decision if r.gate is not None else "none"
-        label = f"{i}. {r.path}<br/>{'failed' if r.status == Status.ERROR else 'gate: ' + gate}"
+        label = (
+            f"{i}. {_label(r.path)}<br/>{'failed' if r.status == Status.ERROR else 'gate: ' + gate}"
+        )
         lines.append(f'  {_node(r.path)}["{label}"]')
     for r in shown:
         lines.extend(

@@ -268,11 +268,18 @@ class Progress:
         self.live = self.stream.isatty() and not os.environ.get("CI")
         self.lock = threading.Lock()
 
+    def _erase_line(self) -> None:
+        """Carriage return and erase-line: written past the terminal escaping of the
+        tooling's streams (which shows any other control character literally)."""
+        write = getattr(self.stream, "write_control", self.stream.write)
+        write("\r\033[K")
+
     def _status(self) -> None:
         if self.live:
             queued = self.total - self.done - len(self.running)
+            self._erase_line()
             self.stream.write(
-                f"\r\033[K  queued {queued} · planning {len(self.running)} · done {self.done}/{self.total}"
+                f"  queued {queued} · planning {len(self.running)} · done {self.done}/{self.total}"
             )
             self.stream.flush()
 
@@ -288,7 +295,7 @@ class Progress:
             self.running.discard(result.path)
             self.done += 1
             if self.live:
-                self.stream.write("\r\033[K")
+                self._erase_line()
             c = result.counts
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
@@ -306,7 +313,7 @@ class Progress:
 
     def close(self) -> None:
         if self.live:
-            self.stream.write("\r\033[K")
+            self._erase_line()
             self.stream.flush()
 
 

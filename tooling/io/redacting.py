@@ -5,7 +5,9 @@
   importing a module installs nothing;
 - :func:`redact`: a text through it, failing closed when none is installed;
 - :func:`guard_streams`: the tooling's own stdout and stderr through it for the
-  duration of a task;
+  duration of a task, and through the terminal escaping the caller hands in
+  (:func:`tooling.core.termtext.escape`: an escape sequence or a bidirectional
+  control in a unit path, a name or an error is shown, never acted on);
 - :func:`redact_json`: a JSON document's string values through it, the fields
   that name things (:data:`STRUCTURAL_FIELDS`) never rewritten.
 
@@ -47,16 +49,28 @@ def redact(text: str) -> str:
     return hook(text)
 
 
-class RedactingStream(io.TextIOBase):
-    """A text stream that redacts every write before passing it on."""
+def _unchanged(text: str) -> str:
+    return text
 
-    def __init__(self, inner: TextIO) -> None:
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts every write, then escapes what a terminal would act
+    on (``escape``), before passing it on."""
+
+    def __init__(self, inner: TextIO, escape: Callable[[str], str] = _unchanged) -> None:
         super().__init__()
         self.inner = inner
+        self.escape = escape
 
     def write(self, text: str) -> int:
-        self.inner.write(redact(text))
+        self.inner.write(self.escape(redact(text)))
         return len(text)
+
+    def write_control(self, sequence: str) -> None:
+        """A terminal control sequence the tooling writes itself (the progress line's
+        carriage return and erase-line), passed on as it is: only a literal of the
+        tooling's own code, never a text it was given."""
+        self.inner.write(sequence)
 
     def flush(self) -> None:
         self.inner.flush()
@@ -73,11 +87,12 @@ class RedactingStream(io.TextIOBase):
 
 
 @contextmanager
-def guard_streams() -> Iterator[None]:
-    """Redact the tooling's own stdout and stderr for the duration of a command."""
+def guard_streams(escape: Callable[[str], str] = _unchanged) -> Iterator[None]:
+    """Redact (and ``escape``) the tooling's own stdout and stderr for the duration of
+    a command."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = RedactingStream(saved[0])
-    sys.stderr = RedactingStream(saved[1])
+    sys.stdout = RedactingStream(saved[0], escape)
+    sys.stderr = RedactingStream(saved[1], escape)
     try:
         yield
     finally:
