@@ -68,3 +68,40 @@ def check_folder(root: Path) -> int:
                 check(kind, doc, str(path))
                 checked += 1
     return checked
+
+
+def summary_unit(path: str, status: str = "changes", **fields: Any) -> dict[str, Any]:
+    """One unit of a summary.json as `invoke plan` writes it (every field its schema
+    requires), with ``fields`` over it: what a test hands to a reader of plan folders."""
+    from tooling.core.results import Result, Status
+
+    unit = Result(
+        path=path, tier="cloud", executor="hosted", change="modified", status=Status(status)
+    ).to_json()
+    return {**unit, "gate": {"decision": "auto", "reasons": []}, **fields}
+
+
+def summary_doc(units: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """A whole summary.json around ``units`` (see :func:`summary_unit`)."""
+    doc = {"version": 1, "base": None, "head": None, "executor": None, "tools": {}, "units": units}
+    return {**doc, **fields}
+
+
+def apply_unit(path: str, result: str, **fields: Any) -> dict[str, Any]:
+    """One unit of an apply.json as `invoke apply` writes it."""
+    unit = {"path": path, "result": result, "reason": "", "cascaded": False, "gate": "auto"}
+    return {**unit, "earlier": False, **fields}
+
+
+def apply_doc(units: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """A whole apply.json around ``units`` (see :func:`apply_unit`)."""
+    doc = {
+        "version": 2,
+        "head": None,
+        "plans_head": None,
+        "approve_manual": False,
+        "interrupted": False,
+        "units": units,
+        "runs": [],
+    }
+    return {**doc, **fields}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from ghserver import BOT, GitHubAPI
 from infra_fixtures import commit_all, git
+from schema_check import summary_doc, summary_unit
 
 from tooling.commands import ci as flow
 from tooling.core import ci
@@ -160,16 +161,12 @@ def _plans(root: Path, reports: dict[str, dict[str, Any] | None]) -> Path:
 
 
 def _summary(*units: tuple[str, str, str]) -> dict[str, Any]:
-    return {
-        "units": [
-            {
-                "path": path,
-                "status": status,
-                "gate": {"decision": decision, "reasons": [f"{path} reason"]},
-            }
+    return summary_doc(
+        [
+            summary_unit(path, status, gate={"decision": decision, "reasons": [f"{path} reason"]})
             for path, status, decision in units
         ]
-    }
+    )
 
 
 def _event(tmp_path: Path, number: int, head_sha: str = "f" * 40) -> dict[str, str]:
@@ -326,7 +323,7 @@ def test_manual_gate_reads_the_plans_gate(tmp_path: Path, monkeypatch: pytest.Mo
     assert flow.manual_gate(plans=tmp_path) is False
     assert out.read_text() == "manual=true\nmanual=false\n"
     (tmp_path / "summary.json").write_text("{broken")
-    with pytest.raises(ToolingError, match="is not JSON"):
+    with pytest.raises(ToolingError, match="not JSON"):
         flow.manual_gate(plans=tmp_path)
     with pytest.raises(ToolingError, match="not found"):
         flow.manual_gate(plans=tmp_path / "missing")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from infra_fixtures import encrypted_envelope
+from schema_check import summary_doc, summary_unit
 
 from tooling.engine import planstore
 from tooling.errors import ToolingError
@@ -164,8 +165,8 @@ def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
     plan = planstore.plan_path(tmp_path, "live/a")
     plan.parent.mkdir(parents=True)
     plan.write_bytes(encrypted_envelope("pbkdf2"))
-    unit = {"path": "live/a", "status": "changes", "plan_file": "units/live/a/plan.tfplan"}
-    (tmp_path / "summary.json").write_text(json.dumps({"units": [unit]}))
+    unit = summary_unit("live/a", "changes", plan_file="units/live/a/plan.tfplan")
+    (tmp_path / "summary.json").write_text(json.dumps(summary_doc([unit])))
     monkeypatch.delenv(contract.PASSPHRASE_ENV, raising=False)
     with pytest.raises(ToolingError, match=contract.PASSPHRASE_ENV) as refused:
         planstore.require_key(tmp_path, "plans")
@@ -174,7 +175,7 @@ def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
     planstore.require_key(tmp_path, "plans")  # the key is set: the apply may start
     monkeypatch.delenv(contract.PASSPHRASE_ENV)
     unit["status"] = "no-changes"  # nothing to apply: its key is not needed
-    (tmp_path / "summary.json").write_text(json.dumps({"units": [unit]}))
+    (tmp_path / "summary.json").write_text(json.dumps(summary_doc([unit])))
     planstore.require_key(tmp_path, "plans")
 
 

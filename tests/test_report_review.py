@@ -24,6 +24,7 @@ from ghserver import GitHubAPI
 from infra_fixtures import commit_all, invoke
 from markdown_it import MarkdownIt
 from review_mixed import DEPENDENTS, POLICY, UPSTREAMS, many, mixed, plan, unit
+from schema_check import apply_doc, apply_unit, summary_doc, summary_unit
 from test_report_render import PAGE, _png_pixels
 
 from tooling.commands import ci as flow
@@ -543,7 +544,8 @@ def _leg(folder: Path, executor: str, units: list[dict[str, object]] | None) -> 
     leg = folder / f"plan-{executor}"
     leg.mkdir(parents=True)
     if units is not None:
-        (leg / "summary.json").write_text(json.dumps({"units": units}))
+        full = [summary_unit(**u) for u in units]  # type: ignore[arg-type]
+        (leg / "summary.json").write_text(json.dumps(summary_doc(full)))
         (leg / "comment.md").write_text(f"{ci.PLAN_MARKER}\n{executor} report\n")
 
 
@@ -568,10 +570,20 @@ def test_each_executor_gets_a_commit_status_on_the_head_and_after_the_merge(
     _leg(
         plans,
         "hosted",
-        [{"path": "live/cloud/dns", "status": "changes", "gate": {"decision": "auto"}}],
+        [
+            {
+                "path": "live/cloud/dns",
+                "status": "changes",
+                "gate": {"decision": "auto", "reasons": []},
+            }
+        ],
     )
     _leg(plans, "lan", [{"path": "live/cluster/vms", "status": "changes", "gate": manual}])
-    _leg(plans, "edge", [{"path": "live/edge/x", "status": "error", "gate": {"decision": "none"}}])
+    _leg(
+        plans,
+        "edge",
+        [{"path": "live/edge/x", "status": "error", "gate": {"decision": "none", "reasons": []}}],
+    )
     legs = [{"executor": e, "runs_on": [e], "units": []} for e in ("hosted", "lan", "edge")]
     matrix = json.dumps({"include": legs})
 
@@ -662,7 +674,7 @@ def test_an_executor_the_pull_request_does_not_touch_gets_success_no_units_affec
 def _record(folder: Path, executor: str, units: list[tuple[str, str]]) -> None:
     leg = folder / f"apply-manual-{executor}"
     leg.mkdir(parents=True)
-    doc = {"units": [{"path": p, "result": r} for p, r in units], "interrupted": False}
+    doc = apply_doc([apply_unit(p, r) for p, r in units])
     (leg / "apply.json").write_text(json.dumps(doc))
 
 

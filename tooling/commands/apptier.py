@@ -33,7 +33,6 @@ The pure parts (name, state location, argument lists, the checks) are in
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -58,7 +57,7 @@ from tooling.core.record import (
 from tooling.core.results import Result, Status
 from tooling.engine import appruns, planstore
 from tooling.errors import ToolingError
-from tooling.io import outdir, proc
+from tooling.io import artifacts, outdir, proc
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
@@ -149,10 +148,7 @@ def apply(
         raise ToolingError(
             f"{summary_path}: no summary.json; run `invoke app-plan --app {prep.app} --out {plans}` first"
         )
-    try:
-        summary: dict[str, Any] = json.loads(summary_path.read_text())
-    except ValueError as exc:
-        raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
+    summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
     meta = summary.get("app") or {}
     if meta.get("name") != prep.app:
         raise ToolingError(

@@ -17,7 +17,7 @@ from typing import Any
 from tooling.core import ci, legs, pages
 from tooling.engine.matrix import matrix as affected_matrix
 from tooling.errors import ToolingError, UsageError
-from tooling.io import git, outdir
+from tooling.io import artifacts, git, outdir
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
@@ -120,6 +120,18 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
     return sections
 
 
+def _matrix(text: str, *, empty: bool = True) -> dict[str, Any]:
+    """``--matrix``: the matrix job's output (``{"include": [...]}``; an empty text is no
+    leg where ``empty``), read as any artifact is (:mod:`tooling.io.artifacts`), before
+    anything is built from it."""
+    if empty and not text.strip():
+        text = '{"include": []}'
+    doc: dict[str, Any] = artifacts.parse(text, artifacts.MATRIX, source="--matrix")
+    if "include" not in doc:
+        raise UsageError('--matrix must be the matrix job\'s `matrix` output ({"include": [...]})')
+    return doc
+
+
 def _summaries(
     plans: Path, executors: list[str], folder: str = "plan-{}", name: str = "summary.json"
 ) -> dict[str, dict[str, Any] | None]:
@@ -128,18 +140,18 @@ def _summaries(
     out: dict[str, dict[str, Any] | None] = {}
     for executor in executors:
         path = plans / folder.format(executor) / name
+        kind = artifacts.APPLY_RECORD if name == "apply.json" else artifacts.SUMMARY
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = None
-        out[executor] = doc if isinstance(doc, dict) else None
+            out[executor] = artifacts.read(path, kind) if path.exists() else None
+        except ToolingError as exc:
+            say(f"::error::{exc}")
+            out[executor] = None
     return out
 
 
-def _merge_legs(plans: Path, matrix: str) -> None:
+def _merge_legs(plans: Path, doc: Mapping[str, Any]) -> None:
     """A split executor's ``plan-<leg>`` folders merged into ``plan-<executor>`` first."""
-    doc = json.loads(matrix) if matrix.strip() else {}
-    if any(isinstance(e, dict) and e.get("leg") for e in doc.get("include") or ()):
+    if any(e.get("leg") for e in doc["include"]):
         from tooling.engine.legs import merge_matrix
 
         merge_matrix(Path.cwd(), plans, doc)
@@ -231,8 +243,9 @@ def plan_comment(
     affected executor, an existing comment is updated to say so and none is created.
     """
     env = os.environ if environ is None else environ
-    executors = ci.legs_of(matrix)
-    _merge_legs(plans, matrix)
+    doc = _matrix(matrix)
+    executors = ci.legs_of(doc)
+    _merge_legs(plans, doc)
     event = _event(env)
     head_sha = str(
         ((event.get("pull_request") or {}).get("head") or {}).get("sha")
@@ -274,20 +287,16 @@ def apply_report(
     ``plans`` holds the ``plan-<executor>`` folders the auto legs uploaded.
     """
     env = os.environ if environ is None else environ
-    try:
-        legs = json.loads(matrix)["include"]
-    except (ValueError, KeyError, TypeError):
-        raise UsageError(
-            '--matrix must be the matrix job\'s `matrix` output ({"include": [...]})'
-        ) from None
-    executors = ci.legs_of(matrix)
-    _merge_legs(plans, matrix)
+    doc = _matrix(matrix, empty=False)
+    legs = doc["include"]
+    executors = ci.legs_of(doc)
+    _merge_legs(plans, doc)
     sections = _sections(plans, executors)
     waiting: list[ci.Waiting] = []
     for executor in executors:
         summary = plans / f"plan-{executor}" / "summary.json"
-        if summary.is_file():
-            waiting += ci.manual_units(json.loads(summary.read_text(encoding="utf-8")), executor)
+        if summary.exists():
+            waiting += ci.manual_units(artifacts.read(summary, artifacts.SUMMARY), executor)
     sha = env.get("GITHUB_SHA", "")
     body = ci.apply_report(sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env))
     outdir.job_summary(body.replace(ci.APPLY_MARKER, ""), env)
@@ -331,7 +340,7 @@ def manual_status(
     approval" to success or failure, from each leg's record in
     ``records/apply-manual-<executor>/apply.json``."""
     env = os.environ if environ is None else environ
-    include = json.loads(matrix)["include"] if ci.legs_of(matrix) else []
+    include = _matrix(matrix)["include"]
     names = [n for ns in legs.leg_names(include).values() for n in ns]
     docs = legs.per_executor(include, _summaries(records, names, "apply-manual-{}", "apply.json"))
     if forge is None:
@@ -346,14 +355,9 @@ def manual_status(
 def manual_gate(*, plans: Path) -> bool:
     """Whether the plan in ``plans`` waits for a human; writes ``manual`` to ``$GITHUB_OUTPUT``."""
     summary = plans / "summary.json"
-    try:
-        doc = json.loads(summary.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ToolingError(
-            f"{summary} not found: pass the folder the plan wrote (--plans)"
-        ) from None
-    except ValueError as exc:
-        raise ToolingError(f"{summary} is not JSON: {exc}") from None
+    if not summary.exists():
+        raise ToolingError(f"{summary} not found: pass the folder the plan wrote (--plans)")
+    doc = artifacts.read(summary, artifacts.SUMMARY)
     waiting = ci.manual_units(doc)
     for unit in waiting:
         say(f"{unit.path} waits for approval: {'; '.join(unit.reasons)}")

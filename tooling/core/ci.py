@@ -123,24 +123,10 @@ def choose_base(candidates: Iterable[str | None], is_ancestor: Callable[[str], b
     return None
 
 
-def legs_of(matrix_json: str) -> list[str]:
-    """The executors of a matrix output (``{"include": [...]}``), in order."""
-    try:
-        doc = json.loads(matrix_json) if matrix_json.strip() else {"include": []}
-    except ValueError as exc:
-        raise ToolingError(
-            f"--matrix is not JSON ({exc}): pass the matrix job's `matrix` output"
-        ) from None
-    include = doc.get("include") if isinstance(doc, dict) else None
-    if not isinstance(include, list):
-        raise ToolingError("--matrix has no 'include' list: pass the matrix job's `matrix` output")
-    executors = []
-    for leg in include:
-        executor = leg.get("executor") if isinstance(leg, dict) else None
-        if not isinstance(executor, str) or not executor:
-            raise ToolingError(f"--matrix: a leg without an executor: {leg!r}")
-        executors.append(executor)
-    return list(dict.fromkeys(executors))  # a split executor's legs: once
+def legs_of(matrix: Mapping[str, Any]) -> list[str]:
+    """The executors of a matrix (``{"include": [...]}``, read and checked against its
+    schema by :mod:`tooling.io.artifacts`), in order; a split executor's legs once."""
+    return list(dict.fromkeys(str(leg["executor"]) for leg in matrix.get("include") or ()))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,6 @@ not a pipe: if the tool itself is killed, OpenTofu still finishes.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 import uuid
@@ -79,7 +78,7 @@ from tooling.core.targets import unit_target
 from tooling.engine import applysafety, planstore, secrets, verify, workcopies
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
-from tooling.io import git, outdir, proc, terragrunt
+from tooling.io import artifacts, git, outdir, proc, terragrunt
 from tooling.io.auditlog import AuditLog
 from tooling.io.outdir import read_record as read_record  # the folder's earlier record
 from tooling.io.ui import say, show
@@ -118,15 +117,8 @@ class Applier:
             raise ToolingError(
                 f"{summary_path}: no summary.json; run `invoke plan --out {plans_dir}` first"
             )
-        try:
-            self.summary: dict[str, Any] = json.loads(summary_path.read_text())
-        except ValueError as exc:
-            raise ToolingError(f"{summary_path}: not valid JSON ({exc}); re-plan") from None
-        units = self.summary.get("units") if isinstance(self.summary, dict) else None
-        if not isinstance(units, list) or not all(isinstance(u, dict) for u in units):
-            raise ToolingError(
-                f"{summary_path}: not a plan summary (no list of units); re-plan with `invoke plan --out {plans_dir}`"
-            )
+        # an artifact downloaded from the pull request's run: checked before it is used
+        self.summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
         if self.summary.get("interrupted"):
             # not the set a reviewer approved: some units stopped half way, and the
             # units after them were never planned
@@ -135,7 +127,7 @@ class Applier:
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
         #: the planned units, typed; the document's own fields stay in ``summary``
-        self.units = _planned_units(units, summary_path, plans_dir)
+        self.units = _planned_units(self.summary["units"], summary_path, plans_dir)
         dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
         if dirty:
             raise ToolingError(dirty)

@@ -14,7 +14,6 @@ file Terragrunt itself writes under ``--out-dir``, and it is renamed here
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,7 +26,7 @@ from tooling.core.planjson import PlanSummary, from_stream, summarize
 from tooling.core.status import Status
 from tooling.engine import secrets
 from tooling.errors import ToolingError
-from tooling.io import terragrunt
+from tooling.io import artifacts, terragrunt
 
 #: a unit's saved plan in a plan folder, beside its plan.txt and plan.log
 PLAN_NAME = "plan.tfplan"
@@ -154,8 +153,8 @@ def _plan_files(plans_dir: Path) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each plan file summary.json lists; a summary or a file that cannot
     be read yields nothing here (the apply refuses it by name later)."""
     try:
-        summary = json.loads((plans_dir / "summary.json").read_text())
-    except (OSError, ValueError):
+        summary = artifacts.read(plans_dir / "summary.json", artifacts.SUMMARY)
+    except ToolingError:
         return
     units = summary.get("units") if isinstance(summary, dict) else None
     for unit in units if isinstance(units, list) else []:

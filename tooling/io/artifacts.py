@@ -84,7 +84,8 @@ APPLY_RECORD = Kind(
     "apply",
     8 * MiB,
     "an apply record (apply.json)",
-    "move the damaged apply.json aside; `invoke apply` writes a new one",
+    "it is the record of earlier applies from this folder: restore it (e.g. from the "
+    "workflow's artifact) rather than delete it",
 )
 #: one record of the audit trail
 AUDIT_RECORD = Kind(

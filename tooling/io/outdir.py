@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tooling.errors import ToolingError, UsageError
+from tooling.io import artifacts
 from tooling.io.redacting import redact, redact_json
 
 LOCK_NAME = ".report.lock"
@@ -385,15 +386,8 @@ def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     path = plans_dir / "apply.json"
     if not path.is_file():
         return {}
-    try:
-        doc = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ToolingError(
-            f"{path}: not valid JSON ({exc}). It is the record of earlier applies from this folder: "
-            "restore it (e.g. from the workflow's artifact) rather than delete it"
-        ) from None
-    if not isinstance(doc, dict):
-        raise ToolingError(f"{path}: not an apply record; restore it from the workflow's artifact")
+    # the record of earlier applies from this folder: restored from an artifact, not deleted
+    doc: dict[str, Any] = artifacts.read(path, artifacts.APPLY_RECORD)
     if doc.get("plans_head") not in (None, summary.get("head")):
         raise ToolingError(
             f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
