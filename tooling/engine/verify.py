@@ -44,7 +44,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import executors, rendergroups
+from tooling.core import envsize, executors, rendergroups
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.engine import preflight
@@ -411,16 +411,57 @@ def _unit_path(root: Path, run_dir: Path) -> str:
 def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
     """The unit's violations of the rule, as Terragrunt resolves its configuration now
     (or as :func:`prerender` found it before this run's first plan)."""
+    return _checked(run_dir, unit_path, tier, env)[0]
+
+
+def _checked(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]
+) -> tuple[list[Violation], dict[str, Any]]:
+    """The unit's violations and its render."""
     pair, root, conf = _renders(run_dir, unit_path, env)
     facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-    return judged(run_dir, pair, facts, conf, env)
+    return judged(run_dir, pair, facts, conf, env), pair[0]
+
+
+def _system_limit(name: str, default: int) -> int:
+    try:
+        value = os.sysconf(name)
+    except (ValueError, OSError):
+        return default
+    return value if value > 0 else default
+
+
+def environment_problem(
+    unit_path: str, rendered: Mapping[str, Any], env: Mapping[str, str]
+) -> str | None:
+    """Why the unit's inputs (``rendered``'s) cannot be passed to the processes
+    Terragrunt starts for it as ``TF_VAR_*`` variables beside ``env`` (and ours), or
+    None when they fit (:mod:`tooling.core.envsize`)."""
+    inputs = rendered.get("inputs")
+    if not isinstance(inputs, dict) or not inputs:
+        return None
+    rest = proc.child_env(env)
+    environment = sum(
+        envsize.size(f"{k}={v}") for k, v in rest.items() if f"TF_VAR_{k}" not in inputs
+    )
+    return envsize.problem(
+        unit_path,
+        inputs,
+        environment=environment,
+        arg_max=_system_limit("SC_ARG_MAX", 2 * 1024 * 1024),
+        max_strlen=32 * _system_limit("SC_PAGE_SIZE", 4096),
+    )
 
 
 def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> None:
-    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the rule."""
-    found = violations(run_dir, unit_path, tier, env)
+    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
+    rule, and when its inputs are too large for the environment of a process."""
+    found, rendered = _checked(run_dir, unit_path, tier, env)
     if found:
         raise ToolingError(enforce.refusal(unit_path, found))
+    too_large = environment_problem(unit_path, rendered, env)
+    if too_large is not None:
+        raise ToolingError(too_large)
 
 
 def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[str]:
@@ -441,7 +482,12 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
     roles = preflight.role_problems(
         [(unit_path, tier, enforce.role_of(rendered))], executor, conf.policy
     )
-    return ([enforce.refusal(unit_path, found)] if found else []) + roles
+    too_large = environment_problem(unit_path, rendered, env)
+    return (
+        ([enforce.refusal(unit_path, found)] if found else [])
+        + roles
+        + ([too_large] if too_large is not None else [])
+    )
 
 
 def verify_many(
@@ -474,8 +520,11 @@ def verify_many(
             except ToolingError:
                 alone.append((run_dir, path, tier))  # verified on its own, which names the error
                 continue
+            too_large = environment_problem(path, pair[0], env)
             if found:
                 refused[path] = enforce.refusal(path, found)
+            elif too_large is not None:
+                refused[path] = too_large
 
     def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
         run_dir, path, tier = item
