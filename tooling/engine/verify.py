@@ -440,9 +440,12 @@ def environment_problem(
     inputs = rendered.get("inputs")
     if not isinstance(inputs, dict) or not inputs:
         return None
+    # what Terragrunt starts sees ours and ``env``, an input replacing a TF_VAR_ of them
     rest = proc.child_env(env)
     environment = sum(
-        envsize.size(f"{k}={v}") for k, v in rest.items() if f"TF_VAR_{k}" not in inputs
+        envsize.size(f"{k}={v}")
+        for k, v in rest.items()
+        if not (k.startswith("TF_VAR_") and k.removeprefix("TF_VAR_") in inputs)
     )
     return envsize.problem(
         unit_path,
