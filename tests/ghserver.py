@@ -22,7 +22,11 @@ tooling uses, with GitHub's response shapes:
   ``custom``; seed with :meth:`RepoState.add_runner`, change with
   :meth:`RepoState.set_runner`);
 - pagination (``per_page`` up to 100, default 30, ``page``) with ``Link``
-  headers;
+  headers; a list endpoint can be made to answer a broken ``Link`` header
+  (:meth:`RepoState.break_links`: ``rel="next"`` back at the page itself, or
+  at one more page for ever) or a body of a given size streamed without a
+  ``Content-Length`` (:meth:`RepoState.oversize`; the bytes it managed to send
+  before the client hung up are in :attr:`GitHubAPI.sent`);
 - 401 without the right ``Authorization`` header, 404 for anything else
   (including another repository), 400 for bad JSON, 422 for a body over
   65,536 characters or a duplicate pull request.
@@ -51,6 +55,8 @@ MAX_BODY = 65_536
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot", "site_admin": False}
 HUMAN = {"login": "octocat", "id": 583231, "type": "User", "site_admin": False}
 DOCS = "https://docs.github.com/rest"
+#: the most pages with a broken ``Link`` header served (then a page ends the list)
+BROKEN_LINKS_GUARD = 1_000
 
 JSON = dict[str, Any]
 
@@ -95,6 +101,8 @@ class _Failure:
     headers: dict[str, str]
     method: str | None
     path: str | None
+    #: answered as is (a page of the wrong shape), instead of an error document
+    doc: Any = None
 
 
 def _now() -> str:
@@ -122,8 +130,14 @@ class RepoState:
     statuses: list[JSON] = field(default_factory=list)
     #: self-hosted runners by id
     runners: dict[int, JSON] = field(default_factory=dict)
+    #: list endpoints (a path suffix) whose ``Link`` header is broken: ``self`` or ``endless``
+    broken_links: dict[str, str] = field(default_factory=dict)
+    #: list endpoints (a path suffix) answered with a JSON list of this many bytes, streamed
+    oversized: dict[str, int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _failures: list[_Failure] = field(default_factory=list, repr=False)
+    #: the pages with a broken ``Link`` header served so far
+    broken_served: int = 0
     _next_number: int = 1
     _next_id: int = 1_000_001
 
@@ -318,6 +332,27 @@ class RepoState:
         with self.lock:
             for _ in range(times):
                 self._failures.append(_Failure(status, message, dict(headers or {}), method, path))
+
+    def break_links(self, suffix: str, how: str) -> None:
+        """Make the pages of the list endpoints whose path ends with ``suffix`` point
+        ``rel="next"`` back at themselves (``how="self"``) or at one more page for ever
+        (``how="endless"``). The server's own guard: after :data:`BROKEN_LINKS_GUARD`
+        such pages it sends no ``Link`` any more, so a client that follows them ends."""
+        if how not in ("self", "endless"):
+            raise ValueError(how)
+        with self.lock:
+            self.broken_links[suffix] = how
+
+    def oversize(self, suffix: str, size: int) -> None:
+        """Answer ``GET`` on the list endpoints whose path ends with ``suffix`` with a
+        JSON list of objects of about ``size`` bytes, streamed without ``Content-Length``."""
+        with self.lock:
+            self.oversized[suffix] = size
+
+    def answer_next(self, doc: Any, *, method: str = "GET", path: str | None = None) -> None:
+        """Answer the next matching request with 200 and ``doc`` instead of handling it."""
+        with self.lock:
+            self._failures.append(_Failure(200, "", {}, method, path, doc))
 
     # -- reading ---------------------------------------------------------------
 
@@ -521,7 +556,13 @@ class _Call:
 
         if page > 1:
             links += [link(page - 1, "prev"), link(1, "first")]
-        if page < last:
+        broken = next(
+            (how for end, how in self.state.broken_links.items() if self.path.endswith(end)), None
+        )
+        if broken is not None and self.state.broken_served < BROKEN_LINKS_GUARD:
+            self.state.broken_served += 1
+            links = [link(page if broken == "self" else page + 1, "next")]
+        elif page < last:
             links += [link(page + 1, "next"), link(last, "last")]
         if links:
             self.headers_out["Link"] = ", ".join(links)
@@ -880,6 +921,8 @@ class GitHubAPI:
     def __init__(self, state: RepoState | None = None) -> None:
         self.state = state or RepoState()
         self.requests: list[Recorded] = []
+        #: the bytes of each oversized answer sent before the client hung up (or all)
+        self.sent: list[int] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -979,6 +1022,13 @@ def _make_handler(api: GitHubAPI) -> type[BaseHTTPRequestHandler]:
             with api.state.lock:
                 api.requests.append(record)
             headers: dict[str, str] = {}
+            size = next(
+                (n for end, n in api.state.oversized.items() if parts.path.endswith(end)), None
+            )
+            if size is not None and self.command == "GET":
+                record.status = 200
+                self._stream(size)
+                return
             try:
                 status, doc = self._route(parts.path, query, body, bad_json, headers)
             except HTTPError as err:
@@ -999,6 +1049,25 @@ def _make_handler(api: GitHubAPI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _stream(self, size: int) -> None:
+            """A JSON list of about ``size`` bytes, written until done or the client hangs up."""
+            item = b'{"body": "' + b"x" * 1000 + b'"},'
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            sent = 0
+            try:
+                self.wfile.write(b"[")
+                while sent < size:
+                    self.wfile.write(item * 64)
+                    sent += len(item) * 64
+                self.wfile.write(b"{}]")
+            except OSError:  # the client read what it wanted and hung up
+                pass
+            api.sent.append(sent)
+
         def _route(
             self,
             path: str,
@@ -1017,6 +1086,8 @@ def _make_handler(api: GitHubAPI) -> type[BaseHTTPRequestHandler]:
             failure = state._take_failure(self.command, path)
             if failure is not None:
                 headers.update(failure.headers)
+                if failure.doc is not None:
+                    return failure.status, failure.doc
                 raise HTTPError(failure.status, failure.message)
             if bad_json:
                 raise HTTPError(400, "Problems parsing JSON")

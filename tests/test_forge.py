@@ -15,7 +15,8 @@ from ghserver import GitHubAPI
 
 from tooling.core import report
 from tooling.errors import ToolingError
-from tooling.io import forge
+from tooling.io import artifacts, forge
+from tooling.io import githubapi as forge_api
 from tooling.io.forge import (
     MAX_BODY,
     PLAN_REPORT_MARKER,
@@ -108,6 +109,68 @@ def test_server_pagination_honours_per_page_and_sends_link_headers(github_api: G
     items, link = get(f"{github_api.url}{REPO}/issues/{pr}/comments?per_page=50&page=2")
     assert [c["body"] for c in items] == [str(i) for i in range(50, 65)]
     assert 'rel="next"' not in link and 'rel="prev"' in link
+
+
+def test_a_next_page_pointing_back_at_itself_stops_with_one_line_naming_the_endpoint(
+    github_api: GitHubAPI,
+) -> None:
+    pr = github_api.state.add_pull("feature/loop")["number"]
+    github_api.state.add_comments(pr, ["one", "two"])
+    github_api.state.break_links("/comments", "self")
+    with pytest.raises(ToolingError) as raised:
+        _client(github_api).list_comments(pr)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"GitHub API GET {REPO}/issues/{pr}/comments:" in message
+    assert "already read" in message and "loops" in message
+    assert len(github_api.calls("GET")) == 1  # the page is never asked for twice
+
+
+def test_a_list_whose_next_pages_never_end_stops_at_the_page_cap(github_api: GitHubAPI) -> None:
+    pr = github_api.state.add_pull("feature/endless")["number"]
+    github_api.state.add_comment(pr, "one")
+    github_api.state.break_links("/comments", "endless")
+    with pytest.raises(ToolingError) as raised:
+        _client(github_api).list_comments(pr)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"GitHub API GET {REPO}/issues/{pr}/comments: more than 100 pages" in message
+    assert len(github_api.calls("GET")) == forge_api.MAX_PAGES == 100
+
+
+def test_an_oversized_page_is_refused_having_read_no_more_than_its_limit(
+    github_api: GitHubAPI,
+) -> None:
+    pr = github_api.state.add_pull("feature/huge")["number"]
+    limit = artifacts.API_PAGE.limit
+    github_api.state.oversize("/comments", 8 * limit)  # 64 MiB, streamed without a length
+    with pytest.raises(ToolingError) as raised:
+        _client(github_api).list_comments(pr)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"GitHub API GET {REPO}/issues/{pr}/comments" in message
+    assert "larger than 8 MiB" in message
+    # the client hung up after its limit: the server could not send the rest (what it
+    # got out went into the sockets' buffers)
+    deadline = time.monotonic() + 10
+    while not github_api.sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert github_api.sent and github_api.sent[0] < 2 * limit
+
+
+def test_a_page_that_breaks_the_page_schema_is_refused_naming_where(
+    github_api: GitHubAPI,
+) -> None:
+    github_api.state.add_runner("lan-1", ["lan"])
+    github_api.state.answer_next(
+        {"total_count": 2, "runners": [{"name": "lan-1"}, 2]}, path=f"{REPO}/actions/runners"
+    )
+    with pytest.raises(ToolingError) as raised:
+        _client(github_api).list_runners()
+    message = str(raised.value)
+    assert f"GitHub API GET {REPO}/actions/runners" in message
+    assert "a page of GitHub's API refused: at runners/1: expected object" in message
+    assert "GITHUB_API_URL" in message and "\n" not in message
 
 
 def test_post_sticky_comment_reads_the_environment(

@@ -154,6 +154,22 @@ def test_runners_are_listed_across_pages(github_api: GitHubAPI) -> None:
     assert _lan(doc)["online"] == 1 and runners.unavailable(_lan(doc)) is None
 
 
+def test_runners_stops_in_one_line_when_the_next_page_points_back_at_itself(
+    github_api: GitHubAPI,
+) -> None:
+    github_api.state.add_runner("lan-1", ["lan"])
+    github_api.state.break_links("/actions/runners", "self")
+    started = time.monotonic()
+    ran = invoke_in_process(REPO, "runners", env=_env(github_api))
+    assert ran.returncode == 1, ran.output
+    errors = [line for line in ran.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, ran.stderr
+    assert "GitHub API GET /repos/example-org/infrastructure/actions/runners:" in errors[0]
+    assert "loops" in errors[0] and "Traceback" not in ran.output
+    assert len(github_api.calls("GET", "/repos/example-org/infrastructure/actions/runners")) == 1
+    assert time.monotonic() - started < 30
+
+
 # --------------------------------------------------------------------------- the scheduled check
 
 

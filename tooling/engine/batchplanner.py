@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import runlog
+from tooling.core import envsize, runlog
 from tooling.core.declared import Declared
 from tooling.core.planjson import PlanSummary
 from tooling.core.results import Result, Status
@@ -453,6 +453,9 @@ class _Batch:
     @staticmethod
     def _failure(run: _UnitRun, cause: str | None) -> str:
         text = "\n".join(run.log)
+        too_large = envsize.from_output(run.target.path, text)
+        if too_large is not None:
+            return too_large
         if "ERROR" in text or "Error:" in text:
             summary = terragrunt.error_summary(text)
             return summary if not cause or cause[:80] in summary else f"{summary}\n{cause}"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from tooling.core import redact
+from tooling.core import envsize, redact
 from tooling.core.declared import Declared
 from tooling.core.results import Result, Status
 from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
@@ -152,7 +152,10 @@ def plan_unit(
         secrets.register(cmd.secrets())
         known = True
         if ran.returncode not in cmd.ok_codes or not plan_path.exists():
-            raise ToolingError(terragrunt.error_summary(ran.stderr + "\n" + ran.stdout))
+            output = ran.stderr + "\n" + ran.stdout
+            raise ToolingError(
+                envsize.from_output(target.path, output) or terragrunt.error_summary(output)
+            )
         summary = planstore.summary_of(
             terragrunt.take_stream(planstore.stream_beside(plan_path)),
             lambda: cmd.show(plan_path),

@@ -15,6 +15,14 @@ Terragrunt (:func:`before_apply` always does). Two sides per unit:
   model cannot be exact, the same render of a file written beside the unit for
   the duration (:data:`DECLARED_CONFIG`) that includes only those files.
 
+Nothing the verifier did not write is ever removed: :data:`DECLARED_CONFIG` is
+written only where no file of that name is (one the pipeline left, recognised
+by its first line, is replaced), and removed only while it still starts with
+that line; a unit folder holding a file of that name that is not the
+pipeline's is refused when that file would be needed, naming it. The files
+``render --all --write`` leaves are named by a token of their run
+(:data:`RENDERED_OUT`), so no file of a user's has their name.
+
 :func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
 refuses the unit with the rule's name, ``file:line`` and the fix. A violation
 found against the model's side is judged again against Terragrunt's render of
@@ -26,6 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +44,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import executors, rendergroups
+from tooling.core import envsize, executors, rendergroups
 from tooling.core.executors import Executor
 from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
 from tooling.engine import preflight
@@ -45,6 +55,11 @@ from tooling.model.layout import layout_from
 
 #: the file written beside a unit for one render: it includes what may declare generated files
 DECLARED_CONFIG = ".iac-declared.hcl"
+#: the first line of every :data:`DECLARED_CONFIG` the verifier writes: a file of that
+#: name without it is not the pipeline's, and is never overwritten or removed
+DECLARED_HEADER = (
+    "# written by the pipeline's verifier for one `terragrunt render`; removed right after"
+)
 _LOCK = threading.Lock()
 Pair = tuple[dict[str, Any], dict[str, Any]]
 
@@ -136,13 +151,70 @@ def model_declared(
     return None if found is None else {**found, FROM_MODEL: True}
 
 
-def _render_declared(run_dir: Path, env: Mapping[str, str], declared: str) -> dict[str, Any]:
-    ref = run_dir / DECLARED_CONFIG
-    ref.write_text(declared, encoding="utf-8")
+def _ours(path: Path) -> bool:
+    """``path`` is a regular file (not a link) that starts with :data:`DECLARED_HEADER`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return False
+        return fh.read(len(DECLARED_HEADER) + 1) == DECLARED_HEADER.encode() + b"\n"
+
+
+def foreign_declared(run_dir: Path) -> Path | None:
+    """The unit folder's :data:`DECLARED_CONFIG` when there is one the pipeline did not
+    write (any kind of file, a link, a folder), else None."""
+    path = run_dir / DECLARED_CONFIG
+    return path if os.path.lexists(path) and not _ours(path) else None
+
+
+def _refusal(path: Path, unit_path: str) -> str:
+    shown = f"{unit_path}/{DECLARED_CONFIG}" if unit_path else str(path)
+    return (
+        f"{shown}: the pipeline writes a file of this name beside the unit for one "
+        "`terragrunt render`, and this one is not the pipeline's; it is left as it is and "
+        "the unit is not planned: rename it (the name is reserved) and plan again"
+    )
+
+
+def write_declared(run_dir: Path, declared: str, unit_path: str = "") -> Path:
+    """Write the declared configuration ``declared`` (starting with
+    :data:`DECLARED_HEADER`) as the unit folder's :data:`DECLARED_CONFIG`; a file of
+    that name the pipeline did not write is a :class:`ToolingError` naming it."""
+    if not declared.startswith(DECLARED_HEADER + "\n"):
+        raise ValueError("a declared configuration starts with DECLARED_HEADER")
+    path = run_dir / DECLARED_CONFIG
+    if foreign_declared(run_dir) is not None:
+        raise ToolingError(_refusal(path, unit_path))
+    # one an interrupted run left is replaced; O_EXCL: a file made meanwhile is not
+    path.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        raise ToolingError(_refusal(path, unit_path)) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(declared)
+    return path
+
+
+def remove_declared(path: Path) -> None:
+    """Remove a :data:`DECLARED_CONFIG` this run wrote, only while it is still the
+    pipeline's (a file put in its place meanwhile is left)."""
+    if _ours(path):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _render_declared(
+    run_dir: Path, env: Mapping[str, str], declared: str, unit_path: str = ""
+) -> dict[str, Any]:
+    ref = write_declared(run_dir, declared, unit_path)
     try:
         return terragrunt.render_json(run_dir, env, ref)
     finally:
-        ref.unlink(missing_ok=True)
+        remove_declared(ref)
 
 
 def judged(
@@ -156,13 +228,20 @@ def judged(
         # rendered before the run armed its working-copy hook)
         root = repo_root(run_dir, facts.path)
         text = declared_text(conf.root_file, _allowed_files(root, conf.policy))
-        again = (terragrunt.render_json(run_dir, env), _render_declared(run_dir, env, text))
+        again = (
+            terragrunt.render_json(run_dir, env),
+            _render_declared(run_dir, env, text, facts.path),
+        )
         found = enforce.verify(again[0], again[1], facts, conf.policy)
     return found
 
 
 def _render_pair(
-    run_dir: Path, env: Mapping[str, str], declared: str, model: dict[str, Any] | None = None
+    run_dir: Path,
+    env: Mapping[str, str],
+    declared: str,
+    model: dict[str, Any] | None = None,
+    unit_path: str = "",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     if not run_dir.is_dir():  # a unit deleted since its plan: say so, not a write error
         what = "is not a folder" if run_dir.exists() else "does not exist"
@@ -172,15 +251,14 @@ def _render_pair(
         )
     if model is not None:  # the model knows what the root file declares: one render
         return terragrunt.render_json(run_dir, env), model
-    ref = run_dir / DECLARED_CONFIG
-    ref.write_text(declared, encoding="utf-8")
+    ref = write_declared(run_dir, declared, unit_path)
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             mine = pool.submit(terragrunt.render_json, run_dir, env)
             theirs = pool.submit(terragrunt.render_json, run_dir, env, ref)
             return mine.result(), theirs.result()
     finally:
-        ref.unlink(missing_ok=True)
+        remove_declared(ref)
 
 
 #: renders made for this run's plans before the first one (:func:`prerender`), each used once
@@ -240,12 +318,14 @@ def render_units(
         root, run_dir = item
         conf = settings_of(root)
         try:
-            model = model_declared(root, _unit_path(root, run_dir), env, conf)
+            unit_path = _unit_path(root, run_dir)
+            model = model_declared(root, unit_path, env, conf)
             return run_dir.resolve(), _render_pair(
                 run_dir,
                 env,
                 declared_text(conf.root_file, _allowed_files(root, conf.policy)),
                 model,
+                unit_path,
             )
         except ToolingError:
             return run_dir.resolve(), None
@@ -316,7 +396,7 @@ def _renders(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> tuple[Pai
     if kept is None:
         declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
         model = model_declared(root, unit_path, env, conf) if run_dir.is_dir() else None
-        kept = _render_pair(run_dir, env, declared, model)
+        kept = _render_pair(run_dir, env, declared, model, unit_path)
     return kept, root, conf
 
 
@@ -331,16 +411,60 @@ def _unit_path(root: Path, run_dir: Path) -> str:
 def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
     """The unit's violations of the rule, as Terragrunt resolves its configuration now
     (or as :func:`prerender` found it before this run's first plan)."""
+    return _checked(run_dir, unit_path, tier, env)[0]
+
+
+def _checked(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]
+) -> tuple[list[Violation], dict[str, Any]]:
+    """The unit's violations and its render."""
     pair, root, conf = _renders(run_dir, unit_path, env)
     facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-    return judged(run_dir, pair, facts, conf, env)
+    return judged(run_dir, pair, facts, conf, env), pair[0]
+
+
+def _system_limit(name: str, default: int) -> int:
+    try:
+        value = os.sysconf(name)
+    except (ValueError, OSError):
+        return default
+    return value if value > 0 else default
+
+
+def environment_problem(
+    unit_path: str, rendered: Mapping[str, Any], env: Mapping[str, str]
+) -> str | None:
+    """Why the unit's inputs (``rendered``'s) cannot be passed to the processes
+    Terragrunt starts for it as ``TF_VAR_*`` variables beside ``env`` (and ours), or
+    None when they fit (:mod:`tooling.core.envsize`)."""
+    inputs = rendered.get("inputs")
+    if not isinstance(inputs, dict) or not inputs:
+        return None
+    # what Terragrunt starts sees ours and ``env``, an input replacing a TF_VAR_ of them
+    rest = proc.child_env(env)
+    environment = sum(
+        envsize.size(f"{k}={v}")
+        for k, v in rest.items()
+        if not (k.startswith("TF_VAR_") and k.removeprefix("TF_VAR_") in inputs)
+    )
+    return envsize.problem(
+        unit_path,
+        inputs,
+        environment=environment,
+        arg_max=_system_limit("SC_ARG_MAX", 2 * 1024 * 1024),
+        max_strlen=32 * _system_limit("SC_PAGE_SIZE", 4096),
+    )
 
 
 def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> None:
-    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the rule."""
-    found = violations(run_dir, unit_path, tier, env)
+    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
+    rule, and when its inputs are too large for the environment of a process."""
+    found, rendered = _checked(run_dir, unit_path, tier, env)
     if found:
         raise ToolingError(enforce.refusal(unit_path, found))
+    too_large = environment_problem(unit_path, rendered, env)
+    if too_large is not None:
+        raise ToolingError(too_large)
 
 
 def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[str]:
@@ -361,7 +485,12 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
     roles = preflight.role_problems(
         [(unit_path, tier, enforce.role_of(rendered))], executor, conf.policy
     )
-    return ([enforce.refusal(unit_path, found)] if found else []) + roles
+    too_large = environment_problem(unit_path, rendered, env)
+    return (
+        ([enforce.refusal(unit_path, found)] if found else [])
+        + roles
+        + ([too_large] if too_large is not None else [])
+    )
 
 
 def verify_many(
@@ -394,8 +523,11 @@ def verify_many(
             except ToolingError:
                 alone.append((run_dir, path, tier))  # verified on its own, which names the error
                 continue
+            too_large = environment_problem(path, pair[0], env)
             if found:
                 refused[path] = enforce.refusal(path, found)
+            elif too_large is not None:
+                refused[path] = too_large
 
     def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
         run_dir, path, tier = item
@@ -414,8 +546,10 @@ def verify_many(
     return refused
 
 
-RENDERED_OUT = ".iac-rendered.json"
-DECLARED_OUT = ".iac-declared.json"
+#: the files ``render --all --write`` leaves in every unit folder, named by a token of the
+#: run (``{token}``): no earlier run's file is read, and no file of a user's is removed
+RENDERED_OUT = ".iac-rendered-{token}.json"
+DECLARED_OUT = ".iac-declared-{token}.json"
 
 
 def render_tree(
@@ -425,7 +559,7 @@ def render_tree(
     units and what the root file declares from the model (:func:`model_declared`), or,
     when the model cannot work it out for every unit, a second ``render --all`` of the
     declared file, in parallel; from the folder holding them all: run dir -> (rendered,
-    declared). Every file written for it is removed before it returns."""
+    declared). Every file written for it is removed before it returns, and nothing else."""
     declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
     dirs = [d.resolve() for d in run_dirs]
     # what the root file declares per unit, from the model: then one render --all, not two
@@ -439,22 +573,29 @@ def render_tree(
             f"not rendered at once: {looping[0]} reads itself in a loop, on which Terragrunt "
             "never returns; each unit is rendered on its own"
         )
+    foreign = [p for p in map(foreign_declared, dirs) if p is not None] if not exact else []
+    if foreign:
+        raise ToolingError(
+            f"not rendered at once: {foreign[0]} is not the pipeline's; each unit is rendered "
+            "on its own"
+        )
+    token = secrets.token_hex(8)
+    rendered_out, declared_out = RENDERED_OUT.format(token=token), DECLARED_OUT.format(token=token)
     out: dict[Path, tuple[dict[str, Any], dict[str, Any]]] = {}
+    written: list[Path] = []
     try:
-        for d in dirs:  # what an earlier run (or a commit) left there is never read
-            (d / RENDERED_OUT).unlink(missing_ok=True)
-            (d / DECLARED_OUT).unlink(missing_ok=True)
-            if not exact:
-                (d / DECLARED_CONFIG).write_text(declared, encoding="utf-8")
+        if not exact:
+            for d in dirs:
+                written.append(write_declared(d, declared, _unit_path(root, d)))
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = [
-                pool.submit(terragrunt.run, terragrunt.render_all_args(RENDERED_OUT), base, env)
+                pool.submit(terragrunt.run, terragrunt.render_all_args(rendered_out), base, env)
             ]
             if not exact:
                 runs.append(
                     pool.submit(
                         terragrunt.run,
-                        terragrunt.render_all_args(DECLARED_OUT, DECLARED_CONFIG),
+                        terragrunt.render_all_args(declared_out, DECLARED_CONFIG),
                         base,
                         env,
                     )
@@ -463,27 +604,28 @@ def render_tree(
                 ran.result()
         for d in dirs:
             try:
-                mine = json.loads((d / RENDERED_OUT).read_text(encoding="utf-8"))
+                mine = json.loads((d / rendered_out).read_text(encoding="utf-8"))
                 model = models[d]
                 theirs = (
                     model
                     if exact and model is not None
-                    else json.loads((d / DECLARED_OUT).read_text(encoding="utf-8"))
+                    else json.loads((d / declared_out).read_text(encoding="utf-8"))
                 )
             except (OSError, ValueError):
                 continue  # verified alone, which names the error
             out[d] = (mine, theirs)
     finally:
-        for d in dirs:
-            (d / DECLARED_CONFIG).unlink(missing_ok=True)
-        _remove_outputs(base)
+        for path in written:
+            remove_declared(path)
+        _remove_outputs(base, (rendered_out, declared_out))
     return out
 
 
-def _remove_outputs(base: Path) -> None:
-    """Remove the files a ``render --all --write`` left in every unit folder below ``base``."""
+def _remove_outputs(base: Path, names: Sequence[str]) -> None:
+    """Remove the files named ``names`` (this run's) that a ``render --all --write`` left in
+    every unit folder below ``base``."""
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in (RENDERED_OUT, DECLARED_OUT):
+        for name in names:
             if name in filenames:
                 (Path(dirpath) / name).unlink(missing_ok=True)

@@ -99,7 +99,7 @@ API_PAGE = Kind(
     "apipage",
     8 * MiB,
     "a page of GitHub's API",
-    "check IAC_GITHUB_API_URL points at GitHub's API (or your GitHub Enterprise server's)",
+    "check GITHUB_API_URL points at GitHub's API (or your GitHub Enterprise server's)",
 )
 
 

@@ -21,14 +21,12 @@ from tooling.io.githubapi import (
     DEFAULT_API_URL,
     MAX_BODY,
     MAX_RETRY_WAIT,
-    PER_PAGE,
     TOKEN_HELP,
     USER_AGENT,
     ApiClient,
     JSONObject,
     check_body,
     json_objects,
-    next_link,
 )
 
 __all__ = [
@@ -299,18 +297,10 @@ class Forge(ApiClient):
     def list_runners(self) -> list[JSONObject]:
         """The repository's self-hosted runners (all pages): ``id``, ``name``,
         ``status``, ``busy``, ``labels``. Needs a token with Administration: read."""
-        url: str | None = self._url(f"{self._repo_path}/actions/runners", {"per_page": PER_PAGE})
         out: list[JSONObject] = []
-        while url is not None:
-            result, headers = self._send("GET", url, None)
-            runners = result.get("runners") if isinstance(result, dict) else None
-            out.extend(json_objects(runners, f"GET {self._shown(url)} (runners)"))
-            url = next_link(headers.get("link", ""))
-            if url is not None and not (url + "/").startswith(self.api_url + "/"):
-                raise ToolingError(
-                    "GitHub API GET /actions/runners: the next page is outside "
-                    f"{self.api_url}; refusing to send the token there (check GITHUB_API_URL)"
-                )
+        for page, shown in self._pages(f"{self._repo_path}/actions/runners"):
+            runners = page.get("runners") if isinstance(page, dict) else None
+            out.extend(json_objects(runners, f"GET {shown} (runners)"))
         return out
 
 

@@ -8,6 +8,12 @@ adds the handful of calls the pipeline makes. Here:
 - one retry on 502/503, and on 403/429 that carry ``Retry-After`` (never
   sleeping more than :data:`MAX_RETRY_WAIT` seconds);
 - bodies over GitHub's 65,536-character limit are refused before sending;
+- a response is read up to :data:`tooling.io.artifacts.API_PAGE`'s limit (plus one
+  byte, to tell a longer one) and never further; each page of a list is checked
+  by :func:`tooling.io.artifacts.parse` (size, JSON, schema) before it is used;
+- a list is read across at most :data:`MAX_PAGES` pages, and a next page already
+  read (a ``Link`` header that points back) stops it: both are one error naming
+  the endpoint, never an endless loop of requests;
 - the token is sent only as the ``Authorization`` header, only to the API's own
   origin (dropped on a redirect elsewhere, and on a next page elsewhere), and
   never appears in a message or a ``repr``.
@@ -29,7 +35,7 @@ from typing import IO, Any
 
 from tooling import __version__
 from tooling.errors import ToolingError
-from tooling.io import redacting
+from tooling.io import artifacts, redacting
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -41,6 +47,14 @@ MAX_RETRY_WAIT = 5.0
 DEFAULT_RETRY_WAIT = 1.0
 USER_AGENT = f"iac-tooling/{__version__} (python-urllib)"
 PER_PAGE = 100
+#: the most pages one list is read across: 100 pages of :data:`PER_PAGE` items are
+#: 10,000 items, far more than any list the pipeline reads (a pull request's comments,
+#: the pull requests of a branch, the issues of one label, a repository's runners),
+#: and at most 100 requests of the 5,000 an hour a token may send. A server whose
+#: ``Link: rel="next"`` never ends stops here instead of looping forever.
+MAX_PAGES = 100
+#: the most bytes of an error response read (its ``message`` is all that is shown)
+MAX_ERROR_BODY = 65_536
 #: the plan report's hidden marker (the same string as ``tooling.core.report.MARKER``;
 #: this edge does not import the core)
 PLAN_REPORT_MARKER = "<!-- iac-tooling:plan-report -->"
@@ -126,10 +140,34 @@ class ApiClient:
         self, path: str, query: Mapping[str, str | int] | None = None
     ) -> Iterator[JSONObject]:
         """Every item of a list endpoint, following ``Link: rel="next"``."""
+        for page, shown in self._pages(path, query):
+            yield from json_objects(page, f"GET {shown}")
+
+    def _pages(
+        self, path: str, query: Mapping[str, str | int] | None = None
+    ) -> Iterator[tuple[Any, str]]:
+        """Each page of a list endpoint (checked as :data:`artifacts.API_PAGE`) and the
+        URL it came from as shown in messages, following ``Link: rel="next"``: at most
+        :data:`MAX_PAGES` pages, never the same page twice, never off the API's origin."""
         url: str | None = self._url(path, {**(query or {}), "per_page": PER_PAGE})
+        seen: set[str] = set()
         while url is not None:
-            result, headers = self._send("GET", url, None)
-            yield from json_objects(result, f"GET {self._shown(url)}")
+            shown = self._shown(url)
+            if _canonical(url) in seen:
+                raise ToolingError(
+                    f"GitHub API GET {path}: the next page ({shown}) is one already read: the "
+                    f"server's Link header loops; stopped after {len(seen)} page(s) "
+                    "(check GITHUB_API_URL points at GitHub's API)"
+                )
+            if len(seen) >= MAX_PAGES:
+                raise ToolingError(
+                    f"GitHub API GET {path}: more than {MAX_PAGES} pages "
+                    f"({MAX_PAGES * PER_PAGE:,} items), more than any list the pipeline reads; "
+                    "stopped (check GITHUB_API_URL points at GitHub's API)"
+                )
+            seen.add(_canonical(url))
+            raw, headers = self._send_raw("GET", url, None)
+            yield artifacts.parse(raw, artifacts.API_PAGE, source=f"GitHub API GET {shown}"), shown
             url = next_link(headers.get("link", ""))
             if url is not None and not (url + "/").startswith(self.api_url + "/"):
                 raise ToolingError(
@@ -142,7 +180,17 @@ class ApiClient:
     ) -> tuple[Any, Mapping[str, str]]:
         """One request (and at most one retry); returns the decoded JSON and the
         response headers with lower-case names."""
+        raw, headers = self._send_raw(method, url, payload)
+        return _decode(raw, method, self._shown(url)), headers
+
+    def _send_raw(
+        self, method: str, url: str, payload: JSONObject | None
+    ) -> tuple[bytes, Mapping[str, str]]:
+        """One request (and at most one retry); returns the response's bytes (at most
+        :data:`artifacts.API_PAGE`'s limit: a longer one is refused having read one byte
+        more) and the response headers with lower-case names."""
         shown = self._shown(url)
+        limit = artifacts.API_PAGE.limit
         data = None
         if payload is not None:
             # nothing posted to GitHub carries a secret: the one redaction step
@@ -164,10 +212,10 @@ class ApiClient:
             request.add_unredirected_header("Authorization", f"Bearer {self._token}")
             try:
                 with self._opener.open(request, timeout=self.timeout) as response:
-                    raw = response.read()
+                    raw = response.read(limit + 1)
                     headers = {k.lower(): v for k, v in response.headers.items()}
             except urllib.error.HTTPError as err:
-                raw = err.read()
+                raw = err.read(MAX_ERROR_BODY)
                 err_headers = {k.lower(): v for k, v in err.headers.items()}
                 wait = self._retry_wait(err.code, err_headers) if attempt == 1 else None
                 if wait is not None:
@@ -184,7 +232,13 @@ class ApiClient:
                         "(check GITHUB_API_URL and the network)"
                     )
                 ) from None
-            return _decode(raw, method, shown), headers
+            if len(raw) > limit:
+                raise ToolingError(
+                    f"GitHub API {method} {shown}: the response is larger than "
+                    f"{limit // artifacts.MiB} MiB, more than any answer the pipeline reads; "
+                    "refused (check GITHUB_API_URL points at GitHub's API)"
+                )
+            return raw, headers
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _retry_wait(self, status: int, headers: Mapping[str, str]) -> float | None:
@@ -271,6 +325,17 @@ def _decode(raw: bytes, method: str, shown: str) -> Any:
         raise ToolingError(
             f"GitHub API {method} {shown}: the response is not JSON ({exc})"
         ) from None
+
+
+def _canonical(url: str) -> str:
+    """``url`` with its query's parameters in one order, and ``page=1`` when it names no
+    page (GitHub's first): the same page however the server writes its address."""
+    parts = urllib.parse.urlsplit(url)
+    params = urllib.parse.parse_qsl(parts.query, True)
+    if not any(name == "page" for name, _ in params):
+        params.append(("page", "1"))
+    query = urllib.parse.urlencode(sorted(params))
+    return urllib.parse.urlunsplit(parts._replace(query=query, fragment=""))
 
 
 def next_link(header: str) -> str | None:
