@@ -20,8 +20,10 @@ def _other_values(old: ResourceChange, new: ResourceChange) -> list[str]:
 
 
 def differences(approved: PlanSummary, fresh: PlanSummary) -> list[str]:
-    """What ``fresh`` does otherwise than ``approved``, one entry per resource (names of the
-    attributes whose values differ, never the values); empty when they are the same."""
+    """What ``fresh`` does otherwise than ``approved``, one entry per resource: another
+    action (forget and the like included), an import or a move that one has and the other
+    not, other values (the names of the attributes, never the values); empty when the
+    two plans do the same."""
     old_by = {c.address: c for c in approved.changes}
     new_by = {c.address: c for c in fresh.changes}
     out: list[str] = []
@@ -34,6 +36,10 @@ def differences(approved: PlanSummary, fresh: PlanSummary) -> list[str]:
         elif old is not None and new is not None:
             if old.action != new.action:
                 out.append(f"{address}: {new.action} instead of the approved {old.action}")
+            elif old.importing != new.importing:
+                out.append(f"{address}: {'imported' if new.importing else 'not imported'} now")
+            elif old.moved_from != new.moved_from:
+                out.append(f"{address}: moved from {new.moved_from or 'nowhere'} now")
             elif old.values != new.values:
                 out.append(f"{address}: other values of {', '.join(_other_values(old, new))}")
     return out
