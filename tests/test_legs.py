@@ -322,6 +322,7 @@ def test_a_hostile_leg_summary_cannot_make_the_merge_read_files_outside_its_fold
     assert "at units/0/text_file: not of the form ^units/" in ran.stderr
     assert "TOP-SECRET-VALUE" not in ran.output
     assert not (tmp_path / "m").exists()
+    shutil.rmtree(a)  # an input broken on purpose, not a document the tooling wrote
 
 
 def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
