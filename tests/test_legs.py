@@ -296,7 +296,9 @@ def test_the_merge_refuses_a_unit_in_two_legs_and_a_missing_leg(
         "--out",
         str(tmp_path / "m"),
     )
-    assert ran.returncode == 1 and "summary.json: not JSON" in ran.stderr
+    assert (
+        ran.returncode == 1 and "summary.json: a leg's summary.json refused: not JSON" in ran.stderr
+    )
     ran = invoke(
         example_repo, "report", "--merge", str(tmp_path / "nowhere"), "--out", str(tmp_path / "m")
     )
@@ -316,8 +318,11 @@ def test_a_hostile_leg_summary_cannot_make_the_merge_read_files_outside_its_fold
     doc["units"][0]["text_file"] = "../secret.txt"
     (a / "summary.json").write_text(json.dumps(doc))
     ran = invoke(example_repo, "report", "--merge", str(a), "--out", str(tmp_path / "m"))
-    assert ran.returncode == 0, ran.output
-    assert "TOP-SECRET-VALUE" not in (tmp_path / "m" / "comment.md").read_text()
+    assert ran.returncode == 1, ran.output
+    assert "at units/0/text_file: not of the form ^units/" in ran.stderr
+    assert "TOP-SECRET-VALUE" not in ran.output
+    assert not (tmp_path / "m").exists()
+    shutil.rmtree(a)  # an input broken on purpose, not a document the tooling wrote
 
 
 def test_a_leg_that_lists_a_unit_this_change_does_not_affect_is_refused(
@@ -455,7 +460,7 @@ def test_a_timings_file_that_is_missing_or_not_json_is_refused_in_one_line(
 ) -> None:
     ran = invoke(example_repo, "matrix", "--max-legs", "2", "--timings", str(tmp_path / "none"))
     assert ran.returncode == 1
-    assert "cannot be read" in ran.stderr and "pass an earlier run's summary.json" in ran.stderr
+    assert "not found" in ran.stderr and "pass the summary.json of a plan folder" in ran.stderr
     bad = tmp_path / "bad $(id).json"
     bad.write_text("[1, 2")
     ran = invoke(example_repo, "matrix", "--max-legs", "2", "--timings", str(bad))

@@ -120,10 +120,14 @@ def manual_gate(c: Context, plans: str = "") -> None:
 def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
     """Merge the legs' plan folders into one report: OUT/summary.json (same schema) and OUT/comment.md.
 
-    Refused, one line each: legs of different commits, bases, tools or working
-    trees; a unit in two legs; a leg of a split executor missing; a folder
-    without a readable summary.json. The unit folders (plans, texts, logs) are
-    copied, so OUT is the whole report.
+    Every leg is checked before OUT is touched. Refused, one line each: a
+    summary.json that is not a regular file, is over 8 MiB or breaks its schema;
+    legs of different commits, bases, tools or working trees; a unit in two
+    legs; a leg of a split executor missing; a unit its leg does not own (not in
+    leg.units) or of another executor; a file in the folder of a unit outside
+    its leg; a symlink or non-regular file under a leg's units/ or cascade/; an
+    OUT inside or holding a leg folder. The unit folders (plans, texts, logs)
+    are copied as regular files, so OUT is the whole report.
     """
     from tooling.engine import legs
 

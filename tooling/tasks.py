@@ -175,7 +175,10 @@ def plan(
     One leg of a split matrix (--from-matrix M --leg ID): the affected
     units the matrix gave that leg, as its executor (--executor, if given, must
     be the leg's); summary.json records the leg, and `invoke report --merge`
-    combines the legs' folders.
+    combines the legs' folders. Refused before any Terragrunt process starts:
+    a matrix that breaks its schema, a leg without units, a unit the change
+    does not affect or of another executor than the leg's, and (given all of
+    the executor's legs) an affected unit none of them lists.
     """
     from tooling.commands.plan import parse_jobs, plan_leg
     from tooling.commands.plan import plan as plan_units

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tooling.core import binding, legs, shards
+from tooling.core import binding, legs
 from tooling.core.changes import Affected
 from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
@@ -91,9 +91,9 @@ def plan(
     jobs: int | None = None,
     out: Path | None = None,
     comment: bool = False,
-    leg: tuple[str, Sequence[str]] | None = None,
+    leg: legs.Leg | None = None,
 ) -> int:
-    """``invoke plan``; ``leg`` (its id and units): only those of the affected units."""
+    """``invoke plan``; ``leg``: only its units of the affected ones (:func:`legs.select`)."""
     check_options(
         all_units=all_units,
         units=units,
@@ -127,9 +127,9 @@ def _plan_into(
     executor: str | None,
     jobs: int | None,
     comment: bool,
-    leg: tuple[str, Sequence[str]] | None = None,
+    leg: legs.Leg | None = None,
 ) -> int:
-    from tooling.core import declared, report, shards
+    from tooling.core import declared, report
 
     root = ws.root
     out_dir = folder.path
@@ -149,7 +149,7 @@ def _plan_into(
     worktree: Path | None = None
     if not all_units and not units:
         change, _ = compute_affected(ws, base, uncommitted=True, pending=pending)
-        change = shards.within(change, leg[1], leg[0]) if leg else change
+        change = legs.select(change, leg) if leg else change
         print_affected(change, say)
         if any(u.change == "deleted" for u in change.units):
             worktree = git.add_worktree(
@@ -315,14 +315,15 @@ def plan_leg(
     if not leg:
         raise UsageError("--from-matrix needs --leg ID (a `leg` of the matrix, or an executor)")
     doc = read_matrix(matrix)
-    own, units = shards.leg_units(doc, leg)
-    if executor is not None and executor != own:
+    chosen = legs.leg_of(doc, leg)
+    if executor is not None and executor != chosen.executor:
         raise UsageError(
-            f"--leg {leg} is a leg of executor {own}, not {executor}: this job runs {executor}'s legs only"
+            f"--leg {leg} is a leg of executor {chosen.executor}, not {executor}: "
+            f"this job runs {executor}'s legs only"
         )
-    executor = own
-    index, count = legs.position(doc["include"], leg)
-    code = plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=(leg, units))
+    executor, units = chosen.executor, list(chosen.units)
+    index, count = chosen.index, chosen.count
+    code = plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=chosen)
     summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"
     if not summary.is_file():
         return code

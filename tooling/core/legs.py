@@ -6,22 +6,103 @@ summary.json records the leg (``leg``: its ``id``, ``index``, ``count`` and
 ``units``). ``invoke report --merge DIR...`` combines them into one summary.json
 of the same schema and one comment. It refuses, one line each: legs of
 different commits, bases, tools or working trees; a unit in two legs; a leg of
-a split missing; a folder without a readable summary.json.
+a split missing; more legs than a matrix holds; a unit its leg does not own (not
+in ``leg.units``) or of another executor than the leg's; a file under a leg's
+``units/`` or ``cascade/`` that is not a regular file of one of its own units
+(:func:`files_to_copy`). The summary.json itself is checked against its schema
+before it gets here (:mod:`tooling.io.artifacts`).
+
+``invoke plan --from-matrix M --leg ID`` plans only what its leg owns
+(:func:`leg_of`, :func:`select`): the leg's units must be of its executor, and
+the executor's legs, when the matrix holds them all, must cover its affected
+units.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from tooling.core import shards
+from tooling.core.changes import Affected
+from tooling.core.executors import MAX_LEGS
 from tooling.core.results import Result
 from tooling.errors import ToolingError
 
 _LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
 #: the fields every leg must agree on: what the plans were made from
 _SAME = ("version", "head", "base", "tools", "settings")
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One leg of a matrix, as ``invoke plan --from-matrix M --leg ID`` plans it."""
+
+    #: its ``leg`` id (``hosted-2-of-4``), or the executor's name when it was not split
+    id: str
+    executor: str
+    #: its 1-based index among its executor's legs, and how many legs that executor has
+    index: int
+    count: int
+    #: the units the matrix gives it, in plan order
+    units: tuple[str, ...]
+    #: the units of all its executor's legs together when the matrix holds every one of
+    #: them (the whole matrix, or an executor that was not split); None when it holds
+    #: only some (the workflow passes a leg its own entry)
+    together: frozenset[str] | None
+
+
+def leg_of(doc: Mapping[str, Any], leg: str) -> Leg:
+    """Leg ``leg`` of the matrix ``doc`` (checked against the matrix's schema). Refused: a
+    leg the matrix does not hold, a leg id `invoke matrix` does not write, and a leg
+    without units (`invoke matrix` leaves an executor without affected units out)."""
+    executor, units = shards.leg_units(doc, leg)
+    if not units:
+        raise ToolingError(
+            f"--leg {leg}: the matrix gives the leg no units, and `invoke matrix` never writes "
+            "such a leg: pass the matrix as `invoke matrix` wrote it"
+        )
+    include: Sequence[Mapping[str, Any]] = doc["include"]
+    index, count = position(include, leg)
+    mine = [e for e in include if e.get("executor") == executor]
+    together: frozenset[str] | None = frozenset(units) if count == 1 else None
+    if count > 1:
+        ids = {str(e.get("leg")) for e in mine}
+        if all(shards.leg_id(executor, n, count) in ids for n in range(1, count + 1)):
+            together = frozenset(u for e in mine for u in e.get("units") or ())
+    return Leg(leg, executor, index, count, tuple(units), together)
+
+
+def select(change: Affected, leg: Leg) -> Affected:
+    """``change`` narrowed to ``leg``'s units. Refused, one line each: a unit the change
+    does not affect (:func:`tooling.core.shards.within`); a unit of another executor than
+    the leg's (its plan would be dropped without a word); an affected unit of the leg's
+    executor that none of its legs lists, when the matrix holds them all (no leg would
+    plan it, and the merged report would not show it)."""
+    narrowed = shards.within(change, leg.units, leg.id)
+    for unit in narrowed.units:
+        if unit.executor != leg.executor:
+            raise ToolingError(
+                f"leg {leg.id} lists {unit.path}, a unit of executor {unit.executor}, in a leg "
+                f"of executor {leg.executor}: its plan would be dropped; run `invoke matrix` "
+                "again on this commit and pass its output as written"
+            )
+    if leg.together is not None:
+        left = [
+            u.path
+            for u in change.units
+            if u.executor == leg.executor and u.path not in leg.together
+        ]
+        if left:
+            more = f" and {len(left) - 1} more" if len(left) > 1 else ""
+            raise ToolingError(
+                f"leg {leg.id}: the matrix's {leg.executor} legs leave out {left[0]}{more}, "
+                "which this change affects: no leg would plan it; the matrix was made at "
+                "another commit or base: run `invoke matrix` again on this one"
+            )
+    return narrowed
 
 
 def leg_record(leg: str, index: int, count: int, units: Sequence[str]) -> dict[str, Any]:
@@ -54,10 +135,45 @@ def _leg_name(name: str, doc: Mapping[str, Any]) -> str:
     return f"{name} (leg {leg['id']})" if isinstance(leg, Mapping) and "id" in leg else name
 
 
+#: what to do when a leg's folder is not as its `invoke plan --leg` wrote it
+_AS_WRITTEN = "merge the folders the legs' `invoke plan --leg` wrote, as they wrote them"
+
+
+def _owned(name: str, doc: Mapping[str, Any]) -> None:
+    """Refuse a leg whose units are not its own: a unit outside its ``leg.units``, or of
+    another executor than the leg's (a hosted leg cannot report a lan unit)."""
+    leg = doc.get("leg")
+    executor = doc.get("executor")
+    if isinstance(leg, Mapping) and not isinstance(executor, str):
+        raise ToolingError(
+            f"{_leg_name(name, doc)}: a leg without an executor in its summary.json: {_AS_WRITTEN}"
+        )
+    listed = frozenset(leg.get("units") or ()) if isinstance(leg, Mapping) else None
+    for unit in doc.get("units") or ():
+        path, own = unit.get("path"), unit.get("executor")
+        if listed is not None and path not in listed:
+            raise ToolingError(
+                f"{_leg_name(name, doc)} reports unit {path}, which its leg does not own "
+                f"(not in leg.units): {_AS_WRITTEN}"
+            )
+        if isinstance(executor, str) and own != executor:
+            raise ToolingError(
+                f"{_leg_name(name, doc)} reports unit {path} of executor {own}, in a leg of "
+                f"executor {executor}: {_AS_WRITTEN}"
+            )
+
+
 def check(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
     """Refuse ``docs`` (``(folder name, summary.json)``) that are not the legs of one plan."""
     if not docs:
         raise ToolingError("--merge needs at least one plan folder")
+    if len(docs) > MAX_LEGS:
+        raise ToolingError(
+            f"--merge: {len(docs)} folders, more legs than one matrix holds ({MAX_LEGS}): "
+            "merge the legs of one matrix"
+        )
+    for name, doc in docs:
+        _owned(name, doc)
     first_name, first = docs[0]
     for name, doc in docs[1:]:
         for key in _SAME:
@@ -134,6 +250,51 @@ def merged(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     ]
     doc["units"] = [u for _, d in ordered for u in d.get("units") or ()]
     return doc
+
+
+def unit_of_file(rel: str) -> str | None:
+    """The unit whose folder holds the file ``rel`` (a leg folder's relative POSIX path):
+    ``units/<unit>/<file>`` or ``cascade/units/<unit>/<file>``; None for any other place."""
+    parts = rel.split("/")
+    if parts[:2] == ["cascade", "units"]:
+        parts = parts[1:]
+    if len(parts) < 3 or parts[0] != "units":
+        return None
+    return "/".join(parts[1:-1])
+
+
+def files_to_copy(
+    name: str, owned: Collection[str], entries: Iterable[tuple[str, str]]
+) -> list[str]:
+    """The files of a leg's folder the merge copies, from ``entries`` (each place under its
+    ``units/`` and ``cascade/`` folders: relative POSIX path and kind, ``file``, ``dir``,
+    ``link`` or ``other``). Refused, naming the leg folder ``name``: a symbolic link or
+    anything but a regular file or folder (the merged folder would point elsewhere), and
+    a file that is not in the folder of one of ``owned`` (the leg's units: another leg's
+    reviewed plan would be overwritten)."""
+    files = []
+    for rel, kind in entries:
+        if kind == "link":
+            raise ToolingError(
+                f"{name}: {rel} is a symbolic link; a leg's folder holds regular files only: "
+                f"{_AS_WRITTEN}"
+            )
+        if kind == "other":
+            raise ToolingError(
+                f"{name}: {rel} is not a regular file; a leg's folder holds regular files only: "
+                f"{_AS_WRITTEN}"
+            )
+        if kind != "file":
+            continue
+        unit = unit_of_file(rel)
+        if unit is None or unit not in owned:
+            whose = f"unit {unit}" if unit else "no unit"
+            raise ToolingError(
+                f"{name}: {rel} is a file of {whose}, not of a unit this leg planned "
+                f"(another leg's plan would be overwritten): {_AS_WRITTEN}"
+            )
+        files.append(rel)
+    return files
 
 
 def result_of(unit: Mapping[str, Any], plan_text: str | None) -> Result:

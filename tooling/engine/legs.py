@@ -4,116 +4,172 @@
 matrix gave leg ID (:func:`plan_leg`); ``invoke report --merge DIR...`` combines
 the legs' folders into one report (:func:`merge`); the workflows' report steps
 merge each split executor's legs first (:func:`merge_matrix`). The checks are
-:mod:`tooling.core.legs`; the split itself :mod:`tooling.core.shards`.
+:mod:`tooling.core.legs`; the split itself :mod:`tooling.core.shards`. Every
+document read back (a leg's summary.json, a matrix) goes through
+:mod:`tooling.io.artifacts` first.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tooling.core import legs, report
+from tooling.core.executors import MAX_LEGS
 from tooling.errors import ToolingError, UsageError
-from tooling.io import outdir
+from tooling.io import artifacts, outdir
 from tooling.io.ui import say, show
+
+#: the most files and folders the merge walks in one leg's folder: 20,000 units (the most a
+#: summary.json lists), each with its folders and its few files
+MAX_PLACES = 200_000
+#: the most bytes of one unit's plan text the merged comment reads (the comment shows less)
+MAX_TEXT = 8 * 1024 * 1024
+#: the most units a summary.json lists (its schema's maxItems), the merged one too
+MAX_UNITS = 20_000
+#: a leg folder's folders the merge copies into the merged report
+COPIED = ("units", "cascade")
 
 
 def read_matrix(text: str) -> dict[str, Any]:
-    """``--from-matrix``: the matrix JSON itself, or a file holding it."""
+    """``--from-matrix``: the matrix JSON itself, or a file holding it, checked against the
+    matrix's schema (:data:`tooling.io.artifacts.MATRIX`); one entry alone (the workflow's
+    ``toJSON(matrix)`` of its own leg) is a matrix of that entry."""
     raw = text.strip()
-    source = "--from-matrix"
-    if not raw.startswith("{"):
+    if raw.startswith("{"):
+        doc = artifacts.parse(raw, artifacts.MATRIX, source="--from-matrix")
+    else:
         path = Path(raw)
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except OSError as exc:
+        if not os.path.lexists(path):
             raise UsageError(
-                f"--from-matrix {text}: not JSON and not a readable file ({exc.strerror}): "
+                f"--from-matrix {text}: not JSON and not a readable file (no such file): "
                 "pass `invoke matrix`'s output or the file holding it"
-            ) from None
-        source = f"--from-matrix {path}"
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise UsageError(f"{source}: not JSON ({exc}): pass `invoke matrix`'s output") from None
-    if isinstance(doc, dict) and isinstance(doc.get("units"), list) and "include" not in doc:
-        doc = {"include": [doc]}  # one entry: the workflow's `toJSON(matrix)` of its own leg
-    if not isinstance(doc, dict) or not isinstance(doc.get("include"), list):
-        raise UsageError(f'{source}: no "include" list: pass `invoke matrix`\'s output')
-    return doc
+            )
+        doc = artifacts.read(path, artifacts.MATRIX, source=f"--from-matrix {path}")
+    if "include" not in doc:
+        doc = {"include": [doc]}
+    return dict(doc)
 
 
 def _load(folder: Path) -> dict[str, Any]:
-    path = folder / "summary.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ToolingError(
-            f"{path}: not found: pass the folders the legs' `invoke plan --leg` wrote"
-        ) from None
-    except OSError as exc:
-        raise ToolingError(f"{path}: cannot be read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise ToolingError(f"{path}: not JSON ({exc}): the leg's folder is damaged") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("units"), list):
-        raise ToolingError(f"{path}: not a summary.json (no units list)")
+    doc: dict[str, Any] = artifacts.read(folder / "summary.json", artifacts.LEG_SUMMARY)
     return doc
 
 
-def _plan_texts(folder: Path, units: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Each unit's plan text from its leg's folder (none for a file outside that folder:
-    a damaged or hostile summary.json does not make the merge read other files)."""
+def _load_all(folders: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
+    """Each leg's summary.json, read one after the other; refused as soon as they hold more
+    together than the merged summary.json may (its size limit, its 20,000 units), so
+    256 legs at their limit are never all held in memory."""
+    docs: list[tuple[str, dict[str, Any]]] = []
+    size = units = 0
+    for folder in folders:
+        with contextlib.suppress(OSError):  # a missing file is refused by the reader
+            size += (folder / "summary.json").lstat().st_size
+        doc = _load(folder)
+        units += len(doc["units"])
+        if size > artifacts.SUMMARY.limit or units > MAX_UNITS:
+            raise ToolingError(
+                f"{folder}: the legs up to this one hold more than one summary.json may "
+                f"({artifacts.SUMMARY.limit // artifacts.MiB} MiB, {MAX_UNITS} units): "
+                "merge the legs of one matrix"
+            )
+        docs.append((str(folder), doc))
+    return docs
+
+
+def _owned_files(name: str, folder: Path, doc: Mapping[str, Any]) -> list[str]:
+    """The files the merge copies from the leg ``folder``: every regular file of its units'
+    folders, checked (:func:`tooling.core.legs.files_to_copy`) before anything is written."""
+    owned = {str(u["path"]) for u in doc["units"]}
+    return legs.files_to_copy(name, owned, outdir.listing(folder, COPIED, MAX_PLACES))
+
+
+def _plan_texts(
+    folder: Path, units: Sequence[Mapping[str, Any]], files: Collection[str]
+) -> dict[str, str]:
+    """Each unit's plan text from its leg's folder: only a file of the unit's own folder
+    that the merge checked and copies (``files``), at most :data:`MAX_TEXT` bytes; a
+    damaged or hostile summary.json does not make the merge read any other file."""
     texts = {}
     for unit in units:
-        rel = unit.get("text_file")
-        if not isinstance(rel, str) or not rel:
+        rel, path = unit.get("text_file"), str(unit["path"])
+        if not isinstance(rel, str) or rel not in files or legs.unit_of_file(rel) != path:
             continue
-        path = (folder / rel).resolve()
-        if not path.is_relative_to(folder.resolve()):
-            continue
-        with contextlib.suppress(OSError):  # the report then points to the artifact
-            texts[str(unit.get("path"))] = path.read_text(encoding="utf-8")
+        # unreadable, too large or not UTF-8: the report then points to the artifact
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            fd = os.open(folder / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_TEXT + 1)
+            if len(data) <= MAX_TEXT:
+                texts[path] = data.decode("utf-8")
     return texts
+
+
+def _out_refusal(out: Path, sources: Sequence[Path]) -> str | None:
+    """Why ``--out`` cannot hold the merge of ``sources`` (resolved): it is one of them,
+    inside one, or holds one (the copy would copy itself, or empty a leg's folder)."""
+    target = out.resolve()
+    for source in sources:
+        if target == source:
+            return f"it is the leg folder {source}"
+        if target.is_relative_to(source):
+            return f"it is inside the leg folder {source}"
+        if source.is_relative_to(target):
+            return f"it holds the leg folder {source}"
+    return None
 
 
 def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
     """``invoke report --merge DIR... --out OUT``: the legs' reports as one in OUT
-    (summary.json, comment.md, the unit folders), or a one-line refusal."""
+    (summary.json, comment.md, the unit folders), or a one-line refusal. Every leg is
+    read and checked before OUT is touched."""
     if not folders:
         raise UsageError("--merge needs the legs' plan folders")
+    if len(folders) > MAX_LEGS:
+        raise UsageError(
+            f"--merge: {len(folders)} folders, more legs than one matrix holds ({MAX_LEGS}): "
+            "merge the legs of one matrix"
+        )
     resolved = [f.resolve() for f in folders]
-    if out.resolve() in resolved:
-        raise UsageError(f"--out {out}: it is one of the folders to merge; name a new folder")
-    docs = [(str(f), _load(f)) for f in folders]
+    why = _out_refusal(out, resolved)
+    if why:
+        raise UsageError(f"--out {out}: {why}; name a new folder outside the legs' folders")
+    docs = _load_all(folders)
     doc = legs.merged(docs)
+    copies: list[tuple[Path, list[str]]] = []
     texts: dict[str, str] = {}
-    with outdir.ReportDir.claim(out.resolve(), outdir.PLAN_LAYOUT, root=root) as folder:
-        folder.reset()
-        for (_, leg_doc), source in zip(docs, resolved, strict=True):
-            texts.update(_plan_texts(source, leg_doc["units"]))
-            for sub in ("units", "cascade"):
-                if (source / sub).is_dir():
-                    shutil.copytree(
-                        source / sub, folder.path / sub, symlinks=True, dirs_exist_ok=True
-                    )
+    for (name, leg_doc), source in zip(docs, resolved, strict=True):
+        files = _owned_files(name, source, leg_doc)
+        copies.append((source, files))
+        texts.update(_plan_texts(source, leg_doc["units"], frozenset(files)))
+    owner = {str(u["path"]): name for name, d in docs for u in d["units"]}
+    results = []
+    for unit in doc["units"]:
+        path = str(unit["path"])
         try:
-            results = [legs.result_of(u, texts.get(str(u.get("path")))) for u in doc["units"]]
+            results.append(legs.result_of(unit, texts.get(path)))
         except ValueError as exc:
             raise ToolingError(
-                f"a leg's summary.json holds a unit that is not one: {exc}"
+                f"{owner[path]}: its summary.json holds unit {path}, which is not one ({exc}): "
+                "merge the folders the legs' `invoke plan --leg` wrote, as they wrote them"
             ) from None
-        comment = report.render(
-            results,
-            head=doc.get("head"),
-            base=doc.get("base"),
-            settings=doc.get("settings"),
-            interrupted=bool(doc.get("interrupted")),
-            plans_dir=None,
-        )
+    comment = report.render(
+        results,
+        head=doc.get("head"),
+        base=doc.get("base"),
+        settings=doc.get("settings"),
+        interrupted=bool(doc.get("interrupted")),
+        plans_dir=None,
+    )
+    # every leg checked: only now is OUT claimed and emptied
+    with outdir.ReportDir.claim(out.resolve(), outdir.PLAN_LAYOUT, root=root) as folder:
+        folder.reset()
+        for source, files in copies:
+            for rel in files:
+                outdir.copy_regular(source / rel, folder.path / rel)
         folder.write_text("comment.md", comment)
         # last: a folder with a summary.json is a whole merge, even after a kill
         folder.write_json("summary.json", doc)

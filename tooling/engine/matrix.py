@@ -9,31 +9,23 @@ split into legs is :mod:`tooling.core.shards`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tooling.core import executors, shards
 from tooling.engine.detect import compute_affected, print_affected
-from tooling.errors import ToolingError
+from tooling.io import artifacts
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 
 def _timings(path: Path | None) -> dict[str, float]:
-    """Each unit's plan time in an earlier run's summary.json (``--timings``)."""
+    """Each unit's plan time in an earlier run's summary.json (``--timings``), read as
+    untrusted input (:data:`tooling.io.artifacts.SUMMARY`: a regular file of bounded
+    size matching summary.json's schema)."""
     if path is None:
         return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ToolingError(
-            f"--timings {path}: cannot be read ({exc.strerror}): pass an earlier run's summary.json"
-        ) from None
-    except ValueError as exc:
-        raise ToolingError(f"--timings {path}: not JSON ({exc}): pass a summary.json") from None
-    if not isinstance(doc, dict):
-        raise ToolingError(f"--timings {path}: not a summary.json (no object at the top)")
+    doc = artifacts.read(path, artifacts.SUMMARY, source=f"--timings {path}")
     return shards.unit_costs(doc)
 
 

@@ -70,7 +70,7 @@ SUMMARY = Kind(
     "summary",
     8 * MiB,
     "a summary.json",
-    "pass a plan folder `invoke plan --out` wrote",
+    "pass the summary.json of a plan folder `invoke plan --out` wrote",
 )
 #: ``invoke plan --from-matrix``
 MATRIX = Kind(

@@ -35,6 +35,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -101,6 +102,67 @@ def job_summary(markdown: str, environ: Mapping[str, str] | None = None) -> None
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(redact(markdown).rstrip("\n") + "\n\n")
+
+
+def listing(folder: Path, names: Iterable[str], limit: int) -> list[tuple[str, str]]:
+    """Every place under ``folder``'s entries ``names`` (those present), at any depth,
+    without following a symbolic link: its POSIX path relative to ``folder`` and its kind,
+    ``file`` (regular), ``dir``, ``link`` or ``other`` (a pipe, a device, a socket). More
+    than ``limit`` places: one-line :class:`ToolingError`."""
+    found: list[tuple[str, str]] = []
+    stack = [folder / n for n in names if os.path.lexists(folder / n)]
+    while stack:
+        path = stack.pop()
+        if len(found) >= limit:
+            raise ToolingError(
+                f"{folder}: more than {limit} files and folders under {', '.join(names)}, "
+                "more than any plan report holds: pass the folders `invoke plan` wrote"
+            )
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            raise ToolingError(os_error_line(folder, _named(exc, path), "read it")) from None
+        kind = (
+            "link"
+            if stat.S_ISLNK(mode)
+            else "dir"
+            if stat.S_ISDIR(mode)
+            else "file"
+            if stat.S_ISREG(mode)
+            else "other"
+        )
+        found.append((path.relative_to(folder).as_posix(), kind))
+        if kind == "dir":
+            try:
+                stack.extend(sorted(path.iterdir(), reverse=True))
+            except OSError as exc:
+                raise ToolingError(os_error_line(folder, _named(exc, path), "read it")) from None
+    return found
+
+
+def copy_regular(source: Path, target: Path) -> None:
+    """Copy the regular file ``source`` to the new file ``target`` (its folders made), never
+    through a symbolic link at either end: one swapped in since it was listed is refused."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        src = os.open(source, os.O_RDONLY | os.O_NONBLOCK | flags)
+    except OSError as exc:
+        raise ToolingError(
+            f"{source}: cannot be copied ({exc.strerror}): it changed while it was merged; "
+            "merge again"
+        ) from None
+    with os.fdopen(src, "rb") as reader:
+        if not stat.S_ISREG(os.fstat(reader.fileno()).st_mode):
+            raise ToolingError(
+                f"{source}: not a regular file any more: it changed while it was merged; merge again"
+            )
+        try:
+            dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600)
+        except OSError as exc:
+            raise _named(exc, target) from None
+        with os.fdopen(dst, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
 
 
 # --------------------------------------------------------------------------- the guarded folder
