@@ -411,6 +411,28 @@ def test_two_applies_at_once_branch_the_chain_and_that_is_not_a_problem(repo: Pa
     ran = _audit(repo)
     assert ran.returncode == 0, ran.output
     assert len(ran.stdout.splitlines()) == 3
+    # two that listed the trail at the same moment: both name the same newest record
+    from tooling.io.auditlog import AuditLog
+
+    newest = _keys(repo)[-1]
+    link = audit.link(newest, (trail / newest).read_bytes())
+    log = AuditLog(repo, ws.settings)
+    for apply_id in ("a" * 16, "b" * 16):
+        at = datetime.now(UTC)
+        doc = audit.started(
+            SUMMARY,
+            apply_id=apply_id,
+            head=HEAD,
+            approve_manual=False,
+            at=at,
+            env={},
+            previous=link,
+        )
+        log.put(audit.key(doc, at=at, suffix=f"{apply_id}-started"), audit.encode(doc), done="")
+    _write_apply(repo)  # names one of the two: the other is named by nothing yet
+    ran = _audit(repo)
+    assert ran.returncode == 0, ran.output
+    assert len(ran.stdout.splitlines()) == 6
 
 
 def test_two_first_records_written_at_once_are_both_starts_of_the_chain(repo: Path) -> None:
