@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tooling.core import audit
+from tooling.core.termtext import escape
 from tooling.errors import ToolingError
 from tooling.io.auditlog import AuditLog
 from tooling.io.ui import say
@@ -44,7 +45,7 @@ def _previous(log: AuditLog) -> dict[str, Any] | None:
     try:
         return audit.link(newest, log.read(newest))
     except ToolingError as exc:
-        say(f"warning: {exc}; the new audit record names it without its digest")
+        say(escape(f"warning: {exc}; the new audit record names it without its digest"))
         return audit.link(newest, None)
 
 
@@ -54,7 +55,8 @@ def start_audit(
     """Write the ``started`` record before anything is applied (the plans of ``summary``,
     at ``head``); a record that cannot be written stops the apply here, with nothing applied."""
     log = AuditLog(ws.root, ws.settings)
-    now = datetime.now(UTC)
+    previous = _previous(log)
+    now = datetime.now(UTC)  # after the listing: the key sorts after the record it names
     apply_id = uuid.uuid4().hex[:16]
     doc = audit.started(
         summary,
@@ -63,7 +65,7 @@ def start_audit(
         approve_manual=approve_manual,
         at=now,
         env=os.environ,
-        previous=_previous(log),
+        previous=previous,
     )
     data = audit.encode(doc)
     key = audit.key(doc, at=now, suffix=f"{apply_id}-{audit.STARTED}")
@@ -77,6 +79,7 @@ def append_audit(
 ) -> str:
     """Write the ``completed`` record of the apply that just ended; returns where it went."""
     log = AuditLog(ws.root, ws.settings)
+    previous = _previous(log)
     now = datetime.now(UTC)
     doc = audit.record(
         apply_doc,
@@ -85,7 +88,7 @@ def append_audit(
         env=os.environ,
         apply_id=start.apply_id,
         started_link=start.link,
-        previous=_previous(log),
+        previous=previous,
     )
     key = audit.key(doc, at=now, suffix=f"{start.apply_id}-{audit.COMPLETED}")
     where = log.put(
