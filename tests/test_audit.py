@@ -81,7 +81,7 @@ def test_record_keys_sort_in_time_order_and_since_keeps_that_day_on() -> None:
     assert len(audit.keys_since(keys, None)) == 3
 
 
-def test_every_apply_appends_one_record_to_the_state_bucket_and_audit_lists_them(
+def test_every_apply_writes_a_record_before_and_one_after_to_the_state_bucket_and_audit_lists_them(
     example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3, bucket = s3_state_bucket(monkeypatch, aws_env, f"audit-{tmp_path.name}")
@@ -152,7 +152,7 @@ def test_every_apply_appends_one_record_to_the_state_bucket_and_audit_lists_them
     assert "approved by reviewer run 4242" in lines[1]
 
 
-def test_with_local_state_the_record_goes_under_the_local_state_folder(
+def test_with_local_state_the_records_go_under_the_local_state_folder(
     example_repo: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "plans"
