@@ -198,10 +198,10 @@ def test_a_plan_made_with_local_state_is_refused_when_the_apply_runs_against_s3(
         in results["live/cloud/dns"]["reason"]
     )
     assert not (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
-    # no state was written; the one object is the apply's audit record (a refused apply is
-    # recorded too)
+    # no state was written; the objects are the apply's two audit records, before and after
+    # (a refused apply is recorded too)
     keys = bucket_keys(s3, bucket)
-    assert len(keys) == 1 and next(iter(keys)).startswith("audit/"), keys
+    assert len(keys) == 2 and all(k.startswith("audit/") for k in keys), keys
 
 
 # ------------------------------------------------------------------ item 4: errored.tfstate

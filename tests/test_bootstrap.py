@@ -397,8 +397,11 @@ def test_lan_role_trusts_the_runner_host_and_touches_cluster_state_only(boot: Bo
                     resource == f"{bucket}/live/cloud/dns/*"
                     and statement["Action"] == "s3:GetObject"
                 )
-                # the apply's audit record: added only, never read or deleted
-                or (resource == f"{bucket}/audit/*" and statement["Action"] == "s3:PutObject")
+                # the apply's audit records: added and read (the chain), never deleted
+                or (
+                    resource == f"{bucket}/audit/*"
+                    and statement["Action"] == ["s3:GetObject", "s3:PutObject"]
+                )
             ), resource
     objects = [s for s in document["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in objects] == [f"{bucket}/live/cluster/*", f"{bucket}/audit/*"]

@@ -327,14 +327,17 @@ def drift(c: Context, executor: str = "", out: str = "", issue: bool = False) ->
 @task(
     help={
         "since": "only records written on or after this day (YYYY-MM-DD, UTC)",
-        "json": 'print the records as JSON on stdout ({"records": [...]})',
+        "json": 'print the records as JSON on stdout ({"records": [...], "problems": [...]})',
     }
 )
 def audit(c: Context, since: str = "", json_: bool = False) -> None:
     """The audit trail: one line per apply (commit, result, who approved, run, units), oldest first.
 
-    Every `invoke apply` appends one record under audit/ in the state bucket
-    (IAC_STATE_BUCKET), else under .iac/state/audit/.
+    Every `invoke apply` writes a record under audit/ in the state bucket
+    (IAC_STATE_BUCKET), else under .iac/state/audit/, before it applies anything,
+    and one after: an apply with only the first is listed as interrupted. A damaged
+    record, or one deleted or changed after a later record named it (each names
+    the previous one's SHA-256), is named after the listing, and the task exits 1.
     """
     from tooling.commands.audit import run as read_trail
 

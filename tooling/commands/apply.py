@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tooling.core.record import exit_code, unplanned_error, unplanned_units
 from tooling.engine import planstore, preflight
-from tooling.engine.applier import Applier, append_audit, finish
+from tooling.engine.applier import Applier, finish
+from tooling.engine.audittrail import append_audit, start_audit
 from tooling.errors import ToolingError
 from tooling.io import outdir
 from tooling.io.workspace import Workspace
@@ -26,9 +27,13 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(ws, folder.path, approve_manual=approve_manual)
         preflight.check(ws, [(u.path, u.executor) for u in applier.units])
+        # the trail first: no unit is applied unless its "started" record is written
+        started = start_audit(
+            ws, applier.summary, head=applier.head, approve_manual=applier.approve
+        )
         run = applier.execute()
         finish(folder, applier.document(), run, applier.summary)
-        append_audit(ws, applier.document(), applier.summary)  # one record per apply
+        append_audit(ws, started, applier.document(), applier.summary)
     if run.interrupted:
         return 130
     # a unit whose plan failed (a destroy that could not be planned among them) was not

@@ -37,3 +37,10 @@ def escape(text: str) -> str:
 def has_unsafe(text: str) -> bool:
     """Whether :func:`escape` would change ``text``."""
     return _UNSAFE.search(text) is not None
+
+
+def escape_line(text: str) -> str:
+    """``text`` for one line of output (a name, a record): :func:`escape`, and line
+    feeds and tabs escaped too, so a value can neither start a line of its own nor
+    shift the columns."""
+    return escape(text).replace("\n", "\\x0a").replace("\t", "\\x09")

@@ -47,16 +47,14 @@ not a pipe: if the tool itself is killed, OpenTofu still finishes.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.core import audit, binding, declared, encryption, review
+from tooling.core import binding, declared, encryption, review
 from tooling.core.approval import cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
@@ -79,7 +77,6 @@ from tooling.engine import applysafety, planstore, secrets, verify, workcopies
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
 from tooling.io import artifacts, git, outdir, proc, terragrunt
-from tooling.io.auditlog import AuditLog
 from tooling.io.outdir import read_record as read_record  # the folder's earlier record
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
@@ -475,14 +472,3 @@ def finish(
     folder.job_summary(md)
     waiting = review.waiting_lines(run.units, str(folder.path))
     say("\n".join([*waiting, f"wrote {folder.path / 'apply.json'} and {folder.path / 'apply.md'}"]))
-
-
-def append_audit(ws: Workspace, apply_doc: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
-    """Write the record of the apply that just ended; returns where it went."""
-    now = datetime.now(UTC)
-    doc = audit.record(apply_doc, summary, at=now, env=os.environ)
-    where = AuditLog(ws.root, ws.settings).put(
-        audit.key(doc, at=now, suffix=uuid.uuid4().hex[:8]), doc
-    )
-    say(f"audit record: {where}")
-    return where

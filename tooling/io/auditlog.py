@@ -5,18 +5,22 @@ record holds and how keys are named. With ``IAC_STATE_BUCKET`` the records are
 objects ``audit/…`` in that bucket (next to the units' state, which the same
 identity can already write); with local state they are files under
 ``.iac/state/audit/…``. A record is written once and never changed (each key carries a random
-suffix, so two applies in the same second never meet).
+suffix, so two applies in the same second never meet; a local file is created exclusively).
+A record is read back as bytes, at most :data:`tooling.io.artifacts.AUDIT_RECORD`'s
+limit plus one (an object's size is checked before its body is read), and decoded by
+:func:`tooling.io.artifacts.parse` only.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.io import config, s3
+from tooling.io.artifacts import AUDIT_RECORD, MiB
 
 
 class AuditLog:
@@ -30,9 +34,15 @@ class AuditLog:
     def describe(self, key: str = "audit/") -> str:
         return f"s3://{self.bucket}/{key}" if self.bucket else str(self.local / key)
 
-    def put(self, key: str, doc: dict[str, Any]) -> str:
-        """Write one record; returns where it went."""
-        data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    def put(self, key: str, data: bytes, *, done: str) -> str:
+        """Write one record (its bytes); returns where it went. ``done``: what the apply
+        has done when this write fails (said in the message)."""
+        if len(data) > AUDIT_RECORD.limit:
+            raise ToolingError(
+                f"{self.describe(key)}: the audit record would be larger than "
+                f"{AUDIT_RECORD.limit // MiB} MiB, more than `invoke audit` reads; {done}: "
+                "apply fewer units per plan folder"
+            )
         try:
             if self.bucket:
                 self._client.put_object(
@@ -50,8 +60,7 @@ class AuditLog:
         except Exception as exc:  # boto3 and OS errors alike: one line, what to do
             raise ToolingError(
                 f"{self.describe(key)}: the audit record could not be written ({_reason(exc)}); "
-                "the apply itself is done (apply.json says what it did): give the apply identity "
-                "s3:PutObject on audit/* in the state bucket"
+                f"{done}: give the apply identity s3:PutObject on audit/* in the state bucket"
             ) from None
         return self.describe(key)
 
@@ -76,20 +85,44 @@ class AuditLog:
                 "check the credentials (s3:ListBucket on the state bucket) and IAC_STATE_BUCKET"
             ) from None
 
-    def get(self, key: str) -> dict[str, Any]:
+    def read(self, key: str) -> bytes:
+        """The bytes of one record: at most the limit plus one byte are read, so a record
+        over the limit is refused by :func:`tooling.io.artifacts.parse`, never loaded whole."""
+        limit = AUDIT_RECORD.limit
         try:
             if self.bucket:
-                body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-            else:
-                body = (self.local / key).read_bytes()
-            doc = json.loads(body)
+                size = self._client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
+                if int(size) > limit:
+                    raise ToolingError(self._too_large(key))
+                body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
+                try:
+                    data: bytes = body.read(limit + 1)
+                finally:
+                    body.close()
+                return data
+            path = self.local / key
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolingError(
+                    f"{self.describe(key)}: not a regular file, so not an audit record: "
+                    f"{AUDIT_RECORD.fix}"
+                )
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                return fh.read(limit + 1)
+        except ToolingError:
+            raise
         except Exception as exc:
             raise ToolingError(
-                f"{self.describe(key)}: cannot read this audit record ({_reason(exc)})"
+                f"{self.describe(key)}: cannot read this audit record ({_reason(exc)}); "
+                "check the credentials (s3:GetObject on audit/* in the state bucket)"
             ) from None
-        if not isinstance(doc, dict):
-            raise ToolingError(f"{self.describe(key)}: not an audit record (not a JSON object)")
-        return doc
+
+    def _too_large(self, key: str) -> str:
+        return (
+            f"{self.describe(key)}: refused, larger than {AUDIT_RECORD.limit // MiB} MiB, the "
+            f"most {AUDIT_RECORD.what} holds: {AUDIT_RECORD.fix}"
+        )
 
 
 def _reason(exc: BaseException) -> str:
