@@ -151,6 +151,29 @@ def _alert(page: str, kind: str) -> str:
     return body
 
 
+@pytest.mark.parametrize(
+    ("text", "page"),
+    [
+        (
+            "> [!TIP]\n> one\n> two",
+            '<div class="markdown-alert markdown-alert-tip"><p class="markdown-alert-title">Tip'
+            "</p>\n<p>one\ntwo</p>\n</div>",
+        ),
+        (  # the marker alone in its paragraph leaves no empty one
+            "> [!IMPORTANT]\n>\n> - a\n>   > b",
+            '<div class="markdown-alert markdown-alert-important"><p class="markdown-alert-title">'
+            "Important</p>\n<ul>\n<li>a\n<blockquote>\n<p>b</p>\n</blockquote>\n</li>\n</ul>\n</div>",
+        ),
+        ("> [!DANGER]\n> x", "<blockquote>\n<p>[!DANGER]\nx</p>\n</blockquote>"),
+        ("> x\n> [!NOTE]", "<blockquote>\n<p>x\n[!NOTE]</p>\n</blockquote>"),
+    ],
+)
+def test_the_test_renderer_makes_an_alert_only_of_a_quote_opening_with_a_known_marker(
+    text: str, page: str
+) -> None:
+    assert _html(text).strip() == page
+
+
 def test_the_destroys_warning_renders_as_githubs_alert_with_one_list_item_per_destroy() -> None:
     page = _html(_mixed_report())
     assert "[!WARNING]" not in page
