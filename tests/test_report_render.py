@@ -1,8 +1,8 @@
 """What a reviewer reads in ``comment.md``: the run's settings, mock outputs, grouped gates.
 
 The pure parts are table tests over :mod:`tooling.core.report`; the screenshot
-test renders a real plan's report as GitHub would (markdown to HTML) and looks
-at it in headless Chromium.
+test renders a real plan's report as GitHub would (cmark-gfm and GitHub's alerts,
+tests/github_markdown.py) and looks at it in headless Chromium.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
+from github_markdown import PAGE, render
 from infra_fixtures import invoke, make_example_repo
 
 from tooling.core import report
@@ -193,26 +194,12 @@ def test_the_screenshot_reader_undoes_each_png_filter(channels: int) -> None:
     assert _png_pixels(_png(width, channels, rows, filters)) == (width, len(rows), rows)
 
 
-#: the page around the HTML: GitHub's look, roughly (a column of readable width)
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
-body {{ font-family: sans-serif; max-width: 1000px; margin: 24px auto; font-size: 14px; }}
-table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #d0d7de; padding: 4px 8px; }}
-blockquote {{ border-left: 4px solid #0969da; margin: 0; padding: 0 12px; color: #1f2328; }}
-pre {{ background: #f6f8fa; padding: 8px; overflow: auto; }}
-</style></head><body>
-{body}
-</body></html>
-"""
-
-
 def test_the_example_report_renders_in_headless_chromium(
     tmp_path: Path, tools: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not installed (./dev test installs it with apt-get as root)")
-    import markdown
-
     repo = make_example_repo(tmp_path / "infra")
     out = tmp_path / "plans"
     ran = invoke(repo, "plan", "--all", "--out", str(out))
@@ -220,8 +207,7 @@ def test_the_example_report_renders_in_headless_chromium(
     comment = (out / "comment.md").read_text(encoding="utf-8")
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["settings"]["embedded_default"] is True
-    # GitHub-flavoured enough: tables, fenced code, raw <details> passed through
-    html = markdown.markdown(comment, extensions=["tables", "fenced_code"])
+    html = render(comment)  # as GitHub renders it: raw <details> passed through
     assert html.count("<details>") == len(summary["units"]) + 1  # and the apply-order graph
     assert "<table>" in html and "<summary><code>live/cluster/vms</code>" in html
     assert "embedded default" in html

@@ -3,8 +3,9 @@ folds hold, and how a report too large for one comment is split.
 
 The mixed plan (tests/review_mixed.py) has creates, updates, a replacement with
 its reason, a destroy, a manual gate, a failure, drift, a no-change unit and a
-module bump. Each report is rendered as GitHub renders it (markdown to HTML)
-and asserted on; the screenshots render it in headless Chromium.
+module bump. Each report is rendered as GitHub renders it (cmark-gfm and GitHub's
+alerts, tests/github_markdown.py) and asserted on; the screenshots show that HTML in
+headless Chromium.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import subprocess
 import time
 from pathlib import Path
 
-import markdown
 import pytest
 from ghserver import GitHubAPI
+from github_markdown import PAGE, render
 from infra_fixtures import commit_all, invoke
 from markdown_it import MarkdownIt
 from review_mixed import DEPENDENTS, POLICY, UPSTREAMS, many, mixed, plan, unit
 from schema_check import apply_doc, apply_unit, summary_doc, summary_unit
-from test_report_render import PAGE, _png_pixels
+from test_report_render import _png_pixels
 
 from tooling.commands import ci as flow
 from tooling.core import ci, pages, report, review
@@ -50,7 +51,7 @@ def _mixed_report(**extra: object) -> str:
 
 
 def _html(text: str) -> str:
-    return markdown.markdown(text, extensions=["tables", "fenced_code"])
+    return render(text)
 
 
 def _outside_folds(text: str) -> str:
@@ -135,6 +136,92 @@ def test_a_replacement_names_the_attributes_that_force_it() -> None:
     ]
 
 
+def _alerts(page: str, kind: str) -> list[str]:
+    """The bodies of the page's ``kind`` alerts (GitHub's markup), after their title."""
+    opening = f'<div class="markdown-alert markdown-alert-{kind}">'
+    title = f'<p class="markdown-alert-title">{kind.capitalize()}</p>\n'
+    bodies = [b.split("</div>")[0] for b in page.split(opening)[1:]]
+    assert all(b.startswith(title) for b in bodies), bodies
+    return [b.removeprefix(title) for b in bodies]
+
+
+def _alert(page: str, kind: str) -> str:
+    """The body of the page's one ``kind`` alert."""
+    (body,) = _alerts(page, kind)
+    return body
+
+
+@pytest.mark.parametrize(
+    ("text", "page"),
+    [
+        (
+            "> [!TIP]\n> one\n> two",
+            '<div class="markdown-alert markdown-alert-tip"><p class="markdown-alert-title">Tip'
+            "</p>\n<p>one\ntwo</p>\n</div>",
+        ),
+        (  # the marker alone in its paragraph leaves no empty one
+            "> [!IMPORTANT]\n>\n> - a\n>   > b",
+            '<div class="markdown-alert markdown-alert-important"><p class="markdown-alert-title">'
+            "Important</p>\n<ul>\n<li>a\n<blockquote>\n<p>b</p>\n</blockquote>\n</li>\n</ul>\n</div>",
+        ),
+        ("> [!DANGER]\n> x", "<blockquote>\n<p>[!DANGER]\nx</p>\n</blockquote>"),
+        ("> x\n> [!NOTE]", "<blockquote>\n<p>x\n[!NOTE]</p>\n</blockquote>"),
+    ],
+)
+def test_the_test_renderer_makes_an_alert_only_of_a_quote_opening_with_a_known_marker(
+    text: str, page: str
+) -> None:
+    assert _html(text).strip() == page
+
+
+def test_the_destroys_warning_renders_as_githubs_alert_with_one_list_item_per_destroy() -> None:
+    page = _html(_mixed_report())
+    assert "[!WARNING]" not in page
+    assert "<blockquote>" not in page  # the only quote in the report is the alert
+    warning = _alert(page, "warning")
+    assert warning.startswith("<p><strong>Destroys and replacements:</strong></p>\n<ul>\n")
+    items = re.findall(r"<li>(.*?)</li>", warning, re.DOTALL)
+    assert items == [
+        "🗑️ <strong>destroy</strong> (unit deleted) in <code>live/cloud/legacy</code> (1): "
+        "<code>terraform_data.old</code>",
+        "♻️ <strong>replace</strong> in <code>live/cloud/dns</code> (1): "
+        "<code>terraform_data.record[&quot;www&quot;]</code>. Why: <code>input</code> forces "
+        "replacement (an attribute that cannot be updated in place changed)",
+    ]
+
+    first = pages.paginate(
+        "", [("", report.render(many(200), head=SHA, budget=10**9))], budget=65_536
+    )[0]
+    items = re.findall(r"<li>(.*?)</li>", _alert(_html(first), "warning"))
+    assert items == [
+        f"🗑️ <strong>delete</strong> in <code>live/cluster/u{i:03d}</code> (1): "
+        f"<code>terraform_data.gone{i}</code>"
+        for i in range(0, 200, 10)
+    ]
+
+
+def test_every_alert_the_report_writes_renders_as_githubs_alert_not_as_its_marker() -> None:
+    results = [
+        dataclasses.replace(r, mocked_dependencies=("live/cluster/network",))
+        if r.path == "live/cluster/vms"
+        else r
+        for r in mixed()
+    ]
+    text = report.render(results, settings={"embedded_default": True}, interrupted=True)
+    for marker in ("[!CAUTION]", "[!NOTE]", "[!WARNING]"):
+        assert f"\n> {marker}\n" in text
+    page = _html(text)
+    assert "[!" not in page and "<blockquote>" not in page
+    assert _alert(page, "caution").startswith("<p><strong>Interrupted:</strong> the run was")
+    embedded, mocked = _alerts(page, "note")
+    assert embedded.startswith("<p>Planned on the <strong>embedded default</strong>:")
+    assert mocked.startswith("<p><strong>Planned against mock outputs</strong>")
+    assert "<li><code>live/cluster/vms</code>: mocked <code>live/cluster/network</code></li>" in (
+        mocked
+    )
+    assert "<li>" in _alert(page, "warning")
+
+
 def test_changes_outside_opentofu_have_their_own_section() -> None:
     text = _outside_folds(_mixed_report())
     block = text.split("**🔀 Changes outside OpenTofu**")[1].split("\n\n")[1]
@@ -182,7 +269,7 @@ def test_plan_text_is_in_diff_fences_with_the_markers_in_the_first_column() -> N
     assert '        id     = "5f1c"' in fenced  # unchanged lines keep their place
     dns = text.split("<summary><code>live/cloud/dns</code>")[1].split("</details>")[0]
     assert '-/+ resource "terraform_data" "record" {' in dns
-    assert '<code class="language-diff">' in _html(vms.split("\n\n", 2)[2])
+    assert '<pre lang="diff"><code>' in _html(vms.split("\n\n", 2)[2])  # GitHub colours it
 
 
 def test_units_without_changes_are_one_line_not_a_fold() -> None:
