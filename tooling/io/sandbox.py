@@ -134,19 +134,24 @@ def rewrites(sources: Iterable[str], built: Path) -> tuple[tuple[str, str], ...]
     """``(url_prefix, file_url)`` pairs mapping each pinned repository onto the sandbox.
 
     A source like ``git::https://host/org/terraform-dns.git//sub?ref=v1`` maps
-    ``https://host/org/terraform-dns.git`` to the built ``terraform-dns.git``.
-    Repositories the catalog does not have are left alone.
+    ``https://host/org/terraform-dns.git`` to the built ``terraform-dns.git``, and
+    every other repository of the catalog under ``https://host/org/`` alike: a unit
+    the model cannot evaluate (its source unknown) still fetches from the sandbox,
+    never from a host that does not exist, and the working-copy check refuses it
+    saying why. Repositories the catalog does not have are left alone.
     """
-    available = {p.name for p in built.iterdir() if p.name.endswith(".git")}
+    available = sorted(p.name for p in built.iterdir() if p.name.endswith(".git"))
     pairs: dict[str, str] = {}
     for source in sources:
         url = source.removeprefix("git::").split("?", 1)[0]
         scheme_end = url.find("://")
         sub = url.find("//", scheme_end + 3 if scheme_end >= 0 else 0)
-        repo_url = url[:sub] if sub >= 0 else url
-        name = repo_url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-        if not name.endswith(".git"):
-            name += ".git"
-        if name in available:
-            pairs[repo_url] = (built / name).as_uri()
+        repo_url = (url[:sub] if sub >= 0 else url).rstrip("/")
+        cut = max(repo_url.rfind("/"), repo_url.rfind(":")) + 1  # org/ or host: (scp form)
+        org, name = repo_url[:cut], repo_url[cut:]
+        if (name if name.endswith(".git") else name + ".git") not in available:
+            continue
+        suffix = ".git" if repo_url.endswith(".git") else ""
+        for repo in available:
+            pairs[f"{org}{repo.removesuffix('.git')}{suffix}"] = (built / repo).as_uri()
     return tuple(sorted(pairs.items()))
