@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from infra_fixtures import invoke, make_example_repo
+from ghserver import GitHubAPI
+from infra_fixtures import REPO, invoke, invoke_in_process, make_example_repo
 from markdown_it import MarkdownIt
 
 from tooling.core import mdtext, report, review, termtext
@@ -117,3 +118,14 @@ def test_an_error_naming_escape_sequences_reaches_the_terminal_escaped(tmp_path:
     assert ran.returncode != 0
     assert "\x1b" not in ran.stderr and RLO not in ran.stderr and "\x07" not in ran.stderr
     assert "\\x1b[2J" in ran.stderr or "\\u202e" in ran.stderr, ran.stderr
+
+
+def test_a_runner_named_with_escape_sequences_is_listed_escaped(github_api: GitHubAPI) -> None:
+    github_api.state.add_runner(f"lan-1{ESC_TITLE}{RLO}", ["lan"])
+    env = {**github_api.env(), "GITHUB_TOKEN": "", "IAC_RUNNERS_TOKEN": github_api.token}
+
+    ran = invoke_in_process(REPO, "runners", env=env)
+
+    assert ran.returncode == 0, ran.output
+    assert "\x1b" not in ran.output and RLO not in ran.output and "\x07" not in ran.output
+    assert "lan-1\\x1b]0;owned\\x07\\u202e" in ran.stdout
