@@ -90,6 +90,7 @@ VAULT_SECRETS = {
 DNS = "live/cloud/dns"
 VMS = "live/cluster/vms"
 REGISTRY = "live/cloud/registry"
+NETWORK = "live/cluster/network"
 
 
 # --------------------------------------------------------------------------- the stage
@@ -809,6 +810,55 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     assert fresh.returncode == 0, fresh.output
     statuses = {u["path"]: u["status"] for u in summary_of(out)["units"]}
     assert len(statuses) == 7 and set(statuses.values()) == {"no-changes"}, statuses
+
+
+def test_a_vm_beside_its_network_in_one_merge_applies_after_one_approval_of_its_replan(
+    world: World,
+) -> None:
+    """network's VLAN and a VM change in one merge: network applies (auto), vms is
+    re-planned on its new outputs before the approval is asked for, the report shows
+    that re-plan, and the one approval job applies exactly it."""
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    api.state.add_run("apply.yml", base)
+    git(repo, "checkout", "--quiet", "-b", "vlan")
+    edit(repo, f"{NETWORK}/terragrunt.hcl", "vlan_id   = 40", "vlan_id   = 41")
+    edit(
+        repo,
+        f"{VMS}/terragrunt.hcl",
+        "node-3 = { cores = 4, memory_mb = 8192",
+        "node-3 = { cores = 4, memory_mb = 16384",
+    )
+    commit_all(repo, "network: VLAN 41; node-3: more memory")
+    world.push("vlan")
+    number = int(api.state.add_pull(head="vlan", title="VLAN 41")["number"])
+    git(repo, "checkout", "--quiet", "main")
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "vlan")
+    merged = world.push("main")
+    api.state.merge(number, merged)
+
+    run = world.act(
+        "apply.yml", "push", push_event(base, merged), sha=merged, ref="refs/heads/main"
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    auto = json.loads((run.artifact("apply-auto-lan") / "apply.json").read_text())
+    assert units_of(auto)[NETWORK]["result"] == "applied"
+    waiting = units_of(auto)[VMS]
+    assert waiting["result"] == "waiting-approval" and waiting["cascaded"] is True, waiting
+    replan = run.artifact("apply-auto-lan") / waiting["waiting_plan"]["text_file"]
+    assert re.search(r"vlan_id\s*=\s*(40\s*->\s*)?41\b", replan.read_text()), replan.read_text()
+    # the report on the pull request shows the re-plan the approval applies
+    report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
+    assert (
+        len(report) == 1
+        and "The plan to approve for <code>live/cluster/vms</code>" in report[0]["body"]
+    )
+    # one approval: vms applied, from its re-plan, on VLAN 41
+    manual = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
+    assert units_of(manual)[VMS]["result"] == "applied", units_of(manual)[VMS]
+    state = json.dumps(world.state(VMS))
+    assert re.search(r'"vlan_id": "?41\b', state), state
+    assert "16384" in state
 
 
 # --------------------------------------------------------------------------- 2b. legs

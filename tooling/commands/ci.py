@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import ci, legs, pages
+from tooling.core.legs import leg_names
+from tooling.core.record import WaitingPlan
+from tooling.engine import planstore
 from tooling.engine.matrix import matrix as affected_matrix
 from tooling.errors import ToolingError, UsageError
 from tooling.io import artifacts, git, outdir
@@ -118,6 +121,22 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
             ci.Section(executor, report.read_text(encoding="utf-8") if report.is_file() else None)
         )
     return sections
+
+
+def _waiting_in(folder: Path, executor: str) -> list[ci.Waiting]:
+    """The units an auto apply's record (``folder/apply.json``, an artifact) leaves
+    waiting, with the text of each re-plan it names inside ``folder/cascade/``."""
+    record = artifacts.read(folder / "apply.json", artifacts.APPLY_RECORD)
+    texts: dict[str, str | None] = {}
+    for unit in record["units"]:
+        try:
+            plan = WaitingPlan.from_entry(unit)
+        except ValueError as exc:
+            say(f"::error::{folder / 'apply.json'}: {unit['path']}: {exc}")
+            continue
+        if plan is not None:
+            texts[str(unit["path"])] = planstore.text(folder, plan.text_file)
+    return ci.waiting_in_record(record, executor, texts)
 
 
 def _matrix(text: str, *, empty: bool = True) -> dict[str, Any]:
@@ -293,7 +312,13 @@ def apply_report(
     _merge_legs(plans, doc)
     sections = _sections(plans, executors)
     waiting: list[ci.Waiting] = []
-    for executor in executors:
+    for executor, names in leg_names(legs).items():
+        records = [plans / f"apply-auto-{name}" for name in names]
+        if all((r / "apply.json").exists() for r in records):
+            # what the auto apply left waiting, re-plans included: the approval's plans
+            for folder in records:
+                waiting += _waiting_in(folder, executor)
+            continue
         summary = plans / f"plan-{executor}" / "summary.json"
         if summary.exists():
             waiting += ci.manual_units(artifacts.read(summary, artifacts.SUMMARY), executor)

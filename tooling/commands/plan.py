@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,7 @@ def _plan_into(
 
     root = ws.root
     out_dir = folder.path
+    started = datetime.now(UTC)
     head_sha = git.rev_parse(root, "HEAD")
     # plans read the working tree: its uncommitted changes are planned, and the report says so
     pending = git.uncommitted(root, ws.git_prefix)
@@ -218,6 +220,7 @@ def _plan_into(
         settings=ws.run_settings,
         interrupted=interrupted,
         worktree=tree_state,
+        planned_at=started,
     )
     write_summary(out_dir, summary)
     page = _page_context(ws, model, change, head_sha, out_dir)
