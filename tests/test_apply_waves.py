@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import invoke, read_summary
+from infra_fixtures import EXAMPLE_FILES, REPO, commit_all, git, invoke, read_summary
 
 pytestmark = pytest.mark.e2e
 
@@ -38,9 +39,27 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _in_sub_folder(top: Path) -> Path:
+    """The example with its project root in ``infra/`` of a larger git repository."""
+    infra = top / "infra"
+    infra.mkdir(parents=True)
+    for name in EXAMPLE_FILES:
+        shutil.copy2(REPO / name, infra / name)
+    shutil.copytree(
+        REPO / "live", infra / "live", ignore=shutil.ignore_patterns(".terragrunt-cache")
+    )
+    (top / "README.md").write_text("the company's monorepo\n")
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "infrastructure in infra/")
+    return infra
+
+
+@pytest.mark.parametrize("layout", ["git top", "sub-folder"])
 def test_the_example_converges_from_empty_state_with_one_approval_per_wave_on_one_folder(
-    example_repo: Path, tmp_path: Path
+    example_repo: Path, tmp_path: Path, layout: str
 ) -> None:
+    if layout == "sub-folder":
+        example_repo = _in_sub_folder(tmp_path / "monorepo")
     # the plan is the batch planner's (one Terragrunt process), each re-plan the per-unit one
     out = tmp_path / "plans"
     ran = invoke(example_repo, "plan", "--all", "--out", str(out))
@@ -111,7 +130,7 @@ def test_a_waiting_replan_changed_after_it_was_shown_is_refused_with_the_approva
     assert code == 1
     assert units[VMS]["result"] == "refused", units[VMS]
     assert "does not match the reviewed plan" in units[VMS]["reason"]
-    assert not (example_repo / ".iac/state" / VMS / "terraform.tfstate").exists()
+    assert not (example_repo / ".iac/state" / VMS / "terraform.tfstate").exists()  # never applied
 
 
 def test_a_record_naming_a_replan_outside_the_folder_is_refused(

@@ -91,6 +91,8 @@ DNS = "live/cloud/dns"
 VMS = "live/cluster/vms"
 REGISTRY = "live/cloud/registry"
 NETWORK = "live/cluster/network"
+NETWORK_B = "live/cluster/network-b"
+VMS_B = "live/cluster/vms-b"
 
 
 # --------------------------------------------------------------------------- the stage
@@ -815,25 +817,29 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
 def test_a_vm_beside_its_network_in_one_merge_applies_after_one_approval_of_its_replan(
     world: World,
 ) -> None:
-    """network's VLAN and a VM change in one merge: network applies (auto), vms is
-    re-planned on its new outputs before the approval is asked for, the report shows
-    that re-plan, and the one approval job applies exactly it."""
+    """A new network and new VMs on it in one merge: the network applies (auto), the
+    VMs, planned on its mock outputs, are re-planned on the real ones before the
+    approval is asked for; the report shows that re-plan and one approval applies it."""
     repo, api = world.repo, world.api
     base = git(repo, "rev-parse", "HEAD").strip()
     api.state.add_run("apply.yml", base)
-    git(repo, "checkout", "--quiet", "-b", "vlan")
-    edit(repo, f"{NETWORK}/terragrunt.hcl", "vlan_id   = 40", "vlan_id   = 41")
+    git(repo, "checkout", "--quiet", "-b", "second-network")
+    shutil.copytree(repo / NETWORK, repo / NETWORK_B)
+    edit(repo, f"{NETWORK_B}/terragrunt.hcl", 'bridge    = "vmbr1"', 'bridge    = "vmbr2"')
+    shutil.copytree(repo / VMS, repo / VMS_B)
     edit(
         repo,
-        f"{VMS}/terragrunt.hcl",
-        "node-3 = { cores = 4, memory_mb = 8192",
-        "node-3 = { cores = 4, memory_mb = 16384",
+        f"{VMS_B}/terragrunt.hcl",
+        'config_path = "../network"',
+        'config_path = "../network-b"',
     )
-    commit_all(repo, "network: VLAN 41; node-3: more memory")
-    world.push("vlan")
-    number = int(api.state.add_pull(head="vlan", title="VLAN 41")["number"])
+    commit_all(repo, "a second network and VMs on it")
+    world.push("second-network")
+    number = int(api.state.add_pull(head="second-network", title="network b")["number"])
     git(repo, "checkout", "--quiet", "main")
-    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "vlan")
+    git(
+        repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "second-network"
+    )
     merged = world.push("main")
     api.state.merge(number, merged)
 
@@ -841,24 +847,23 @@ def test_a_vm_beside_its_network_in_one_merge_applies_after_one_approval_of_its_
         "apply.yml", "push", push_event(base, merged), sha=merged, ref="refs/heads/main"
     )
     assert run.returncode == 0, run.output[-6000:]
+    plan = summary_of(run.artifact("plan-lan"))
+    assert {u["path"]: u["mocked_dependencies"] for u in plan["units"]}[VMS_B] == [NETWORK_B]
     auto = json.loads((run.artifact("apply-auto-lan") / "apply.json").read_text())
-    assert units_of(auto)[NETWORK]["result"] == "applied"
-    waiting = units_of(auto)[VMS]
+    assert units_of(auto)[NETWORK_B]["result"] == "applied"
+    waiting = units_of(auto)[VMS_B]
     assert waiting["result"] == "waiting-approval" and waiting["cascaded"] is True, waiting
-    replan = run.artifact("apply-auto-lan") / waiting["waiting_plan"]["text_file"]
-    assert re.search(r"vlan_id\s*=\s*(40\s*->\s*)?41\b", replan.read_text()), replan.read_text()
+    replan = (run.artifact("apply-auto-lan") / waiting["waiting_plan"]["text_file"]).read_text()
+    assert "vmbr2" in replan and "vmbr-mock" not in replan, replan
     # the report on the pull request shows the re-plan the approval applies
     report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
-    assert (
-        len(report) == 1
-        and "The plan to approve for <code>live/cluster/vms</code>" in report[0]["body"]
-    )
-    # one approval: vms applied, from its re-plan, on VLAN 41
+    assert len(report) == 1
+    assert f"The plan to approve for <code>{VMS_B}</code>" in report[0]["body"]
+    # one approval: the VMs applied from their re-plan, on the new bridge
     manual = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
-    assert units_of(manual)[VMS]["result"] == "applied", units_of(manual)[VMS]
-    state = json.dumps(world.state(VMS))
-    assert re.search(r'"vlan_id": "?41\b', state), state
-    assert "16384" in state
+    assert units_of(manual)[VMS_B]["result"] == "applied", units_of(manual)[VMS_B]
+    state = json.dumps(world.state(VMS_B))
+    assert "vmbr2" in state and "vmbr-mock" not in state
 
 
 # --------------------------------------------------------------------------- 2b. legs
