@@ -452,6 +452,8 @@ from tooling.citasks import (  # noqa: E402  (after use_usage_exit_codes(), as e
     manual_status,
     plan_comment,
     report,
+    reviewed_check,
+    reviewed_run,
 )
 from tooling.repotasks import (  # noqa: E402
     adopt,
@@ -483,6 +485,8 @@ ns = Collection(
     apply_report,
     manual_status,
     manual_gate,
+    reviewed_run,
+    reviewed_check,
     clean_runner,
     bump_module,
     outdated,
