@@ -1281,3 +1281,43 @@ def test_merge_queue_fails_the_check_naming_the_unit_whose_plan_differs_and_pass
         'differs from the reviewed plan: terraform_data.record["cluster"]: update, '
         "not in the reviewed plan"
     )
+
+
+def test_the_apply_after_a_merge_through_the_queue_compares_with_the_merge_groups_plans(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    api.state.add_run("apply.yml", base)  # the last successful apply: the base
+    git(repo, "checkout", "--quiet", "-b", "change")
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.10"', 'value = "203.0.113.11"')
+    commit_all(repo, "DNS: move api")
+    head = world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record", head_sha=head)["number"])
+    reviewed = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert reviewed.returncode == 0, reviewed.output[-6000:]
+    api.state.add_run(
+        "plan.yml", head, branch="change", event="pull_request", run_id=reviewed.run_id
+    )
+    git(repo, "checkout", "--quiet", "--detach", base)
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
+    group, queued = _queue(world, number, base)
+    assert queued.returncode == 0, queued.output[-6000:]
+    api.state.add_run("plan.yml", group, event="merge_group", run_id=queued.run_id)
+
+    # the queue fast-forwards main to the group's commit
+    assert world.push("main") == group
+    api.state.merge(number, group)
+    run = world.act("apply.yml", "push", push_event(base, group), sha=group, ref="refs/heads/main")
+    assert run.returncode == 0, run.output[-6000:]
+    assert f"the merge group's plan.yml run {queued.run_id}" in run.output
+    auto = json.loads((run.artifact("apply-auto-hosted") / "apply.json").read_text())
+    assert units_of(auto)[DNS]["result"] == "applied"
+    assert units_of(summary_of(run.artifact("plan-hosted")))[DNS]["gate"]["decision"] == "auto"
+    assert "203.0.113.11" in json.dumps(world.state(DNS))
