@@ -7,7 +7,7 @@ folder of plan folders, one per leg, as ``download-artifact`` writes them
 
 - every ``summary.json`` is read through :mod:`tooling.io.artifacts` (a regular
   file, within its size limit and schema);
-- a unit's reviewed plan must be at its own place, ``units/<path>/plan.tfplan``,
+- a unit's reviewed plan must be at its own place (:func:`planstore.plan_path`),
   every folder on the way a real folder, never a symlink; its bytes are read once
   (``O_NOFOLLOW``), their SHA-256 checked against the summary's ``plan_sha256``,
   and that very copy, in a private temporary folder, is what OpenTofu reads;
@@ -150,7 +150,7 @@ class ReviewedPlans:
                 f"{expected}: its SHA-256 is not the one summary.json records (altered or swapped)"
             )
         with tempfile.TemporaryDirectory(prefix="iac-reviewed-") as scratch:
-            copy = Path(scratch) / planstore.PLAN_NAME
+            copy = planstore.private_plan(Path(scratch), "reviewed")
             copy.write_bytes(data)
             shown: dict[str, Any] = planstore.show(run_dir, copy, env)
         return summarize(shown)
