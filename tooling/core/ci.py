@@ -431,3 +431,31 @@ def manual_statuses(
         applied = sum(1 for u in units if u.get("result") == "applied")
         out.append(_status(executor, "success", f"applied after approval: {applied} unit(s)"))
     return out
+
+
+#: the branch GitHub's merge queue makes for a merge group: ``gh-readonly-queue/<base>/pr-<N>-<sha>``
+_QUEUE_REF = re.compile(
+    r"(?:refs/heads/)?gh-readonly-queue/.+/pr-(?P<number>[0-9]{1,9})-[0-9a-f]{40}"
+)
+
+
+def queued_pull(head_ref: str) -> int | None:
+    """The pull request a merge group's branch (``merge_group.head_ref``) was made for:
+    the last one in the group (its commit holds the ones queued before it)."""
+    match = _QUEUE_REF.fullmatch(head_ref)
+    return int(match["number"]) if match else None
+
+
+def reviewed_differences(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(unit, reason)`` of each unit of a plan folder's summary.json whose gate says
+    its plan differs from the reviewed plan (``plan --reviewed``)."""
+    from tooling.core.approval import DIFFERS
+
+    found: list[tuple[str, str]] = []
+    for unit in summary.get("units") or ():
+        gate = unit.get("gate") if isinstance(unit, Mapping) else None
+        reasons = gate.get("reasons") if isinstance(gate, Mapping) else None
+        for reason in reasons if isinstance(reasons, list) else ():
+            if isinstance(reason, str) and reason.startswith(DIFFERS):
+                found.append((str(unit.get("path")), reason))
+    return found

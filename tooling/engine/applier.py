@@ -15,7 +15,9 @@ For each unit of ``DIR/summary.json``, in order:
    mismatch refuses the unit (never a silent re-plan). Plans of a dirty tree
    are refused as a whole;
 5. the gate is recomputed from the saved plan itself (``show -json``) and
-   policy.toml, never read from ``summary.json``: ``manual`` units wait
+   policy.toml, never read from ``summary.json``; with ``--reviewed PR_DIR`` a
+   plan that differs from the pull request's reviewed plan is ``manual``
+   (:mod:`tooling.engine.reviewed`): ``manual`` units wait
    (``waiting-approval``) unless ``--approve-manual``;
 6. the saved plan is applied; OpenTofu's own stale-plan and lineage refusals
    are ``refused``, a lock error names the lock's ID, holder and age and the
@@ -56,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import applypolicy, binding, declared, encryption, review
-from tooling.core.approval import cascade_wait
+from tooling.core.approval import against_reviewed, cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -77,6 +79,7 @@ from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
 from tooling.core.targets import unit_target
 from tooling.engine import applysafety, planstore, secrets, verify, workcopies
+from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.summary import planned_units
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
@@ -95,8 +98,19 @@ def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> t
 
 
 class Applier:
-    def __init__(self, ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        plans_dir: Path,
+        *,
+        approve_manual: bool,
+        reviewed: ReviewedPlans | None = None,
+    ) -> None:
         self.ws = ws
+        #: the pull request's reviewed plans (``--reviewed``): a unit whose saved plan
+        #: differs from its reviewed plan is manual (:meth:`gate_of`)
+        self.reviewed = reviewed
+        self._differs: dict[str, list[str]] = {}
         self.dir = plans_dir.resolve()
         self.approve = approve_manual
         summary_path = self.dir / "summary.json"
@@ -280,13 +294,18 @@ class Applier:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
         model_unit = self.model.units.get(unit.path)
         gate_class = "manual" if unit.destroy or model_unit is None else model_unit.gate
-        return decide(
+        gate = decide(
             status=Status.CHANGES,
             declared=gate_class,
             summary=summary,
             destroy=unit.destroy,
             policy=self.policy,
         )
+        if self.reviewed is not None and unit.path not in self._differs:
+            self._differs[unit.path] = self.reviewed.differences(
+                unit.path, summary, self.run_dir(unit), self.env
+            )
+        return against_reviewed(gate, self._differs.get(unit.path))
 
     def one(self, unit: Result) -> None:
         path = unit.path
@@ -446,12 +465,16 @@ class Applier:
                 gate=self.gate_of(unit, reviewed).decision,
             )
             return
-        gate = decide(
-            status=fresh.status,
-            declared=model_unit.gate,
-            summary=fresh.summary,
-            destroy=False,
-            policy=self.policy,
+        # a merge plan that differs from the pull request's reviewed one stays manual
+        gate = against_reviewed(
+            decide(
+                status=fresh.status,
+                declared=model_unit.gate,
+                summary=fresh.summary,
+                destroy=False,
+                policy=self.policy,
+            ),
+            self._differs.get(path),
         )
         if fresh.status == Status.NO_CHANGES:
             self.record(
