@@ -150,3 +150,38 @@ def test_a_record_naming_a_replan_outside_the_folder_is_refused(
 
     assert code == 1
     assert units[VMS]["result"] == "refused" and "record was altered" in units[VMS]["reason"]
+
+
+REGISTRY, REPOS = "live/cloud/registry", '["web", "api", "worker"]'
+
+
+def test_a_cascaded_unit_whose_merge_plan_differs_from_the_reviewed_one_stays_manual(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """registry reads iam's outputs (mocks before iam exists): its re-plan after iam
+    applies is auto by itself, but the merge's plan is not the one reviewed."""
+    repo = example_repo
+    edit_file = repo / REGISTRY / "terragrunt.hcl"
+    git(repo, "checkout", "--quiet", "-b", "pr")
+    edit_file.write_text(edit_file.read_text().replace(REPOS, '["web", "api", "worker", "cache"]'))
+    commit_all(repo, "registry: a cache repository")
+    reviewed = tmp_path / "pr"
+    assert invoke(repo, "plan", "--all", "--out", str(reviewed)).returncode == 0
+    # main, after the merge, holds one more repository than the pull request showed
+    git(repo, "checkout", "--quiet", "main")
+    edit_file.write_text(
+        edit_file.read_text().replace(REPOS, '["web", "api", "worker", "cache", "jobs"]')
+    )
+    commit_all(repo, "merge: registry with cache and jobs")
+    merged = tmp_path / "merged"
+    ran = invoke(repo, "plan", "--all", "--out", str(merged), "--reviewed", str(reviewed))
+    assert ran.returncode == 0, ran.output
+
+    code, units, output = _apply(repo, merged, "--reviewed", str(reviewed))
+
+    assert code == 0, output
+    assert units["live/cloud/iam"]["result"] == "applied"
+    registry = units[REGISTRY]
+    assert registry["cascaded"] is True and registry["result"] == "waiting-approval", registry
+    assert registry["gate"] == "manual" and "differs from the reviewed plan" in registry["reason"]
+    assert not (repo / ".iac/state" / REGISTRY / "terraform.tfstate").exists()
