@@ -199,9 +199,11 @@ class RepoState:
         draft: bool = False,
         labels: Iterable[str] = (),
         user: Mapping[str, Any] = HUMAN,
+        head_sha: str | None = None,
     ) -> JSON:
         """Create a pull request directly (e.g. a closed, unmerged one); returns its
-        API representation. ``merged=True`` implies ``state="closed"``."""
+        API representation. ``merged=True`` implies ``state="closed"``; ``head_sha``: its
+        head commit (default: a made-up one from its number)."""
         with self.lock:
             if merged:
                 state = "closed"
@@ -228,17 +230,27 @@ class RepoState:
                 "draft": draft,
                 "merged": merged,
                 "merged_at": now if merged else None,
+                "head_sha": head_sha,
             }
             self._label(number, labels)
             return self.pull_json(number)
 
     def add_run(
-        self, workflow: str, head_sha: str, *, branch: str = "main", conclusion: str = "success"
+        self,
+        workflow: str,
+        head_sha: str,
+        *,
+        branch: str = "main",
+        conclusion: str = "success",
+        event: str = "push",
+        run_id: int | None = None,
     ) -> JSON:
-        """Record a completed run of ``workflow`` (a file name such as ``apply.yml``)."""
+        """Record a completed run of ``workflow`` (a file name such as ``apply.yml``)
+        for ``event``; ``run_id``: its id (a rehearsed run's GITHUB_RUN_ID)."""
         with self.lock:
             run = {
-                "id": self._new_id(),
+                "id": run_id if run_id is not None else self._new_id(),
+                "event": event,
                 "path": f".github/workflows/{workflow}",
                 "head_branch": branch,
                 "head_sha": head_sha,
@@ -441,7 +453,7 @@ class RepoState:
                 "head": {
                     "label": f"{pr['head_owner']}:{pr['head']}",
                     "ref": pr["head"],
-                    "sha": f"{number:040x}",
+                    "sha": pr.get("head_sha") or f"{number:040x}",
                     "repo": repo,
                 },
                 "base": {
@@ -831,6 +843,7 @@ def add_labels(call: _Call) -> tuple[int, Any]:
 def list_runs(call: _Call) -> tuple[int, Any]:
     workflow = call.params["workflow"]
     branch, status = call.arg("branch"), call.arg("status")
+    event, head_sha = call.arg("event"), call.arg("head_sha")
     with call.state.lock:
         runs = [
             {**r, "status": r["status"]}
@@ -838,6 +851,8 @@ def list_runs(call: _Call) -> tuple[int, Any]:
             if r["path"].rsplit("/", 1)[-1] == workflow
             and (branch is None or r["head_branch"] == branch)
             and (status is None or status in (r["status"], r["conclusion"]))
+            and (event is None or r["event"] == event)
+            and (head_sha is None or r["head_sha"] == head_sha)
         ]
     code, page = call.page(runs)
     return code, {"total_count": len(runs), "workflow_runs": page}

@@ -225,7 +225,7 @@ def test_a_replan_differs_from_the_approved_plan_by_values_not_only_actions() ->
         'terraform_data.vm["node-1"]: other values of token'
     ]
     assert differences(approved, _vm_plan("vmbr-mock", action="update")) == [
-        'terraform_data.vm["node-1"]: update instead of the approved create'
+        'terraform_data.vm["node-1"]: update instead of create in the approved plan'
     ]
     manual = Gate("manual", ("touches a node/VM",))
     assert (

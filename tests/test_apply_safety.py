@@ -111,9 +111,9 @@ def test_editing_summary_json_to_auto_does_not_let_a_vm_change_apply(
 @pytest.mark.parametrize(
     ("break_it", "named"),
     [
-        (lambda u: u.update(status="applied-already"), "'applied-already' is not a valid Status"),
-        (lambda u: u.pop("path"), "path: expected a string"),
-        (lambda u: u.update(plan_sha256=["a"]), "plan_sha256: expected a string or null"),
+        (lambda u: u.update(status="applied-already"), "at units/0/status: not one of"),
+        (lambda u: u.pop("path"), "at units/0: a required field is missing: path"),
+        (lambda u: u.update(plan_sha256=["a"]), "at units/0/plan_sha256: expected string or null"),
     ],
 )
 def test_a_summary_unit_that_is_not_a_planned_unit_stops_the_apply_naming_it(
@@ -127,7 +127,8 @@ def test_a_summary_unit_that_is_not_a_planned_unit_stops_the_apply_naming_it(
     (out / "summary.json").write_text(json.dumps(summary))
     code, results, output = _apply(example_repo, out)
     assert code == 1 and results == {}, output
-    assert f"{out.resolve() / 'summary.json'}: units[0] is not a planned unit ({named}" in output
+    # refused by the reader of summary.json (its schema), before any unit is looked at
+    assert f"{out.resolve() / 'summary.json'}: a summary.json refused: {named}" in output
     assert not (example_repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
     (out / "summary.json").write_text(written)  # the folder's documents match their schema again
 

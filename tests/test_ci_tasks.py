@@ -327,3 +327,81 @@ def test_manual_gate_reads_the_plans_gate(tmp_path: Path, monkeypatch: pytest.Mo
         flow.manual_gate(plans=tmp_path)
     with pytest.raises(ToolingError, match="not found"):
         flow.manual_gate(plans=tmp_path / "missing")
+
+
+# --------------------------------------------------------------------------- reviewed plans
+
+
+def _event_env(tmp_path: Path, name: str, event: dict[str, Any], sha: str = "") -> dict[str, str]:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event))
+    return {"GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(path), "GITHUB_SHA": sha}
+
+
+def test_reviewed_run_of_a_merge_group_is_its_pull_requests_last_plan_run_at_its_head(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    head, base = "a" * 40, "b" * 40
+    number = int(github_api.state.add_pull(head="change", head_sha=head)["number"])
+    github_api.state.add_run("plan.yml", head, event="pull_request", run_id=4242)
+    github_api.state.add_run("plan.yml", "c" * 40, event="pull_request", run_id=4343)
+    ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{base}"
+    env = _event_env(tmp_path, "merge_group", {"merge_group": {"head_ref": ref}})
+    out = tmp_path / "reviewed"
+    got = flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)
+    assert got == {"run_id": "4242", "compare": "true"} and out.is_dir()
+
+    other = int(github_api.state.add_pull(head="other", head_sha="d" * 40)["number"])
+    env = _event_env(
+        tmp_path,
+        "merge_group",
+        {"merge_group": {"head_ref": f"refs/heads/gh-readonly-queue/main/pr-{other}-{base}"}},
+    )
+    with pytest.raises(ToolingError, match=f"pull request #{other} has no successful plan.yml run"):
+        flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)
+
+
+def test_reviewed_run_after_a_merge_prefers_the_merge_groups_plans_and_a_direct_push_compares_nothing(
+    github_api: GitHubAPI, tmp_path: Path
+) -> None:
+    head, merged = "a" * 40, "e" * 40
+    number = int(github_api.state.add_pull(head="change", head_sha=head)["number"])
+    github_api.state.merge(number, merged)
+    github_api.state.add_run("plan.yml", head, event="pull_request", run_id=11)
+    env = _event_env(tmp_path, "push", {}, sha=merged)
+    out = tmp_path / "reviewed"
+    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "11"
+    github_api.state.add_run("plan.yml", merged, event="merge_group", run_id=12)
+    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "12"
+    direct = _event_env(tmp_path, "push", {}, sha="f" * 40)
+    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=direct) == {
+        "run_id": "",
+        "compare": "false",
+    }
+
+
+def test_reviewed_check_fails_naming_each_unit_that_differs_and_passes_otherwise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = summary_unit("live/cloud/iam")
+    differs = summary_unit("live/cloud/dns")
+    differs["gate"] = {
+        "decision": "manual",
+        "reasons": ["differs from the reviewed plan: terraform_data.record: other values of input"],
+    }
+    leg = tmp_path / "plans" / "plan-hosted"
+    leg.mkdir(parents=True)
+    (leg / "summary.json").write_text(json.dumps(summary_doc([same, differs])))
+    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 1
+    err = capsys.readouterr().err
+    assert "::error::live/cloud/dns: differs from the reviewed plan: terraform_data.record" in err
+    assert "live/cloud/iam" not in err
+    (leg / "summary.json").write_text(json.dumps(summary_doc([same])))
+    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 0
+    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="failure") == 1
+
+
+def test_a_merge_groups_branch_names_its_pull_request() -> None:
+    assert ci.queued_pull("refs/heads/gh-readonly-queue/main/pr-12-" + "a" * 40) == 12
+    assert ci.queued_pull("gh-readonly-queue/release/v1/pr-7-" + "b" * 40) == 7
+    assert ci.queued_pull("refs/heads/feature/pr-12") is None

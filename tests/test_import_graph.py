@@ -18,7 +18,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "tooling"
 MAX_LINES = 500
-LONG_ALLOWED = {"tooling/tasks.py"}
+#: modules that are long because they are cohesive, not split to fit the count: the tasks
+#: with their help texts; the apply's one walk (binding, gate, waves, record), whose
+#: steps share the run's state; the verifier where OpenTofu runs (render, compare, the
+#: files it writes beside a unit and removes), one mechanism read best in one place
+LONG_ALLOWED = {"tooling/tasks.py", "tooling/engine/applier.py", "tooling/engine/verify.py"}
 
 #: build the graph in a fresh interpreter, so a copy of the package is read, not the one imported
 _CYCLES = r"""

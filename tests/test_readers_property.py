@@ -309,7 +309,7 @@ def test_a_leg_summary_its_schema_accepts_merges_or_is_refused_in_one_line(
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(doc=_valid("summary"))
 def test_a_summary_its_schema_accepts_gives_planned_units_or_one_line(doc: Any) -> None:
-    from tooling.engine.applier import _planned_units
+    from tooling.engine.summary import planned_units as _planned_units
 
     artifacts.check(doc, artifacts.SUMMARY, source="summary.json")
     _ends_well_on(lambda: _planned_units(doc["units"], Path("summary.json"), Path("plans")))

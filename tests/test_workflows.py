@@ -263,8 +263,33 @@ def test_id_token_only_where_an_identity_is_assumed() -> None:
 # --------------------------------------------------------------------------- plan.yml
 
 
-def test_plan_runs_on_pull_request_only() -> None:
-    assert set(triggers(load("plan.yml"))) == {"pull_request"}
+def test_plan_runs_on_pull_request_and_the_merge_queue_only() -> None:
+    assert set(triggers(load("plan.yml"))) == {"pull_request", "merge_group"}
+
+
+def test_the_merge_queue_plans_against_the_reviewed_plans_and_its_check_names_what_differs() -> (
+    None
+):
+    wf = jobs(load("plan.yml"))
+    plan = wf["plan"]
+    find = next(s for s in steps(plan) if "invoke reviewed-run" in s.get("run", ""))
+    assert find["if"] == "github.event_name == 'merge_group'"
+    (download,) = [
+        s for s in steps_using(plan, "actions/download-artifact") if "run-id" in s["with"]
+    ]
+    assert download["with"]["run-id"] == "${{ steps.reviewed.outputs.run_id }}"
+    for step in (s for s in steps(plan) if "invoke plan" in s.get("run", "")):
+        assert '${REVIEWED:+--reviewed "${REVIEWED}"}' in step["run"]
+    check = wf["reviewed"]
+    assert "github.event_name == 'merge_group'" in check["if"]
+    assert check["permissions"] == {"contents": "read"}
+    (run,) = [s for s in steps(check) if "invoke reviewed-check" in s.get("run", "")]
+    assert run["env"]["PLAN_RESULT"] == "${{ needs.plan.result }}"
+    # the apply after the merge compares with the reviewed plans (the merge group's first)
+    apply = jobs(load("apply.yml"))["apply"]
+    assert any("invoke reviewed-run" in s.get("run", "") for s in steps(apply))
+    for step in (s for s in steps(apply) if "invoke apply" in s.get("run", "")):
+        assert '${REVIEWED:+--reviewed "${REVIEWED}"}' in step["run"]
 
 
 def test_plan_matrix_job_computes_the_matrix_from_the_base() -> None:
@@ -272,8 +297,10 @@ def test_plan_matrix_job_computes_the_matrix_from_the_base() -> None:
     checkout = steps_using(job, "actions/checkout")[0]
     assert checkout["with"]["fetch-depth"] == 0
     step = next(s for s in steps(job) if "invoke matrix" in s.get("run", ""))
-    assert 'invoke matrix --base "origin/${BASE_REF}"' in step["run"]
-    assert step["env"]["BASE_REF"] == "${{ github.base_ref }}"
+    assert 'invoke matrix --base "${BASE}"' in step["run"]
+    assert step["env"]["BASE"] == (
+        "${{ github.event.merge_group.base_sha || format('origin/{0}', github.base_ref) }}"
+    )
     assert job["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
     assert step["id"] == "matrix"
     # the routing guard: each executor on its own runner
@@ -292,7 +319,13 @@ def test_plan_routes_each_executor_to_its_runner_and_identity() -> None:
     assert job["runs-on"] == "${{ matrix.runs_on }}"
     assert "needs.matrix.outputs.any == 'true'" in job["if"]
     assert "github.event.pull_request.head.repo.full_name == github.repository" in job["if"]
-    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+    # actions/pull-requests: read: the merge queue finds the pull request's reviewed plans
+    assert job["permissions"] == {
+        "contents": "read",
+        "id-token": "write",
+        "actions": "read",
+        "pull-requests": "read",
+    }
     # hosted: the read-only plan role by OIDC
     (aws,) = steps_using(job, "aws-actions/configure-aws-credentials")
     assert aws["if"] == "matrix.executor == 'hosted'"
@@ -368,14 +401,21 @@ def test_apply_plans_with_the_apply_identity_in_the_auto_environment() -> None:
         "group": "apply-${{ matrix.executor }}",
         "cancel-in-progress": False,
     }
-    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+    assert job["permissions"] == {
+        "contents": "read",
+        "id-token": "write",
+        "actions": "read",
+        "pull-requests": "read",
+    }
     (aws,) = steps_using(job, "aws-actions/configure-aws-credentials")
     assert aws["with"]["role-to-assume"] == "${{ vars.AWS_APPLY_ROLE_ARN }}"
     (vault,) = steps_using(job, "hashicorp/vault-action")
     assert vault["with"]["role"] == "${{ vars.VAULT_APPLY_ROLE }}"
     script = runs(job)
     assert "invoke plan --base" in script
-    assert 'invoke apply --plans "${RUNNER_TEMP}/plan"\n' in script + "\n"
+    assert 'invoke apply --plans "${RUNNER_TEMP}/plan" ${REVIEWED:+--reviewed "${REVIEWED}"}\n' in (
+        script + "\n"
+    )
     assert "--approve-manual" not in script
     # the plan folder is uploaded before anything is applied
     names = [s.get("name", "") for s in steps(job)]
@@ -726,7 +766,8 @@ def test_a_lan_leg_without_online_runner_fails_in_a_hosted_job_while_the_others_
     assert "secrets.IAC_RUNNERS_TOKEN" in step["env"]["IAC_RUNNERS_TOKEN"]
     if name == "plan.yml":  # a fork's pull request never gets it
         assert step["env"]["IAC_RUNNERS_TOKEN"].startswith(
-            "${{ github.event.pull_request.head.repo.full_name == github.repository && "
+            "${{ (github.event_name == 'merge_group' || "
+            "github.event.pull_request.head.repo.full_name == github.repository) && "
         )
     assert wf["matrix"]["outputs"]["unavailable"] == "${{ steps.matrix.outputs.unavailable }}"
     job = wf["no-runner"]

@@ -90,6 +90,9 @@ VAULT_SECRETS = {
 DNS = "live/cloud/dns"
 VMS = "live/cluster/vms"
 REGISTRY = "live/cloud/registry"
+NETWORK = "live/cluster/network"
+NETWORK_B = "live/cluster/network-b"
+VMS_B = "live/cluster/vms-b"
 
 
 # --------------------------------------------------------------------------- the stage
@@ -279,6 +282,7 @@ class ActRun:
     jobs: list[Job]
     steps: list[tuple[str, str, str]]  # (job, step, result) of every step act ran
     step_envs: list[dict[str, str]]
+    run_id: int = 0  # its GITHUB_RUN_ID
 
     def result(self, prefix: str) -> list[str]:
         """The results of the jobs whose name starts with ``prefix``."""
@@ -347,6 +351,10 @@ class World:
         artifacts = run_dir / "artifacts"
         step_envs = run_dir / "step-envs"
         artifacts.mkdir(parents=True)
+        run_id = 7000 + self.runs
+        # another run's artifacts (download-artifact's run-id): REHEARSAL_RUNS/<run id>
+        (self.root / "runs").mkdir(exist_ok=True)
+        (self.root / "runs" / str(run_id)).symlink_to(artifacts)
         event_file = run_dir / "event.json"
         event_file.write_text(json.dumps(event))
         vault_file = run_dir / "vault.json"
@@ -358,9 +366,10 @@ class World:
             "GITHUB_API_URL": self.api.url,
             "GITHUB_REF": ref,
             "SHA_REF": sha,
-            "GITHUB_RUN_ID": str(7000 + self.runs),
+            "GITHUB_RUN_ID": str(run_id),
             "REHEARSAL_REMOTES": str(self.remotes),
             "REHEARSAL_ARTIFACTS": str(artifacts),
+            "REHEARSAL_RUNS": str(self.root / "runs"),
             "REHEARSAL_PYTHON_BIN": str(self.stage.python_bin),
             "REHEARSAL_VAULT": str(vault_file),
             "REHEARSAL_STEP_ENVS": str(step_envs),
@@ -445,6 +454,7 @@ class World:
             jobs=_jobs(proc.stdout),
             steps=_steps(proc.stdout),
             step_envs=_step_envs(step_envs),
+            run_id=run_id,
         )
 
 
@@ -540,6 +550,21 @@ def push_event(before: str, after: str, repository: str = DEFAULT_REPOSITORY) ->
         "after": after,
         "head_commit": {"id": after},
         "repository": _repository(repository),
+    }
+
+
+def merge_group_event(number: int, head_sha: str, base_sha: str) -> dict[str, Any]:
+    """The merge queue's ``merge_group`` (checks_requested) for pull request ``number``."""
+    return {
+        "action": "checks_requested",
+        "merge_group": {
+            "head_sha": head_sha,
+            "head_ref": f"refs/heads/gh-readonly-queue/main/pr-{number}-{base_sha}",
+            "base_sha": base_sha,
+            "base_ref": "refs/heads/main",
+            "head_commit": {"id": head_sha},
+        },
+        "repository": _repository(DEFAULT_REPOSITORY),
     }
 
 
@@ -809,6 +834,58 @@ def test_merge_applies_auto_units_then_the_approval_jobs_apply_the_waiting_ones_
     assert fresh.returncode == 0, fresh.output
     statuses = {u["path"]: u["status"] for u in summary_of(out)["units"]}
     assert len(statuses) == 7 and set(statuses.values()) == {"no-changes"}, statuses
+
+
+def test_a_vm_beside_its_network_in_one_merge_applies_after_one_approval_of_its_replan(
+    world: World,
+) -> None:
+    """A new network and new VMs on it in one merge: the network applies (auto), the
+    VMs, planned on its mock outputs, are re-planned on the real ones before the
+    approval is asked for; the report shows that re-plan and one approval applies it."""
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    api.state.add_run("apply.yml", base)
+    git(repo, "checkout", "--quiet", "-b", "second-network")
+    shutil.copytree(repo / NETWORK, repo / NETWORK_B)
+    edit(repo, f"{NETWORK_B}/terragrunt.hcl", 'bridge    = "vmbr1"', 'bridge    = "vmbr2"')
+    shutil.copytree(repo / VMS, repo / VMS_B)
+    edit(
+        repo,
+        f"{VMS_B}/terragrunt.hcl",
+        'config_path = "../network"',
+        'config_path = "../network-b"',
+    )
+    commit_all(repo, "a second network and VMs on it")
+    world.push("second-network")
+    number = int(api.state.add_pull(head="second-network", title="network b")["number"])
+    git(repo, "checkout", "--quiet", "main")
+    git(
+        repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "second-network"
+    )
+    merged = world.push("main")
+    api.state.merge(number, merged)
+
+    run = world.act(
+        "apply.yml", "push", push_event(base, merged), sha=merged, ref="refs/heads/main"
+    )
+    assert run.returncode == 0, run.output[-6000:]
+    plan = summary_of(run.artifact("plan-lan"))
+    assert {u["path"]: u["mocked_dependencies"] for u in plan["units"]}[VMS_B] == [NETWORK_B]
+    auto = json.loads((run.artifact("apply-auto-lan") / "apply.json").read_text())
+    assert units_of(auto)[NETWORK_B]["result"] == "applied"
+    waiting = units_of(auto)[VMS_B]
+    assert waiting["result"] == "waiting-approval" and waiting["cascaded"] is True, waiting
+    replan = (run.artifact("apply-auto-lan") / waiting["waiting_plan"]["text_file"]).read_text()
+    assert "vmbr2" in replan and "vmbr-mock" not in replan, replan
+    # the report on the pull request shows the re-plan the approval applies
+    report = [c for c in api.state.comments_on(number) if "iac-tooling:apply-report" in c["body"]]
+    assert len(report) == 1
+    assert f"The plan to approve for <code>{VMS_B}</code>" in report[0]["body"]
+    # one approval: the VMs applied from their re-plan, on the new bridge
+    manual = json.loads((run.artifact("apply-manual-lan") / "apply.json").read_text())
+    assert units_of(manual)[VMS_B]["result"] == "applied", units_of(manual)[VMS_B]
+    state = json.dumps(world.state(VMS_B))
+    assert "vmbr2" in state and "vmbr-mock" not in state
 
 
 # --------------------------------------------------------------------------- 2b. legs
@@ -1187,3 +1264,115 @@ def test_scheduled_runner_check_opens_one_issue_then_closes_it_when_the_runner_i
     assert len(api_posts(api, f"/repos/{DEFAULT_REPOSITORY}/issues")) == 1  # nothing new opened
     assert api.state.issues[number]["state"] == "closed"
     assert "online again (lan-1" in api.state.comments_on(number)[-1]["body"]
+
+
+# --------------------------------------------------------------------------- merge queue
+
+
+def _queue(world: World, number: int, base: str) -> tuple[str, ActRun]:
+    """The merge group of pull request ``number`` on ``base`` (HEAD is its commit), planned."""
+    ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{base}"
+    group = world.push(ref)
+    run = world.act(
+        "plan.yml", "merge_group", merge_group_event(number, group, base), sha=group, ref=ref
+    )
+    return group, run
+
+
+def test_merge_queue_fails_the_check_naming_the_unit_whose_plan_differs_and_passes_the_same_plan(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "--quiet", "-b", "change")
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.10"', 'value = "203.0.113.11"')
+    commit_all(repo, "DNS: move api")
+    head = world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record", head_sha=head)["number"])
+    reviewed = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert reviewed.returncode == 0, reviewed.output[-6000:]
+    api.state.add_run(
+        "plan.yml", head, branch="change", event="pull_request", run_id=reviewed.run_id
+    )
+
+    # the group of the pull request on an unchanged main: the reviewed plan, the check passes
+    git(repo, "checkout", "--quiet", "--detach", base)
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
+    _, same = _queue(world, number, base)
+    assert same.returncode == 0, same.output[-6000:]
+    assert same.result("reviewed plan check") == ["success"]
+    assert units_of(summary_of(same.artifact("plan-hosted")))[DNS]["gate"]["decision"] == "auto"
+    assert "differs from the reviewed plan" not in same.output
+    # the pull request's plan was found through the API, downloaded from its run
+    assert ("GET", f"/repos/{DEFAULT_REPOSITORY}/pulls/{number}") in api.calls("GET")
+
+    # main moved on with another change of dns: the group's plan is not the reviewed one
+    git(repo, "checkout", "--quiet", "main")
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.20"', 'value = "203.0.113.21"')
+    commit_all(repo, "DNS: move cluster")
+    moved = world.push("main")
+    git(repo, "checkout", "--quiet", "--detach", moved)
+    try:
+        git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
+    except subprocess.CalledProcessError:  # neighbouring lines: both changes kept
+        git(repo, "checkout", "--theirs", "--", f"{DNS}/terragrunt.hcl")
+        edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.20"', 'value = "203.0.113.21"')
+        git(repo, "add", f"{DNS}/terragrunt.hcl")
+        git(repo, "commit", "--quiet", "--no-edit")
+    _, stale = _queue(world, number, moved)
+    assert stale.returncode != 0
+    assert stale.result("reviewed plan check") == ["failure"]
+    gate = units_of(summary_of(stale.artifact("plan-hosted")))[DNS]["gate"]
+    assert gate["decision"] == "manual"
+    assert f"{DNS}: differs from the reviewed plan: " in stale.output
+    # dns is applied already: the pull request updates the api record, the group also cluster
+    assert gate["reasons"][-1] == (
+        'differs from the reviewed plan: terraform_data.record["cluster"]: update, '
+        "not in the reviewed plan"
+    )
+
+
+def test_the_apply_after_a_merge_through_the_queue_compares_with_the_merge_groups_plans(
+    world: World,
+) -> None:
+    repo, api = world.repo, world.api
+    base = git(repo, "rev-parse", "HEAD").strip()
+    api.state.add_run("apply.yml", base)  # the last successful apply: the base
+    git(repo, "checkout", "--quiet", "-b", "change")
+    edit(repo, f"{DNS}/terragrunt.hcl", 'value = "203.0.113.10"', 'value = "203.0.113.11"')
+    commit_all(repo, "DNS: move api")
+    head = world.push("change")
+    number = int(api.state.add_pull(head="change", title="api record", head_sha=head)["number"])
+    reviewed = world.act(
+        "plan.yml",
+        "pull_request",
+        pull_request_event(number, "change", head, base),
+        sha=head,
+        ref=f"refs/pull/{number}/merge",
+    )
+    assert reviewed.returncode == 0, reviewed.output[-6000:]
+    api.state.add_run(
+        "plan.yml", head, branch="change", event="pull_request", run_id=reviewed.run_id
+    )
+    git(repo, "checkout", "--quiet", "--detach", base)
+    git(repo, "merge", "--quiet", "--no-ff", "-m", f"Merge pull request #{number}", "change")
+    group, queued = _queue(world, number, base)
+    assert queued.returncode == 0, queued.output[-6000:]
+    api.state.add_run("plan.yml", group, event="merge_group", run_id=queued.run_id)
+
+    # the queue fast-forwards main to the group's commit
+    assert world.push("main") == group
+    api.state.merge(number, group)
+    run = world.act("apply.yml", "push", push_event(base, group), sha=group, ref="refs/heads/main")
+    assert run.returncode == 0, run.output[-6000:]
+    assert f"the merge group's plan.yml run {queued.run_id}" in run.output
+    auto = json.loads((run.artifact("apply-auto-hosted") / "apply.json").read_text())
+    assert units_of(auto)[DNS]["result"] == "applied"
+    assert units_of(summary_of(run.artifact("plan-hosted")))[DNS]["gate"]["decision"] == "auto"
+    assert "203.0.113.11" in json.dumps(world.state(DNS))

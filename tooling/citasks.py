@@ -138,3 +138,41 @@ def report(c: Context, merge: list[str] | None = None, out: str = "") -> None:
         return 0
 
     run(go)
+
+
+@task(
+    required={"out": "DIR"},
+    help={
+        "out": "the folder the reviewed plan artifacts are downloaded into (created here)",
+        "workflow": "the workflow whose plan artifacts are the reviewed plans (default: plan.yml)",
+    },
+)
+def reviewed_run(c: Context, out: str = "", workflow: str = "plan.yml") -> None:
+    """The run holding the reviewed plans: `run_id` and `compare` in $GITHUB_OUTPUT.
+
+    On merge_group: the pull request's last successful plan run at its head (none
+    fails the step). On push after a merge: the merge group's plan run at this
+    commit, else the merged pull request's last plan run; a direct push compares
+    nothing (compare=false). Needs GITHUB_TOKEN (actions: read, pull-requests: read).
+    """
+    from tooling.commands import ci
+
+    def go() -> int:
+        ci.reviewed_run(out=Path(out), workflow=workflow)
+        return 0
+
+    run(go)
+
+
+@task(
+    required={"plans": "DIR"},
+    help={
+        "plans": "folder holding this run's plan-LEG folders (the downloaded artifacts)",
+        "plan_result": "the plan job's result (success, failure, cancelled, skipped)",
+    },
+)
+def reviewed_check(c: Context, plans: str = "", plan_result: str = "") -> None:
+    """The merge group's check: fails naming each unit whose plan differs from its pull request's reviewed plan."""
+    from tooling.commands import ci
+
+    run(lambda: ci.reviewed_check(plans=Path(plans), plan_result=plan_result))

@@ -32,6 +32,12 @@ def _project_root() -> Path:
     return nearest_root(Path.cwd()) or Path.cwd()
 
 
+#: --reviewed of plan and apply
+_REVIEWED_HELP = (
+    "the pull request's reviewed plan folder (its plan artifact, or a folder of its legs' "
+    "artifacts): a unit whose plan differs from it, or that it did not plan, is manual"
+)
+
 # from here on, invoke's usage errors (unknown flag, missing value...) exit 2
 use_usage_exit_codes()
 
@@ -131,6 +137,7 @@ def affected(
         "GitHub's 65,536 characters continues in follow-up comments, edited in place",
         "from_matrix": "`invoke matrix`'s JSON (or one entry of it), or a file holding it: with --leg, plan only that leg's affected units",
         "leg": "with --from-matrix: the leg to plan (its `leg` id, e.g. hosted-2-of-4, or the executor of an unsplit one)",
+        "reviewed": _REVIEWED_HELP,
     },
 )
 def plan(
@@ -144,6 +151,7 @@ def plan(
     comment: bool = False,
     from_matrix: str = "",
     leg: str = "",
+    reviewed: str = "",
 ) -> None:
     """Plan the affected (or named, or all) units; write OUT/summary.json and OUT/comment.md.
 
@@ -179,6 +187,12 @@ def plan(
     a matrix that breaks its schema, a leg without units, a unit the change
     does not affect or of another executor than the leg's, and (given all of
     the executor's legs) an affected unit none of them lists.
+
+    --reviewed PR_DIR: each unit's plan is compared with the pull request's
+    reviewed plan of it (PR_DIR: its plan folder, or a folder of its legs'
+    folders); one that differs, or that the pull request did not plan, gets
+    the manual gate with the reason "differs from the reviewed plan: ..."
+    (docs/pipelines.md, "The reviewed plan follows the change").
     """
     from tooling.commands.plan import parse_jobs, plan_leg
     from tooling.commands.plan import plan as plan_units
@@ -200,6 +214,7 @@ def plan(
                 base=base or None,
                 jobs=parse_jobs(jobs),
                 out=Path(out) if out else None,
+                reviewed=Path(reviewed) if reviewed else None,
             )
 
         run(one_leg, banner="units", tools=True)
@@ -214,6 +229,7 @@ def plan(
             jobs=parse_jobs(jobs),
             out=Path(out) if out else None,
             comment=comment,
+            reviewed=Path(reviewed) if reviewed else None,
         ),
         banner="units",
         tools=True,
@@ -245,9 +261,10 @@ def graph(c: Context, format: str = "mermaid", affected: bool = False, base: str
     help={
         "plans": "the folder `invoke plan --out` wrote (summary.json and the binary plans)",
         "approve_manual": "also apply the manual-gate units (the protected-environment job passes this)",
+        "reviewed": _REVIEWED_HELP,
     },
 )
-def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
+def apply(c: Context, plans: str = "", approve_manual: bool = False, reviewed: str = "") -> None:
     """Apply exactly the reviewed plans in PLANS, by gate, in DAG order; write PLANS/apply.json.
 
     Before each unit the binding is verified (plan SHA-256, HEAD commit, tool
@@ -258,11 +275,19 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False) -> None:
     it nothing is applied. Manual units wait unless
     --approve-manual. Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
+    With --reviewed PR_DIR, a unit whose plan differs from the pull request's
+    reviewed plan (or that the pull request did not plan) is manual, the
+    difference named in apply.md.
     """
     from tooling.commands.apply import apply as apply_plans
 
     run(
-        lambda: apply_plans(workspace(), Path(plans), approve_manual=approve_manual),
+        lambda: apply_plans(
+            workspace(),
+            Path(plans),
+            approve_manual=approve_manual,
+            reviewed=Path(reviewed) if reviewed else None,
+        ),
         banner="units",
         tools=True,
     )
@@ -427,6 +452,8 @@ from tooling.citasks import (  # noqa: E402  (after use_usage_exit_codes(), as e
     manual_status,
     plan_comment,
     report,
+    reviewed_check,
+    reviewed_run,
 )
 from tooling.repotasks import (  # noqa: E402
     adopt,
@@ -458,6 +485,8 @@ ns = Collection(
     apply_report,
     manual_status,
     manual_gate,
+    reviewed_run,
+    reviewed_check,
     clean_runner,
     bump_module,
     outdated,

@@ -11,12 +11,15 @@ from tooling.core.record import exit_code, unplanned_error, unplanned_units
 from tooling.engine import planstore, preflight
 from tooling.engine.applier import Applier, finish
 from tooling.engine.audittrail import append_audit, start_audit
+from tooling.engine.reviewed import ReviewedPlans
 from tooling.errors import ToolingError
 from tooling.io import outdir
 from tooling.io.workspace import Workspace
 
 
-def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
+def apply(
+    ws: Workspace, plans_dir: Path, *, approve_manual: bool, reviewed: Path | None = None
+) -> int:
     folder_path = plans_dir.resolve()
     if not (folder_path / "summary.json").is_file():
         raise ToolingError(
@@ -25,7 +28,12 @@ def apply(ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> int:
     planstore.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
-        applier = Applier(ws, folder.path, approve_manual=approve_manual)
+        applier = Applier(
+            ws,
+            folder.path,
+            approve_manual=approve_manual,
+            reviewed=ReviewedPlans(reviewed) if reviewed is not None else None,
+        )
         preflight.check(ws, [(u.path, u.executor) for u in applier.units])
         # the trail first: no unit is applied unless its "started" record is written
         started = start_audit(

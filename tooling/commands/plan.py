@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tooling.core import binding, legs
+from tooling.core.approval import DIFFERS, against_reviewed
 from tooling.core.changes import Affected
 from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
@@ -29,6 +31,7 @@ from tooling.engine.detect import compute_affected, print_affected
 from tooling.engine.detect import unreadable_exit as unreadable_exit
 from tooling.engine.legs import read_matrix
 from tooling.engine.preplan import prepared
+from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress
 from tooling.errors import UsageError
@@ -92,8 +95,11 @@ def plan(
     out: Path | None = None,
     comment: bool = False,
     leg: legs.Leg | None = None,
+    reviewed: Path | None = None,
 ) -> int:
-    """``invoke plan``; ``leg``: only its units of the affected ones (:func:`legs.select`)."""
+    """``invoke plan``; ``leg``: only its units of the affected ones (:func:`legs.select`);
+    ``reviewed``: the pull request's plan folder, each plan compared with it
+    (:mod:`tooling.engine.reviewed`)."""
     check_options(
         all_units=all_units,
         units=units,
@@ -102,6 +108,8 @@ def plan(
     )
     root = ws.root
     out_dir = (out or root / ".iac" / "plans").resolve()
+    # read before anything is planned: a folder that is not one stops the run here
+    prior = ReviewedPlans(reviewed) if reviewed is not None else None
     # checked and locked now; emptied only once parsing and preflight succeeded
     with outdir.ReportDir.claim(out_dir, outdir.PLAN_LAYOUT, root=root) as folder:
         return _plan_into(
@@ -114,6 +122,7 @@ def plan(
             jobs=jobs,
             comment=comment,
             leg=leg,
+            reviewed=prior,
         )
 
 
@@ -128,11 +137,13 @@ def _plan_into(
     jobs: int | None,
     comment: bool,
     leg: legs.Leg | None = None,
+    reviewed: ReviewedPlans | None = None,
 ) -> int:
     from tooling.core import declared, report
 
     root = ws.root
     out_dir = folder.path
+    started = datetime.now(UTC)
     head_sha = git.rev_parse(root, "HEAD")
     # plans read the working tree: its uncommitted changes are planned, and the report says so
     pending = git.uncommitted(root, ws.git_prefix)
@@ -147,6 +158,7 @@ def _plan_into(
     base_root: Path | None = None
     base_model: Model | None = None
     worktree: Path | None = None
+    differs: dict[str, list[str]] = {}
     if not all_units and not units:
         change, _ = compute_affected(ws, base, uncommitted=True, pending=pending)
         change = legs.select(change, leg) if leg else change
@@ -202,11 +214,19 @@ def _plan_into(
                 lock=not on_pr,
                 declared=declared.parse_policy(ws.policy),
             )
+            if reviewed is not None:  # in the working copies the plans were read in
+                differs = _reviewed_differences(reviewed, targets, results, env)
         interrupted = proc.interrupted()
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
     results = with_gates(_explain_lock_errors(ws, results), parse_policy(ws.policy))
+    results = [
+        replace(r, gate=against_reviewed(r.gate, differs[r.path]))
+        if r.gate is not None and r.path in differs
+        else r
+        for r in results
+    ]
     results = _with_sources_before(ws, results, change)
     summary = summary_document(
         results,
@@ -218,6 +238,7 @@ def _plan_into(
         settings=ws.run_settings,
         interrupted=interrupted,
         worktree=tree_state,
+        planned_at=started,
     )
     write_summary(out_dir, summary)
     page = _page_context(ws, model, change, head_sha, out_dir)
@@ -250,6 +271,23 @@ def _plan_into(
         return 130
     failed = [r for r in results if r.status in (Status.ERROR, Status.NOT_PLANNED, Status.BLOCKED)]
     return 1 if failed else 0
+
+
+def _reviewed_differences(
+    reviewed: ReviewedPlans,
+    targets: Sequence[Any],
+    results: Sequence[Result],
+    env: Mapping[str, str],
+) -> dict[str, list[str]]:
+    """Per unit with changes: what its plan does otherwise than the reviewed plan."""
+    run_dirs = {t.path: t.run_dir for t in targets}
+    out: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == Status.CHANGES and r.summary is not None and r.path in run_dirs:
+            out[r.path] = reviewed.differences(r.path, r.summary, run_dirs[r.path], env)
+            if out[r.path]:
+                say(f"{r.path}: {DIFFERS}{'; '.join(out[r.path])}")
+    return out
 
 
 def _with_sources_before(
@@ -309,6 +347,7 @@ def plan_leg(
     jobs: int | None,
     out: Path | None,
     executor: str | None = None,
+    reviewed: Path | None = None,
 ) -> int:
     """Plan leg ``leg`` of ``matrix``: the affected units it lists, as its executor; the
     folder's summary.json records the leg (``leg``) for :func:`merge`."""
@@ -323,7 +362,7 @@ def plan_leg(
         )
     executor, units = chosen.executor, list(chosen.units)
     index, count = chosen.index, chosen.count
-    code = plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=chosen)
+    code = plan(ws, base=base, executor=executor, jobs=jobs, out=out, leg=chosen, reviewed=reviewed)
     summary = (out or ws.root / ".iac" / "plans").resolve() / "summary.json"
     if not summary.is_file():
         return code

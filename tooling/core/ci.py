@@ -20,13 +20,14 @@ logic between the jobs lives here, where table tests reach it:
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.core import pages, review
+from tooling.core import mdtext, pages, review
 from tooling.errors import ToolingError
 
 #: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
@@ -211,11 +212,29 @@ def plan_comment_pages(head_sha: str, sections: Sequence[Section], run_url: str)
 
 @dataclass(frozen=True)
 class Waiting:
-    """A unit whose plan waits for approval."""
+    """A unit whose plan waits for approval; ``plan_text``: the re-plan it waits with
+    (made on its upstream's real outputs after they applied), the plan the approval applies."""
 
     executor: str
     path: str
     reasons: tuple[str, ...]
+    plan_text: str | None = None
+
+
+#: the most of a waiting re-plan's text the apply report shows (the artifact has it whole)
+REPLAN_SHOWN = 20_000
+
+
+def waiting_in_record(
+    record: Mapping[str, Any], executor: str, texts: Mapping[str, str | None]
+) -> list[Waiting]:
+    """The units an apply record (apply.json) leaves waiting for approval, each with its
+    reason and, when it waits with a re-plan, that re-plan's text (``texts`` by path)."""
+    return [
+        Waiting(executor, str(u["path"]), (str(u.get("reason") or ""),), texts.get(str(u["path"])))
+        for u in record.get("units") or ()
+        if u.get("result") == "waiting-approval"
+    ]
 
 
 def manual_units(summary: Mapping[str, Any], executor: str = "") -> list[Waiting]:
@@ -257,6 +276,22 @@ def apply_report(
         f"- {review.code(w.path)} ({w.executor}): {review.plain('; '.join(w.reasons))}"
         for w in waiting
     ]
+    for w in waiting:
+        if w.plan_text is not None:
+            text = w.plan_text[:REPLAN_SHOWN] + (
+                "\n… (cut: the whole plan is in the apply record's artifact)"
+                if len(w.plan_text) > REPLAN_SHOWN
+                else ""
+            )
+            lines += [
+                "",
+                f"  <details><summary>The plan to approve for <code>{html.escape(mdtext.block(w.path))}</code>: "
+                "re-planned on its upstream's real outputs</summary>",
+                "",
+                mdtext.fenced(mdtext.block(text.rstrip()), "hcl"),
+                "",
+                "  </details>",
+            ]
     if waiting and ok:
         top += [
             "",
@@ -396,3 +431,31 @@ def manual_statuses(
         applied = sum(1 for u in units if u.get("result") == "applied")
         out.append(_status(executor, "success", f"applied after approval: {applied} unit(s)"))
     return out
+
+
+#: the branch GitHub's merge queue makes for a merge group: ``gh-readonly-queue/<base>/pr-<N>-<sha>``
+_QUEUE_REF = re.compile(
+    r"(?:refs/heads/)?gh-readonly-queue/.+/pr-(?P<number>[0-9]{1,9})-[0-9a-f]{40}"
+)
+
+
+def queued_pull(head_ref: str) -> int | None:
+    """The pull request a merge group's branch (``merge_group.head_ref``) was made for:
+    the last one in the group (its commit holds the ones queued before it)."""
+    match = _QUEUE_REF.fullmatch(head_ref)
+    return int(match["number"]) if match else None
+
+
+def reviewed_differences(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(unit, reason)`` of each unit of a plan folder's summary.json whose gate says
+    its plan differs from the reviewed plan (``plan --reviewed``)."""
+    from tooling.core.approval import DIFFERS
+
+    found: list[tuple[str, str]] = []
+    for unit in summary.get("units") or ():
+        gate = unit.get("gate") if isinstance(unit, Mapping) else None
+        reasons = gate.get("reasons") if isinstance(gate, Mapping) else None
+        for reason in reasons if isinstance(reasons, list) else ():
+            if isinstance(reason, str) and reason.startswith(DIFFERS):
+                found.append((str(unit.get("path")), reason))
+    return found

@@ -13,7 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.core import apppolicy, checksettings, declared, executors, gates, names, redact
+from tooling.core import (
+    applypolicy,
+    apppolicy,
+    checksettings,
+    declared,
+    executors,
+    gates,
+    names,
+    redact,
+)
 from tooling.model.layout import layout_from
 from tooling.model.policyfile import POLICY_FILE, check_tables
 
@@ -29,5 +38,6 @@ def validate(policy: Mapping[str, Any], where: str = POLICY_FILE) -> None:
     names.pattern_from(policy)
     redact.parse_policy(policy)
     declared.parse_policy(policy)
+    applypolicy.parse_policy(policy)
     if "apps" in policy:  # optional: only the app tier's tasks need it
         apppolicy.parse_policy(policy)

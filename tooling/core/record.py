@@ -48,9 +48,12 @@ class UnitApply:
     earlier: bool = False  # applied by an earlier run on this folder, left alone
     #: a re-plan waiting for a new approval: its text (redacted), shown in apply.md
     plan_text: str | None = field(default=None, compare=False, repr=False)
+    #: the plan an approval of this unit applies when it is not the summary's: the re-plan
+    #: made after its upstream applied (:class:`WaitingPlan`), shown before it is approved
+    waiting_plan: WaitingPlan | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "path": self.path,
             "result": self.result,
             "reason": self.reason,
@@ -58,6 +61,46 @@ class UnitApply:
             "gate": self.gate,
             "earlier": self.earlier,
         }
+        if self.waiting_plan is not None:
+            doc["waiting_plan"] = self.waiting_plan.to_json()
+        return doc
+
+
+#: where the re-plans of a folder are kept (``cascade/units/<unit>/plan.tfplan``)
+REPLANS = "cascade/"
+
+
+@dataclass(frozen=True)
+class WaitingPlan:
+    """A re-plan that waits for its approval: the file (relative to the plan folder, under
+    ``cascade/``) and its SHA-256, written by the run that showed it; an approval applies
+    exactly this file, or nothing."""
+
+    plan_file: str
+    plan_sha256: str
+    text_file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan_file": self.plan_file,
+            "plan_sha256": self.plan_sha256,
+            "text_file": self.text_file,
+        }
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> WaitingPlan | None:
+        """The waiting re-plan an earlier run recorded for a unit still waiting, or None
+        (the record was read against apply.schema.json, which bounds these fields)."""
+        plan = entry.get("waiting_plan")
+        if entry.get("result") != "waiting-approval" or not isinstance(plan, Mapping):
+            return None
+        text = plan.get("text_file")
+        found = cls(str(plan["plan_file"]), str(plan["plan_sha256"]), text and str(text))
+        for name in (found.plan_file, found.text_file or REPLANS):
+            parts = name.split("/")
+            if not name.startswith(REPLANS) or ".." in parts or "" in parts[:-1]:
+                raise ValueError(f"{name} is not a file under {REPLANS}units/")
+        return found
 
 
 @dataclass

@@ -15,7 +15,9 @@ For each unit of ``DIR/summary.json``, in order:
    mismatch refuses the unit (never a silent re-plan). Plans of a dirty tree
    are refused as a whole;
 5. the gate is recomputed from the saved plan itself (``show -json``) and
-   policy.toml, never read from ``summary.json``: ``manual`` units wait
+   policy.toml, never read from ``summary.json``; with ``--reviewed PR_DIR`` a
+   plan that differs from the pull request's reviewed plan is ``manual``
+   (:mod:`tooling.engine.reviewed`): ``manual`` units wait
    (``waiting-approval``) unless ``--approve-manual``;
 6. the saved plan is applied; OpenTofu's own stale-plan and lineage refusals
    are ``refused``, a lock error names the lock's ID, holder and age and the
@@ -49,20 +51,23 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tooling.core import binding, declared, encryption, review
-from tooling.core.approval import cascade_wait
+from tooling.core import applypolicy, binding, declared, encryption, review
+from tooling.core.approval import against_reviewed, cascade_wait
 from tooling.core.gates import Gate, decide, parse_policy, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
     MARKS,
+    REPLANS,
     RUNNING,
     ApplyRun,
     UnitApply,
+    WaitingPlan,
     binding_problems,
     earlier_applied,
     model_block,
@@ -74,6 +79,8 @@ from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
 from tooling.core.targets import unit_target
 from tooling.engine import applysafety, planstore, secrets, verify, workcopies
+from tooling.engine.reviewed import ReviewedPlans
+from tooling.engine.summary import planned_units
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
 from tooling.io import artifacts, git, outdir, proc, terragrunt
@@ -87,26 +94,23 @@ def outcome(code: int, output: str, interrupted: bool, unit_path: str = "") -> t
     return _outcome(code, output, interrupted, unit_path, summary=terragrunt.error_summary(output))
 
 
-def _planned_units(units: list[Any], summary_path: Path, plans_dir: Path) -> list[Result]:
-    """summary.json's units as Results; a unit that is not one stops the apply, named."""
-    out: list[Result] = []
-    for i, unit in enumerate(units):
-        try:
-            out.append(Result.from_json(unit))
-        except ValueError as exc:
-            raise ToolingError(
-                f"{summary_path}: units[{i}] is not a planned unit ({exc}); "
-                f"re-plan with `invoke plan --out {plans_dir}`"
-            ) from None
-    return out
-
-
 # ------------------------------------------------------------------ the run
 
 
 class Applier:
-    def __init__(self, ws: Workspace, plans_dir: Path, *, approve_manual: bool) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        plans_dir: Path,
+        *,
+        approve_manual: bool,
+        reviewed: ReviewedPlans | None = None,
+    ) -> None:
         self.ws = ws
+        #: the pull request's reviewed plans (``--reviewed``): a unit whose saved plan
+        #: differs from its reviewed plan is manual (:meth:`gate_of`)
+        self.reviewed = reviewed
+        self._differs: dict[str, list[str]] = {}
         self.dir = plans_dir.resolve()
         self.approve = approve_manual
         summary_path = self.dir / "summary.json"
@@ -116,6 +120,8 @@ class Applier:
             )
         # an artifact downloaded from the pull request's run: checked before it is used
         self.summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
+        now, planned_at = datetime.now(UTC), self.summary.get("planned_at")
+        applypolicy.refuse_stale(planned_at, now, ws.policy, str(summary_path))
         if self.summary.get("interrupted"):
             # not the set a reviewer approved: some units stopped half way, and the
             # units after them were never planned
@@ -124,7 +130,7 @@ class Applier:
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
         #: the planned units, typed; the document's own fields stay in ``summary``
-        self.units = _planned_units(self.summary["units"], summary_path, plans_dir)
+        self.units = planned_units(self.summary["units"], summary_path, plans_dir)
         dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
         if dirty:
             raise ToolingError(dirty)
@@ -183,8 +189,11 @@ class Applier:
         gate: str = "none",
         earlier: bool = False,
         plan_text: str | None = None,
+        waiting_plan: WaitingPlan | None = None,
     ) -> None:
-        self.run.units.append(UnitApply(path, result, reason, cascaded, gate, earlier, plan_text))
+        self.run.units.append(
+            UnitApply(path, result, reason, cascaded, gate, earlier, plan_text, waiting_plan)
+        )
         if self.running == path:
             self.running = None
         show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
@@ -285,13 +294,18 @@ class Applier:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
         model_unit = self.model.units.get(unit.path)
         gate_class = "manual" if unit.destroy or model_unit is None else model_unit.gate
-        return decide(
+        gate = decide(
             status=Status.CHANGES,
             declared=gate_class,
             summary=summary,
             destroy=unit.destroy,
             policy=self.policy,
         )
+        if self.reviewed is not None and unit.path not in self._differs:
+            self._differs[unit.path] = self.reviewed.differences(
+                unit.path, summary, self.run_dir(unit), self.env
+            )
+        return against_reviewed(gate, self._differs.get(unit.path))
 
     def one(self, unit: Result) -> None:
         path = unit.path
@@ -322,6 +336,21 @@ class Applier:
         if blocked:
             self.record(path, blocked[0], blocked[1], gate=claimed)
             return
+        # a re-plan shown while this unit waited (made after its upstream applied) is the
+        # plan its approval is for: bound to it as the summary's plan is to the summary
+        try:
+            waiting = WaitingPlan.from_entry(before)
+        except ValueError as exc:
+            self.record(
+                path,
+                "refused",
+                f"apply.json names the re-plan this unit waits with as {exc}: the record was "
+                "altered; restore it from the apply run's artifact, or plan again",
+                gate=claimed,
+            )
+            return
+        if waiting is not None:
+            unit = replace(unit, plan_file=waiting.plan_file, plan_sha256=waiting.plan_sha256)
         plan_file, run_dir = planstore.stored(self.dir, unit.plan_file), self.run_dir(unit)
         problems = binding_problems(
             unit,
@@ -373,19 +402,26 @@ class Applier:
         gate = self.gate_of(unit, reviewed)
         note = (
             ""
-            if gate.decision == claimed
+            if gate.decision == claimed or waiting is not None
             else f" (summary.json said {claimed}; the saved plan says {gate.decision})"
         )
+        # an upstream applied in this run: the plan holds its mock or old outputs. Re-planned
+        # before any approval is asked for, so a human approves the values that will apply
+        if self.needs_cascade(unit, replanned=waiting is not None):
+            self.cascade(unit, reviewed)
+            return
         if gate.decision == "manual" and not self.approve:
             self.record(
                 path,
                 "waiting-approval",
-                "manual gate: " + reasons_text(gate) + note,
+                "manual gate: "
+                + reasons_text(gate)
+                + note
+                + (" (the re-plan after its upstream applied, shown below)" if waiting else ""),
                 gate=gate.decision,
+                plan_text=planstore.text(self.dir, waiting.text_file if waiting else None),
+                waiting_plan=waiting,
             )
-            return
-        if self.needs_cascade(unit):
-            self.cascade(unit, reviewed)
             return
         result, reason = self.applied(unit, run_dir, plan_file)
         self.record(
@@ -395,10 +431,14 @@ class Applier:
             gate=gate.decision,
         )
 
-    def needs_cascade(self, unit: Result) -> bool:
-        """Planned against mock outputs, or against outputs this run changed?"""
+    def needs_cascade(self, unit: Result, *, replanned: bool = False) -> bool:
+        """Planned against mock outputs, or against outputs this run changed? A unit
+        ``replanned`` by an earlier run (its waiting re-plan) was planned after the
+        upstreams that run applied: only those this run applies count."""
         done = self.run.by_path()
-        applied = {p for p, r in done.items() if r.result == "applied"}
+        applied = {
+            p for p, r in done.items() if r.result == "applied" and not (replanned and r.earlier)
+        }
         changed_outputs = {u.path for u in self.units if u.summary and u.summary.output_changes}
         if applied.intersection(unit.mocked_dependencies):
             return True
@@ -425,12 +465,16 @@ class Applier:
                 gate=self.gate_of(unit, reviewed).decision,
             )
             return
-        gate = decide(
-            status=fresh.status,
-            declared=model_unit.gate,
-            summary=fresh.summary,
-            destroy=False,
-            policy=self.policy,
+        # a merge plan that differs from the pull request's reviewed one stays manual
+        gate = against_reviewed(
+            decide(
+                status=fresh.status,
+                declared=model_unit.gate,
+                summary=fresh.summary,
+                destroy=False,
+                policy=self.policy,
+            ),
+            self._differs.get(path),
         )
         if fresh.status == Status.NO_CHANGES:
             self.record(
@@ -445,13 +489,20 @@ class Applier:
         # compared with the saved plan the reviewer saw (changes and values), not summary.json
         why = cascade_wait(gate, approved=self.approve, reviewed=reviewed, fresh=fresh.summary)
         if why is not None:
+            # this re-plan is what the next approval is asked for, and what it applies
+            waiting = WaitingPlan(
+                REPLANS + str(fresh.plan_file),
+                str(planstore.digest(planstore.stored(out, fresh.plan_file))),
+                REPLANS + fresh.text_file if fresh.text_file else None,
+            )
             self.record(
                 path,
                 "waiting-approval",
-                f"re-planned after upstream apply ({out / (fresh.text_file or fresh.plan_file)}); {why}",
+                f"re-planned against its upstream's real outputs ({waiting.text_file or waiting.plan_file}); {why}",
                 cascaded=True,
                 gate=gate.decision,
                 plan_text=fresh.plan_text,
+                waiting_plan=waiting,
             )
             return
         result, reason = self.applied(

@@ -58,6 +58,16 @@ def stored(plans_dir: Path, plan_file: str | None) -> Path:
     return plans_dir / str(plan_file)
 
 
+def text(plans_dir: Path, text_file: str | None) -> str | None:
+    """A plan's text as its run wrote it (redacted), or None when there is none."""
+    if not text_file:
+        return None
+    try:
+        return stored(plans_dir, text_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def keep_written(udir: Path) -> Path:
     """The plan Terragrunt wrote for a unit of ``run --all plan`` under ``--out-dir``
     (``udir``), renamed to the unit's saved plan. Raises :class:`ToolingError` when

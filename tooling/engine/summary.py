@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tooling.core.gates import GatePolicy
 from tooling.core.results import Result, with_gates
+from tooling.errors import ToolingError
 from tooling.io import outdir
 from tooling.io.config import Settings
 
@@ -29,6 +31,7 @@ def summary_document(
     settings: Settings | None = None,
     interrupted: bool = False,
     worktree: Mapping[str, Any] | None = None,
+    planned_at: datetime | None = None,
 ) -> dict[str, Any]:
     """summary.json: the run's revisions and tools, whether the tree was dirty
     (``worktree``, :func:`tooling.core.binding.worktree_record`), and per unit its
@@ -42,6 +45,9 @@ def summary_document(
         "executor": executor,
         "tools": {tool.name: version for tool, version in toolchain.read_pins(root)},
         "interrupted": interrupted,
+        # when the run started (before the first plan): an apply refuses plans older than
+        # [apply] max_plan_age from it (tooling.core.applypolicy)
+        "planned_at": (planned_at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if worktree is not None:
         doc["worktree"] = dict(worktree)
@@ -49,3 +55,17 @@ def summary_document(
         doc["settings"] = settings.to_json()
     doc["units"] = [r.to_json() for r in with_gates(results, policy)]
     return doc
+
+
+def planned_units(units: list[Any], summary_path: Path, plans_dir: Path) -> list[Result]:
+    """summary.json's units as Results; a unit that is not one stops the apply, named."""
+    out: list[Result] = []
+    for i, unit in enumerate(units):
+        try:
+            out.append(Result.from_json(unit))
+        except ValueError as exc:
+            raise ToolingError(
+                f"{summary_path}: units[{i}] is not a planned unit ({exc}); "
+                f"re-plan with `invoke plan --out {plans_dir}`"
+            ) from None
+    return out

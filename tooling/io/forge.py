@@ -246,6 +246,18 @@ class Forge(ApiClient):
         sha = runs[0].get("head_sha")
         return sha if isinstance(sha, str) and sha else None
 
+    def last_successful_run_id(self, workflow: str, *, event: str, head_sha: str) -> int | None:
+        """The id of the newest successful run of ``workflow`` for ``event`` at commit
+        ``head_sha`` (a pull request's plan at its head, a merge group's), or None."""
+        path = f"{self._repo_path}/actions/workflows/{urllib.parse.quote(workflow, safe='')}/runs"
+        query = {"event": event, "head_sha": head_sha, "status": "success", "per_page": 1}
+        result = self._request("GET", path + "?" + urllib.parse.urlencode(query))
+        runs = result.get("workflow_runs") if isinstance(result, dict) else None
+        if not runs or not isinstance(runs[0], dict):
+            return None
+        found = runs[0].get("id")
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
+
     # -- issues ---------------------------------------------------------------
 
     def find_issue(

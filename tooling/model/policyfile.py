@@ -28,7 +28,7 @@ POLICY_FILE = "policy.toml"
 
 #: the top-level tables of policy.toml
 TABLES = frozenset(
-    {"gates", "check", "executors", "apps", "layout", "secrets", "sensitive_attributes"}
+    {"gates", "check", "executors", "apps", "layout", "secrets", "sensitive_attributes", "apply"}
 )
 
 
