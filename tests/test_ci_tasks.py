@@ -16,6 +16,7 @@ from infra_fixtures import commit_all, git
 from schema_check import summary_doc, summary_unit
 
 from tooling.commands import ci as flow
+from tooling.commands import mergequeue
 from tooling.core import ci
 from tooling.errors import ToolingError
 from tooling.io.forge import Forge
@@ -348,7 +349,7 @@ def test_reviewed_run_of_a_merge_group_is_its_pull_requests_last_plan_run_at_its
     ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{base}"
     env = _event_env(tmp_path, "merge_group", {"merge_group": {"head_ref": ref}})
     out = tmp_path / "reviewed"
-    got = flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)
+    got = mergequeue.reviewed_run(out=out, forge=_forge(github_api), environ=env)
     assert got == {"run_id": "4242", "compare": "true"} and out.is_dir()
 
     other = int(github_api.state.add_pull(head="other", head_sha="d" * 40)["number"])
@@ -358,7 +359,7 @@ def test_reviewed_run_of_a_merge_group_is_its_pull_requests_last_plan_run_at_its
         {"merge_group": {"head_ref": f"refs/heads/gh-readonly-queue/main/pr-{other}-{base}"}},
     )
     with pytest.raises(ToolingError, match=f"pull request #{other} has no successful plan.yml run"):
-        flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)
+        mergequeue.reviewed_run(out=out, forge=_forge(github_api), environ=env)
 
 
 def test_reviewed_run_after_a_merge_prefers_the_merge_groups_plans_and_a_direct_push_compares_nothing(
@@ -370,11 +371,11 @@ def test_reviewed_run_after_a_merge_prefers_the_merge_groups_plans_and_a_direct_
     github_api.state.add_run("plan.yml", head, event="pull_request", run_id=11)
     env = _event_env(tmp_path, "push", {}, sha=merged)
     out = tmp_path / "reviewed"
-    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "11"
+    assert mergequeue.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "11"
     github_api.state.add_run("plan.yml", merged, event="merge_group", run_id=12)
-    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "12"
+    assert mergequeue.reviewed_run(out=out, forge=_forge(github_api), environ=env)["run_id"] == "12"
     direct = _event_env(tmp_path, "push", {}, sha="f" * 40)
-    assert flow.reviewed_run(out=out, forge=_forge(github_api), environ=direct) == {
+    assert mergequeue.reviewed_run(out=out, forge=_forge(github_api), environ=direct) == {
         "run_id": "",
         "compare": "false",
     }
@@ -392,13 +393,13 @@ def test_reviewed_check_fails_naming_each_unit_that_differs_and_passes_otherwise
     leg = tmp_path / "plans" / "plan-hosted"
     leg.mkdir(parents=True)
     (leg / "summary.json").write_text(json.dumps(summary_doc([same, differs])))
-    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 1
+    assert mergequeue.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 1
     err = capsys.readouterr().err
     assert "::error::live/cloud/dns: differs from the reviewed plan: terraform_data.record" in err
     assert "live/cloud/iam" not in err
     (leg / "summary.json").write_text(json.dumps(summary_doc([same])))
-    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 0
-    assert flow.reviewed_check(plans=tmp_path / "plans", plan_result="failure") == 1
+    assert mergequeue.reviewed_check(plans=tmp_path / "plans", plan_result="success") == 0
+    assert mergequeue.reviewed_check(plans=tmp_path / "plans", plan_result="failure") == 1
 
 
 def test_a_merge_groups_branch_names_its_pull_request() -> None:

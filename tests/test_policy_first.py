@@ -50,6 +50,8 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "move-unit": (UNIT, "live/cloud/zone"),
     "report": ("--merge", "artifacts/plan-hosted"),
     "test": ("--args", "--collect-only -q"),
+    "reviewed-run": ("--out", "artifacts/reviewed"),
+    "reviewed-check": ("--plans", "artifacts"),
 }
 
 

@@ -244,6 +244,8 @@ def _mutated(doc: Any, data: st.DataObject) -> Any:
     """``doc`` with one change drawn by ``data``: a string leaf any text, a key dropped,
     a list item given twice, or a leaf any JSON value."""
     paths = [p for p in _paths(doc) if p]
+    if not paths:  # everything dropped already: nothing left to change
+        return doc
     path = data.draw(st.sampled_from(paths))
     node = doc
     for key in path[:-1]:

@@ -155,10 +155,10 @@ def reviewed_run(c: Context, out: str = "", workflow: str = "plan.yml") -> None:
     commit, else the merged pull request's last plan run; a direct push compares
     nothing (compare=false). Needs GITHUB_TOKEN (actions: read, pull-requests: read).
     """
-    from tooling.commands import ci
+    from tooling.commands import mergequeue
 
     def go() -> int:
-        ci.reviewed_run(out=Path(out), workflow=workflow)
+        mergequeue.reviewed_run(out=Path(out), workflow=workflow)
         return 0
 
     run(go)
@@ -173,6 +173,6 @@ def reviewed_run(c: Context, out: str = "", workflow: str = "plan.yml") -> None:
 )
 def reviewed_check(c: Context, plans: str = "", plan_result: str = "") -> None:
     """The merge group's check: fails naming each unit whose plan differs from its pull request's reviewed plan."""
-    from tooling.commands import ci
+    from tooling.commands import mergequeue
 
-    run(lambda: ci.reviewed_check(plans=Path(plans), plan_result=plan_result))
+    run(lambda: mergequeue.reviewed_check(plans=Path(plans), plan_result=plan_result))
