@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from infra_fixtures import commit_all, edit, git
+from infra_fixtures import REPO, commit_all, edit, git, invoke
 
 from tooling.engine.detect import compute_affected
 from tooling.errors import ToolingError
@@ -144,14 +145,15 @@ def test_a_change_to_a_file_the_root_file_reads_selects_every_unit_that_includes
     (repo / "live/cloud/a").mkdir(parents=True)
     (repo / "live/cloud/b").mkdir(parents=True)
     (repo / "live/other").mkdir(parents=True)
-    (repo / "live/data.txt").write_text("v1\n")
-    (repo / "live/root.hcl").write_text('locals {\n  data = trimspace(file("data.txt"))\n}\n')
+    (repo / "data.txt").write_text("v1\n")
+    (repo / "root.hcl").write_text('locals {\n  data = trimspace(file("data.txt"))\n}\n')
     for unit in ("live/cloud/a", "live/cloud/b"):
         (repo / unit / "terragrunt.hcl").write_text(
             'include "root" {\n  path   = find_in_parent_folders("root.hcl")\n'
             "  expose = true\n}\n\ninputs = {\n  data = include.root.locals.data\n}\n"
         )
     (repo / "live/other/terragrunt.hcl").write_text('inputs = {\n  data = "none"\n}\n')
+    shutil.copy2(REPO / "tasks.py", repo / "tasks.py")  # `invoke affected` in it
     git(repo, "init", "--quiet", "--initial-branch=main")
     commit_all(repo, "units")
     model = Workspace(repo).model()
@@ -159,8 +161,11 @@ def test_a_change_to_a_file_the_root_file_reads_selects_every_unit_that_includes
         ("live/cloud/a", "live/cloud/b", "live/other")
     )
     git(repo, "checkout", "--quiet", "-b", "feature")
-    edit(repo, "live/data.txt", "v1", "v2")
+    edit(repo, "data.txt", "v1", "v2")
     commit_all(repo, "data v2")
     result, _ = compute_affected(Workspace(repo), "main")
     assert [u.path for u in result.units] == ["live/cloud/a", "live/cloud/b"]
-    assert all("live/data.txt" in u.reasons for u in result.units)
+    assert all("data.txt" in u.reasons for u in result.units)
+    ran = invoke(repo, "affected", "--base", "main", "--json")
+    assert ran.returncode == 0, ran.output
+    assert [u["path"] for u in json.loads(ran.stdout)["units"]] == ["live/cloud/a", "live/cloud/b"]

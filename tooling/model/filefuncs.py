@@ -54,7 +54,7 @@ class FileFunctions:
     def base_of(name: str, file: ConfigFile) -> str:
         """The folder a relative path given to function ``name`` in ``file`` is read from."""
         if name in OWN_FOLDER_FUNCTIONS:
-            return posixpath.dirname(file.path)
+            return posixpath.dirname(file.path) or "."
         return file.scope.dir
 
     def rel(self, path: str, base: str | None = None) -> str:
