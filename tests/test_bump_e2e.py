@@ -659,3 +659,43 @@ def test_precision_and_style_are_kept(example_repo: Path, tmp_path: Path, prefix
         example_repo, "show", f"bump/terraform-style-{prefix}2.1:live/cloud/style/terragrunt.hcl"
     )
     assert f'?ref={prefix}2.1"' in text
+
+
+def test_a_local_git_file_source_is_pinned_listed_as_outdated_and_bumped(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "modules" / "terraform-local.git"
+    _module_repo(repo, [("v1.0.0", "first"), ("v1.1.0", "second")], annotated=True)
+    source = f"git::file://{repo}?ref=v1.0.0"
+    _add_unit(example_repo, "live/cloud/local-git", f'"{source}"')
+    commit_all(example_repo, "a unit on a local git repository")
+    git(example_repo, "push", "--quiet", "origin", "main")
+    unit = "live/cloud/local-git/terragrunt.hcl"
+
+    # pins: the ref is read, no pin rule fires
+    units = {u["path"]: u for u in _units(example_repo)}
+    assert units["live/cloud/local-git"]["ref"] == "v1.0.0"
+    checked = invoke(example_repo, "check", "--json")
+    pin_rules = [
+        v
+        for v in json.loads(checked.stdout)["violations"]
+        if v["file"] == unit and v["rule"].startswith("pin-")
+    ]
+    assert pin_rules == []
+
+    out = invoke(example_repo, "outdated", "--json")
+    assert out.returncode == 0, out.output
+    doc = json.loads(out.stdout)
+    mine = [m for m in doc["modules"] if m["module"] == "terraform-local"]
+    assert [(m["current"], m["latest"], m["outdated"]) for m in mine] == [
+        ("v1.0.0", "v1.1.0", True)
+    ]
+    assert "live/cloud/local-git" not in {s["unit"] for s in doc["skipped"]}
+
+    bumped = invoke(example_repo, "bump-module", "terraform-local", "v1.1.0")
+    assert bumped.returncode == 0, bumped.output
+    assert f'"git::file://{repo}?ref=v1.1.0"' in (example_repo / unit).read_text()
+    assert (
+        git(example_repo, "log", "-1", "--format=%s").strip()
+        == "chore(deps): bump terraform-local to v1.1.0"
+    )

@@ -358,3 +358,26 @@ def test_the_batch_verification_renders_every_unit_at_once_and_leaves_no_file_be
         for p in tricks_repo.rglob(name.format(token="*"))
     ]
     assert left == []
+
+
+def test_mocks_for_init_validate_and_plan_pass_check_and_plan(tmp_path: Path) -> None:
+    from tooling.io import toolchain
+
+    toolchain.ensure_bin_dir_on_path()
+    repo = make_example_repo(tmp_path / "infra")
+    trick = Trick(
+        "mocks-init-validate-plan",
+        "enforce-mocks",
+        'dependency "dns" {\n  config_path = "../dns"\n  mock_outputs = { zone_id = "mock" }\n'
+        '  mock_outputs_allowed_terraform_commands = ["init", "validate", "plan"]\n}\n',
+    )
+    _add_trick(repo, trick)
+    commit_all(repo, "mocks for init, validate and plan")
+    violations, _model = check.run(repo)
+    mine = [v for v in violations if v.file == f"{trick.path}/terragrunt.hcl"]
+    assert [v for v in mine if v.rule.startswith("enforce-")] == [], mine
+    env = Workspace(repo).tool_env
+    assert verify.violations(repo / trick.path, trick.path, "cloud", env) == []
+    out = tmp_path / "plans"
+    result = plan_unit(_target(repo, trick.path), out, env)
+    assert result.status == "changes", result.error

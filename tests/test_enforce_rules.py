@@ -74,7 +74,7 @@ def _rules(rendered: dict[str, Any], policy: CheckPolicy | None = None) -> list[
                     }
                 }
             },
-            ["enforce-mocks"],
+            [],
         ),
         ({"terraform_binary": "", "download_dir": "", "iam_role": ""}, []),
     ],
@@ -85,6 +85,39 @@ def test_each_rule_fires_exactly_on_what_changes_the_run(
     rendered = {"generate": {"backend": BACKEND}} | rendered
     rendered = {k: v for k, v in rendered.items() if v is not None or k != "generate"}
     assert _rules(rendered) == rules
+
+
+def _mocked(commands: list[str]) -> dict[str, Any]:
+    dep = {"mock_outputs": {"x": 1}, "mock_outputs_allowed_terraform_commands": commands}
+    return {"generate": {"backend": BACKEND}, "dependency": {"a": dep}}
+
+
+def test_mocks_for_init_validate_and_plan_pass_as_init_applies_no_value() -> None:
+    assert _rules(_mocked(["init", "validate", "plan"])) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "apply",
+        "destroy",
+        "import",
+        "refresh",
+        "state",
+        "force-unlock",
+        "taint",
+        "test",
+        "frobnicate",
+    ],
+)
+def test_mocks_for_a_command_that_can_write_state_or_is_unknown_are_refused(command: str) -> None:
+    found = enforce.verify(
+        _mocked(["init", "validate", "plan", command]), DECLARED, FACTS, CheckPolicy()
+    )
+    assert [v.rule for v in found] == ["enforce-mocks"]
+    assert (
+        f"allows its mock outputs for {command}: a mock value could be applied" in found[0].message
+    )
 
 
 def test_an_allowlisted_role_brings_its_session_settings_and_names_its_tier() -> None:

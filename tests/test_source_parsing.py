@@ -13,7 +13,7 @@ import pytest
 
 from tooling.core.targets import model_refusal
 from tooling.model.repo import Unit, WorkTree, load
-from tooling.model.sources import parse_source
+from tooling.model.sources import parse_source, remote_url, support
 
 GX = "git.example.com"
 PROXMOX = f"git::https://{GX}/platform-modules/terraform-proxmox.git"
@@ -179,3 +179,200 @@ def test_units_show_the_ref_go_getter_fetches_and_mark_an_ambiguous_source(
     assert encoded.ref == "v1.2.0"
     assert model_refusal(encoded) is None
     assert plain.ref == "v1.1.0" and model_refusal(plain) is None
+
+
+#: every source form go-getter and Terragrunt accept: (source, kind, scheme, URL git
+#: clones, subdir, ref, (pins, outdated, bump), why not); the table in docs/bumps.md
+SOURCE_FORMS = [
+    (
+        f"git::https://{GX}/org/repo.git//modules/vm?ref=v1.1.0",
+        "git",
+        "https",
+        f"https://{GX}/org/repo.git",
+        "modules/vm",
+        "v1.1.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        f"git::ssh://git@{GX}:2222/org/repo.git//sub?ref=v1.0.0",
+        "git",
+        "ssh",
+        f"ssh://git@{GX}:2222/org/repo.git",
+        "sub",
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        f"git@{GX}:group/sub/repo.git//mod?ref=v1.0.0",
+        "git",
+        "ssh",
+        f"git@{GX}:group/sub/repo.git",
+        "mod",
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        f"git::git@{GX}:org/repo.git?ref=v1.0.0",
+        "git",
+        "ssh",
+        f"git@{GX}:org/repo.git",
+        None,
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        "github.com/org/repo//mod?ref=v1.0.0",
+        "git",
+        "https",
+        "https://github.com/org/repo.git",
+        "mod",
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        f"https://{GX}/org/repo.git?depth=1&ref=v1",
+        "git",
+        "https",
+        f"https://{GX}/org/repo.git",
+        None,
+        "v1",
+        (True, True, True),
+        "",
+    ),
+    (
+        "git::file:///srv/modules/repo.git//mod?ref=v1.0.0",
+        "git",
+        "file",
+        "file:///srv/modules/repo.git",
+        "mod",
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        "git::file:///srv/modules/repo.git?ref=v1.0.0",
+        "git",
+        "file",
+        "file:///srv/modules/repo.git",
+        None,
+        "v1.0.0",
+        (True, True, True),
+        "",
+    ),
+    (
+        "tfr:///terraform-aws-modules/vpc/aws?version=5.0.0",
+        "registry",
+        "tfr",
+        None,
+        None,
+        "5.0.0",
+        (True, False, False),
+        "registry protocol",
+    ),
+    (
+        "s3::https://s3-eu-west-1.amazonaws.com/bucket/vpc.zip",
+        "unknown",
+        "s3",
+        None,
+        None,
+        None,
+        (False, False, False),
+        "s3:: sources are not versioned",
+    ),
+    (
+        "gcs::https://www.googleapis.com/storage/v1/bucket/vpc.zip",
+        "unknown",
+        "gcs",
+        None,
+        None,
+        None,
+        (False, False, False),
+        "gcs:: sources are not versioned",
+    ),
+    (
+        "hg::http://hg.example.com/repo",
+        "unknown",
+        "hg",
+        None,
+        None,
+        None,
+        (False, False, False),
+        "hg:: sources are not versioned",
+    ),
+    (
+        "https://example.com/vpc.zip",
+        "unknown",
+        "https",
+        None,
+        None,
+        None,
+        (False, False, False),
+        "archive",
+    ),
+    (
+        "git::file://modules/repo.git?ref=v1",
+        "unknown",
+        "file",
+        None,
+        None,
+        None,
+        (False, False, False),
+        "absolute path",
+    ),
+    ("../modules/x", "local", None, None, None, None, (False, False, False), "local path"),
+    ("/abs/modules/x", "local", None, None, None, None, (False, False, False), "local path"),
+    ("file:///abs/modules/x", "local", None, None, None, None, (False, False, False), "local path"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "scheme", "url", "subdir", "ref", "supported", "why"),
+    SOURCE_FORMS,
+    ids=[row[0] for row in SOURCE_FORMS],
+)
+def test_every_source_form_says_its_scheme_url_subdir_ref_and_what_is_supported(
+    text: str,
+    kind: str,
+    scheme: str | None,
+    url: str | None,
+    subdir: str | None,
+    ref: str | None,
+    supported: tuple[bool, bool, bool],
+    why: str,
+) -> None:
+    src = parse_source(text)
+    assert (src.kind, src.scheme, remote_url(src), src.subdir, src.ref) == (
+        kind,
+        scheme,
+        url,
+        subdir,
+        ref,
+    )
+    found = support(src)
+    assert (found.pins, found.outdated, found.bump) == supported
+    assert why in found.reason
+    if kind != "git":
+        return
+    assert src.identity is not None and src.ref_span is not None
+    assert text[src.ref_span[0] : src.ref_span[1]] == ref  # where a bump edits
+
+
+def test_the_doc_table_lists_every_scheme_the_parser_names() -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "bumps.md").read_text()
+    for text, _kind, scheme, *_rest in SOURCE_FORMS:
+        if scheme is not None:
+            assert f"| {scheme} |" in doc or f" {scheme}," in doc, text
+    assert "git::file:///" in doc
+
+
+def test_a_local_git_repository_has_a_file_identity_that_https_and_ssh_do_not_share() -> None:
+    local = parse_source("git::file:///srv/modules/terraform-proxmox.git?ref=v1.0.0")
+    remote = parse_source(f"{PROXMOX}?ref=v1.0.0")
+    assert local.identity == "file:///srv/modules/terraform-proxmox"
+    assert local.short_name == remote.short_name == "terraform-proxmox"
+    assert local.identity != remote.identity

@@ -93,7 +93,7 @@ class UnitEvaluator(FileFunctions):
             return fn(args, file)
         if name in READ_FUNCTIONS:
             if args and isinstance(args[0], str):
-                self.read(self.rel(args[0], file.scope.dir))
+                self.read(self.rel(args[0], self.base_of(name, file)))
             else:
                 self.unresolved(file, f"the file {name}() reads")
             return UNKNOWN
@@ -266,7 +266,14 @@ class UnitEvaluator(FileFunctions):
             return self.traverse(self.variable(root, keys, file), keys[1:], file)
         if kind == "post":
             keys = [k if isinstance(k, str | int) else self.eval(k, file) for k in expr[2]]
-            return self.traverse(self.eval(expr[1], file), keys, file)
+            inner = expr[1]
+            if inner[0] == "var":
+                # ``local.m["k"]``: the variable's own keys and the ones after it are one path
+                whole = [*inner[2], *keys]
+                if whole:
+                    value = self.variable(inner[1], whole, file)
+                    return self.traverse(value, whole[1:], file)
+            return self.traverse(self.eval(inner, file), keys, file)
         if kind == "call":
             if expr[1] in ("try", "can"):
                 return self.guarded(expr[1], expr[2], file)

@@ -5,8 +5,10 @@ Pure functions only: no subprocess and no file access.
 :func:`parse_source` reads a Terragrunt/OpenTofu module source (go-getter
 address) into a :class:`ModuleSource`: ``git::https://...``, ``git::ssh://...``,
 SCP-style ``git@host:org/repo.git``, the ``github.com``/``gitlab.com``/
-``bitbucket.org`` shorthands, plain ``https://.../repo.git``, ``tfr://``
-registry sources, local paths. It keeps the query string exactly as written and
+``bitbucket.org`` shorthands, plain ``https://.../repo.git``, a repository on
+this machine (``git::file:///abs/repo.git``), ``tfr://`` registry sources,
+local paths. :func:`support` says per source what ``invoke check`` (pins),
+``invoke outdated`` and ``invoke bump-module`` do with it, and why not. It keeps the query string exactly as written and
 the offsets of the ref so that an edit can replace only that substring, and
 reads it as go-getter does (:mod:`tooling.model.getter`): the ref is the
 percent-decoded value, the path is decoded with its ``..`` segments resolved
@@ -30,12 +32,14 @@ __all__ = [
     "DEFAULT_REGISTRY",
     "ModuleSource",
     "RepoTags",
+    "Support",
     "Tag",
     "is_commit_sha",
     "parse_query",
     "parse_source",
     "ref_from_query",
     "remote_url",
+    "support",
 ]
 
 SourceKind = Literal["git", "registry", "local", "unknown"]
@@ -68,6 +72,10 @@ class ModuleSource:
 
     text: str
     kind: SourceKind
+    #: how the address is fetched: ``https``, ``ssh``, ``file``... (the URL's scheme, ``ssh``
+    #: for SCP-style ``git@host:org/repo``, ``https`` for the ``github.com/...`` shorthand),
+    #: ``tfr`` for the registry, ``s3``/``gcs``/``hg``... for a forced getter; None when local
+    scheme: str | None = None
     #: lowercase host without port or user (registry host for ``registry``)
     host: str | None = None
     port: int | None = None
@@ -96,8 +104,11 @@ class ModuleSource:
         """``host/org/repo`` (git) or ``host/ns/name/provider`` (registry); None otherwise.
 
         Scheme, user, port, ``.git``, subdir and query are not part of it, so
-        the HTTPS and SSH spellings of one repository have the same identity.
+        the HTTPS and SSH spellings of one repository have the same identity. A repository
+        on this machine (``git::file:///abs/repo.git``) is ``file:///abs/repo``.
         """
+        if self.kind == "git" and self.scheme == "file" and self.path:
+            return f"file:///{self.path}"
         if self.kind in ("git", "registry") and self.host and self.path:
             return f"{self.host}/{self.path}"
         return None
@@ -196,7 +207,11 @@ def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> Modu
         body_start = forced_match.end()
         if forced != "git":
             return ModuleSource(
-                text, "unknown", note=f"{forced}:: sources are not versioned by this tool"
+                text,
+                "unknown",
+                scheme=forced,
+                note=f"{forced}:: sources are not versioned by this tool "
+                "(no git tags to list, no ?ref= to edit)",
             )
 
     qmark = text.find("?", body_start)
@@ -218,10 +233,13 @@ def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> Modu
         scheme_end = address.index("://") + 3
         if scheme == "tfr" and forced is None:
             return _registry_source(text, address, scheme_end, query, spans, default_registry)
+        if scheme == "file" and forced == "git":
+            return _file_git_source(text, address, scheme_end, query, spans)
         if scheme not in ("https", "http", "ssh", "git"):
             return ModuleSource(
                 text,
                 "unknown",
+                scheme=scheme,
                 query=query,
                 query_spans=spans,
                 note=f"unsupported scheme {scheme}://",
@@ -241,22 +259,25 @@ def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> Modu
             return ModuleSource(
                 text,
                 "unknown",
+                scheme=scheme,
                 query=query,
                 query_spans=spans,
                 note="plain http(s) URL without git:: or .git (an archive or X-Terraform-Get redirect)",
             )
         return _git_source(
-            text, url.group("host"), url.group("port"), raw_path, subdir, query, spans
+            text, url.group("host"), url.group("port"), raw_path, subdir, query, spans, scheme
         )
 
     main, subdir = _split_subdir(address, 0)
     scp = _SCP_RE.fullmatch(main)
     if scp:
-        return _git_source(text, scp.group("host"), None, scp.group("path"), subdir, query, spans)
+        return _git_source(
+            text, scp.group("host"), None, scp.group("path"), subdir, query, spans, "ssh"
+        )
 
     first, _, rest = main.partition("/")
     if first.lower() in _SHORTHAND_HOSTS and rest:
-        return _git_source(text, first, None, rest, subdir, query, spans)
+        return _git_source(text, first, None, rest, subdir, query, spans, "https")
 
     return ModuleSource(
         text, "unknown", query=query, query_spans=spans, note="not a recognised module source"
@@ -285,6 +306,7 @@ def _git_source(
     subdir: str | None,
     query: tuple[tuple[str, str], ...],
     spans: tuple[tuple[int, int], ...],
+    scheme: str,
 ) -> ModuleSource:
     host = raw_host.lower()
     path = _clean_repo_path(raw_path)
@@ -321,6 +343,7 @@ def _git_source(
     return ModuleSource(
         text,
         "git",
+        scheme=scheme,
         host=host,
         port=port,
         path=path,
@@ -364,6 +387,7 @@ def _registry_source(
     return ModuleSource(
         text,
         "registry",
+        scheme="tfr",
         host=(host or default_registry).lower(),
         port=port,
         path="/".join(segments),
@@ -374,6 +398,99 @@ def _registry_source(
         query_spans=spans,
         ref_span=ref_span,
     )
+
+
+def _file_git_source(
+    text: str,
+    address: str,
+    scheme_end: int,
+    query: tuple[tuple[str, str], ...],
+    spans: tuple[tuple[int, int], ...],
+) -> ModuleSource:
+    """``git::file:///abs/repo.git//subdir?ref=...``: a git repository on this machine."""
+    main, subdir = _split_subdir(address, scheme_end)
+    raw_path = main[scheme_end:]
+    if not raw_path.startswith("/"):
+        return ModuleSource(
+            text,
+            "unknown",
+            scheme="file",
+            query=query,
+            query_spans=spans,
+            note="a file:// git source needs an absolute path (git::file:///abs/repo.git)",
+        )
+    path = _clean_repo_path(raw_path)
+    if not path:
+        return ModuleSource(
+            text,
+            "unknown",
+            scheme="file",
+            query=query,
+            query_spans=spans,
+            note=f"the repository path {raw_path!r} has a malformed percent-escape",
+            ambiguous=path is None,
+        )
+    subdir, subdir_problem = clean_subdir(subdir) if subdir else (None, None)
+    if subdir_problem:
+        return ModuleSource(
+            text, "unknown", query=query, query_spans=spans, note=subdir_problem, ambiguous=True
+        )
+    ref, ref_span = ref_from_query(query, spans, "ref")
+    return ModuleSource(
+        text,
+        "git",
+        scheme="file",
+        path=path,
+        subdir=subdir,
+        ref=ref,
+        ref_param="ref",
+        query=query,
+        query_spans=spans,
+        ref_span=ref_span,
+    )
+
+
+@dataclass(frozen=True)
+class Support:
+    """What the tooling does with one module source, and why not when it does not."""
+
+    #: ``invoke check`` reads its version (the pin rules: a tag, or a SHA with its comment)
+    pins: bool
+    #: ``invoke outdated`` lists the repository's newer tags
+    outdated: bool
+    #: ``invoke bump-module``/``bump-all`` rewrite its ref
+    bump: bool
+    reason: str
+
+
+#: why a registry source is neither listed nor bumped (its version is still checked)
+REGISTRY_REASON = (
+    "a registry module: its ?version= is checked, but its versions are not read from "
+    "git tags and the registry protocol is not spoken, so it is neither listed nor bumped"
+)
+
+
+def support(source: ModuleSource) -> Support:
+    """Per source form, what pins, ``outdated`` and ``bump-module`` do (the table in
+    docs/bumps.md)."""
+    if source.kind == "git" and source.identity is not None:
+        return Support(
+            True,
+            True,
+            True,
+            f"a git repository ({source.scheme}): its tags are listed with git, its ?ref= is "
+            "edited in place",
+        )
+    if source.kind == "registry":
+        return Support(True, False, False, REGISTRY_REASON)
+    if source.kind == "local":
+        return Support(
+            False,
+            False,
+            False,
+            "a local path: its version is whatever the checkout holds (pin-local-source)",
+        )
+    return Support(False, False, False, source.note or "not a recognised module source")
 
 
 # --------------------------------------------------------------------------- tags
@@ -411,7 +528,7 @@ def remote_url(source: ModuleSource) -> str | None:
     reaches the repository). go-getter's ``github.com/org/repo`` shorthand
     becomes ``https://github.com/org/repo.git``.
     """
-    if source.kind != "git" or not source.host or not source.path:
+    if source.kind != "git" or not (source.host or source.scheme == "file") or not source.path:
         return None
     text = source.text.removeprefix("git::")
     text = text.split("?", 1)[0]

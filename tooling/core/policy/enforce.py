@@ -30,9 +30,21 @@ from typing import Any
 from tooling.core.policy.settings import CheckPolicy
 from tooling.core.policy.snapshot import Violation
 
-#: the OpenTofu commands a dependency's mock outputs may stand in for: commands that
-#: change nothing (a mock value never reaches an apply, an import or a state operation)
-MOCK_COMMANDS = ("validate", "plan")
+#: the OpenTofu commands a dependency's mock outputs may stand in for: the ones known to
+#: write neither state nor infrastructure (a mock value never reaches an apply, a destroy,
+#: an import, a refresh or a state operation). Any other command, known or not, is refused.
+MOCK_COMMANDS = (
+    "init",
+    "validate",
+    "plan",
+    "show",
+    "output",
+    "providers",
+    "graph",
+    "fmt",
+    "get",
+    "version",
+)
 #: the attributes that make Terragrunt run OpenTofu as another identity
 ROLE_ATTRS = (
     "iam_role",
@@ -339,7 +351,8 @@ def check_errors(
 
 
 def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation]:
-    """Mock outputs stand in for ``validate``/``plan`` only (never apply, import, destroy...)."""
+    """Mock outputs stand in for read-only commands only (``MOCK_COMMANDS``: ``init``,
+    ``validate``, ``plan``...), never apply, destroy, import, refresh, state, force-unlock..."""
     out: list[Violation] = []
     deps = rendered.get("dependency") or {}
     for name, dep in sorted(deps.items() if isinstance(deps, Mapping) else []):
@@ -358,7 +371,8 @@ def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation
                     (f'dependency "{name}"', "mock_outputs_allowed_terraform_commands"),
                     "enforce-mocks",
                     f"dependency {name!r} allows its mock outputs for {', '.join(extra)}: "
-                    "a mock value could be applied",
+                    "a mock value could be applied (only read-only commands may use mocks: "
+                    f"{', '.join(MOCK_COMMANDS)})",
                     f'set mock_outputs_allowed_terraform_commands = ["validate", "plan"] in dependency "{name}"',
                 )
             )
