@@ -272,8 +272,11 @@ def apply(c: Context, plans: str = "", approve_manual: bool = False, reviewed: s
     unit. Plans made from a tree with uncommitted changes are refused (no
     override: commit, then plan again). Encrypted plans need the key they were
     made with (IAC_ENCRYPTION_PASSPHRASE or IAC_ENCRYPTION_KMS_KEY_ID): without
-    it nothing is applied. Manual units wait unless
-    --approve-manual. Exit code 1 if anything failed or was refused, or a unit
+    it nothing is applied. Plans older than [apply] max_plan_age (policy.toml,
+    24h by default) are refused whole. Manual units wait unless --approve-manual;
+    one whose upstream applied in this run is re-planned on the real outputs
+    first and waits with that re-plan, which the next --approve-manual on the
+    same folder applies exactly (one approval per wave). Exit code 1 if anything failed or was refused, or a unit
     had no plan to apply (its plan failed: a destroy that could not be planned too).
     With --reviewed PR_DIR, a unit whose plan differs from the pull request's
     reviewed plan (or that the pull request did not plan) is manual, the
