@@ -27,6 +27,8 @@ class StateStore(Protocol):
 
     def copy(self, src: str, dst: str) -> None: ...
 
+    def write(self, key: str, data: bytes) -> None: ...
+
     def delete(self, key: str) -> None: ...
 
     def describe(self, key: str) -> str: ...
@@ -59,6 +61,13 @@ class LocalStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         shutil.copy2(self._path(src), tmp)
+        os.replace(tmp, target)
+
+    def write(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
         os.replace(tmp, target)
 
     def delete(self, key: str) -> None:
@@ -114,6 +123,11 @@ class S3Store:
             Key=dst,
             CopySource={"Bucket": self.bucket, "Key": src},
             ServerSideEncryption="AES256",  # root.hcl's backend has encrypt = true
+        )
+
+    def write(self, key: str, data: bytes) -> None:
+        self.client.put_object(
+            Bucket=self.bucket, Key=key, Body=data, ServerSideEncryption="AES256"
         )
 
     def delete(self, key: str) -> None:

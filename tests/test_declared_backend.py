@@ -1,0 +1,167 @@
+"""State where the repository's backend puts it: a root file declaring its own backend
+(`remote_state`, any type) is what `move-unit`, a deleted unit's destroy plan, the
+state-key rule and the working-copy backend check go through, with paths resolved where
+Terragrunt resolves them (never inside a tool-made worktree).
+
+Real git, terragrunt and tofu; moto's S3 on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from infra_fixtures import (
+    apply_unit,
+    bucket_keys,
+    commit_all,
+    git,
+    invoke,
+    plan_one,
+    read_summary,
+    units_by_path,
+)
+
+from tooling.commands import move as moving
+
+pytestmark = pytest.mark.e2e
+
+OLD, NEW = "live/cloud/dns", "live/cloud/zone"
+
+TOOLING_BACKEND = """generate "backend" {
+  path      = "backend.tf"
+  if_exists = "overwrite_terragrunt"
+  contents  = local.state_bucket == "" ? local.backend_local : local.backend_s3
+}"""
+
+#: a local backend whose path is the repository's (not .iac/state/, not IAC_STATE_DIR)
+REPO_LOCAL = """remote_state {
+  backend  = "local"
+  generate = { path = "backend.tf", if_exists = "overwrite_terragrunt" }
+  config   = { path = "${get_repo_root()}/state/${path_relative_to_include()}/terraform.tfstate" }
+}"""
+
+
+def _s3_backend(bucket: str, endpoint: str) -> str:
+    return f"""remote_state {{
+  backend      = "s3"
+  disable_init = true
+  generate     = {{ path = "backend.tf", if_exists = "overwrite_terragrunt" }}
+  config = {{
+    bucket                      = "{bucket}"
+    key                         = "own/${{path_relative_to_include()}}/tf.state"
+    region                      = "us-east-1"
+    endpoints                   = {{ s3 = "{endpoint}" }}
+    use_path_style              = true
+    skip_credentials_validation = true
+    skip_requesting_account_id  = true
+    skip_metadata_api_check     = true
+    skip_region_validation      = true
+    use_lockfile                = true
+  }}
+}}"""
+
+
+def declare_backend(root: Path, block: str) -> None:
+    """Make the project root's root.hcl declare its own backend instead of the tooling's."""
+    text = (root / "root.hcl").read_text()
+    assert TOOLING_BACKEND in text
+    (root / "root.hcl").write_text(text.replace(TOOLING_BACKEND, block))
+    with (root / ".gitignore").open("a") as ignore:
+        ignore.write("state/\n")
+
+
+def _state(repo: Path, unit: str) -> Path:
+    return repo / "state" / unit / "terraform.tfstate"
+
+
+# --------------------------------------------------------------------------- move-unit
+
+
+def test_move_unit_moves_the_state_of_a_local_backend_the_root_file_declares(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    declare_backend(example_repo, REPO_LOCAL)
+    commit_all(example_repo, "state under state/, declared by root.hcl")
+    apply_unit(example_repo, OLD, tmp_path / "a1")
+    before = _state(example_repo, OLD).read_bytes()
+    assert '"terraform_data"' in before.decode() or b'"resources"' in before
+    assert not (example_repo / ".iac" / "state").exists()
+
+    ran = invoke(example_repo, "move-unit", OLD, NEW)
+    assert ran.returncode == 0, ran.output
+    assert "never applied" not in ran.stderr
+    assert _state(example_repo, NEW).read_bytes() == before
+    assert not _state(example_repo, OLD).exists(), "the old path must not keep live state"
+    assert (
+        _state(example_repo, OLD).with_name("terraform.tfstate" + moving.BACKUP_SUFFIX).read_bytes()
+        == before
+    )
+    assert f"state/{NEW}/terraform.tfstate" in ran.stderr
+
+    result: Any = plan_one(example_repo, NEW, tmp_path / "after")
+    assert result.status == "no-changes", result.error
+
+
+def test_move_unit_moves_the_state_of_an_s3_backend_the_root_file_declares(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str]
+) -> None:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=aws_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    bucket = f"own-{tmp_path.name}".lower().replace("_", "-")[:60]
+    s3.create_bucket(Bucket=bucket)
+    declare_backend(example_repo, _s3_backend(bucket, aws_env["AWS_ENDPOINT_URL"]))
+    commit_all(example_repo, "state in the repository's own bucket")
+    apply_unit(example_repo, OLD, tmp_path / "a1")
+    old_key, new_key = f"own/{OLD}/tf.state", f"own/{NEW}/tf.state"
+    before = s3.get_object(Bucket=bucket, Key=old_key)["Body"].read()
+
+    ran = invoke(example_repo, "move-unit", OLD, NEW)
+    assert ran.returncode == 0, ran.output
+    assert f"s3://{bucket}/{new_key}" in ran.stderr
+    assert bucket_keys(s3, bucket) == {new_key, old_key + moving.BACKUP_SUFFIX}
+    assert s3.get_object(Bucket=bucket, Key=new_key)["Body"].read() == before
+    assert not (example_repo / ".iac" / "state").exists()
+
+    result: Any = plan_one(example_repo, NEW, tmp_path / "after")
+    assert result.status == "no-changes", result.error
+
+
+# --------------------------------------------------------------------------- the state-key rule
+
+
+def _check(root: Path) -> list[dict[str, Any]]:
+    ran = invoke(root, "check", "--json")
+    violations: list[dict[str, Any]] = json.loads(ran.stdout)["violations"]
+    return violations
+
+
+def test_the_state_key_rule_takes_a_local_path_and_a_gcs_prefix_and_names_a_real_fix(
+    example_repo: Path,
+) -> None:
+    declare_backend(example_repo, REPO_LOCAL)
+    assert [v["rule"] for v in _check(example_repo)] == []
+
+    gcs = """remote_state {
+  backend  = "gcs"
+  generate = { path = "backend.tf", if_exists = "overwrite_terragrunt" }
+  config   = { bucket = "tf-state", prefix = "live/${path_relative_to_include()}" }
+}"""
+    text = (example_repo / "root.hcl").read_text()
+    (example_repo / "root.hcl").write_text(text.replace(REPO_LOCAL, gcs))
+    assert [v["rule"] for v in _check(example_repo)] == []
+
+    nothing = """remote_state {
+  backend  = "gcs"
+  generate = { path = "backend.tf", if_exists = "overwrite_terragrunt" }
+  config   = { bucket = "tf-state" }
+}"""
+    (example_repo / "root.hcl").write_text(text.replace(REPO_LOCAL, nothing))
+    found = _check(example_repo)
+    assert found and {v["rule"] for v in found} == {"state-key-missing"}
+    fix = found[0]["fix"]
+    assert "prefix = " in fix and "include root.hcl" not in fix, fix
