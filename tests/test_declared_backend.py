@@ -165,3 +165,73 @@ def test_the_state_key_rule_takes_a_local_path_and_a_gcs_prefix_and_names_a_real
     assert found and {v["rule"] for v in found} == {"state-key-missing"}
     fix = found[0]["fix"]
     assert "prefix = " in fix and "include root.hcl" not in fix, fix
+
+
+# --------------------------------------------------------------------------- a deleted unit
+
+
+def _plan(root: Path, out: Path, *args: str) -> dict[str, Any]:
+    ran = invoke(root, "plan", "--out", str(out), *args)
+    assert ran.returncode in (0, 1), ran.output
+    return read_summary(out)
+
+
+def _apply(root: Path, out: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+    ran = invoke(root, "apply", "--plans", str(out), *args)
+    path = out / "apply.json"
+    doc = json.loads(path.read_text()) if path.exists() else {"units": []}
+    return ran.returncode, {u["path"]: u for u in doc["units"]}, ran.output
+
+
+def _destroyed_with_approval(root: Path, unit: str, state: Path, out: Path) -> None:
+    """`plan --base main` plans the deleted unit's destroy (its resources listed, gate
+    manual); apply waits, then with approval destroys them in the state at ``state``."""
+    summary = _plan(root, out, "--base", "main")
+    planned = units_by_path(summary)[unit]
+    assert planned["status"] == "changes", planned
+    assert planned["destroy"] is True and planned["gate"]["decision"] == "manual", planned
+    assert planned["counts"]["delete"] >= 1, planned
+    code, results, output = _apply(root, out)
+    assert code == 0 and results[unit]["result"] == "waiting-approval", output
+    assert '"terraform_data"' in state.read_text()
+    code, results, output = _apply(root, out, "--approve-manual")
+    assert code == 0 and results[unit]["result"] == "applied", output
+    assert '"terraform_data"' not in state.read_text(), "every resource destroyed"
+
+
+def test_a_deleted_unit_whose_local_state_is_the_repositorys_is_destroyed_not_left_behind(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    declare_backend(example_repo, REPO_LOCAL)
+    shutil.copytree(example_repo / "live/cloud/iam", example_repo / "live/cloud/legacy")
+    commit_all(example_repo, "a legacy unit, state under state/")
+    apply_unit(example_repo, "live/cloud/legacy", tmp_path / "a1")
+    git(example_repo, "checkout", "--quiet", "-b", "retire")
+    git(example_repo, "rm", "-r", "--quiet", "live/cloud/legacy")
+    commit_all(example_repo, "retire legacy")
+    state = _state(example_repo, "live/cloud/legacy")
+    _destroyed_with_approval(example_repo, "live/cloud/legacy", state, tmp_path / "plans")
+    assert not list((example_repo / ".iac").rglob("*.tfstate")), "no state in the tooling's folder"
+
+
+def test_a_deleted_unit_in_a_sub_folder_project_root_is_destroyed_from_its_base_revision(
+    tmp_path: Path, tools: None
+) -> None:
+    from infra_fixtures import make_example_repo
+
+    top = tmp_path / "mono"
+    top.mkdir()
+    example = make_example_repo(tmp_path / "example")
+    shutil.rmtree(example / ".git")
+    shutil.copytree(example, top / "infra")
+    (top / "README.md").write_text("the company's monorepo\n")
+    git(top, "init", "--quiet", "--initial-branch=main")
+    infra = top / "infra"
+    shutil.copytree(infra / "live/cloud/iam", infra / "live/cloud/legacy")
+    commit_all(top, "infrastructure in infra/, with a legacy unit")
+    apply_unit(infra, "live/cloud/legacy", tmp_path / "a1")
+    git(top, "checkout", "--quiet", "-b", "retire")
+    git(top, "rm", "-r", "--quiet", "infra/live/cloud/legacy")
+    commit_all(top, "retire legacy")
+    state = infra / ".iac/state/live/cloud/legacy/terraform.tfstate"
+    _destroyed_with_approval(infra, "live/cloud/legacy", state, tmp_path / "plans")

@@ -98,6 +98,34 @@ def unit_at(root: Path, path: str, source: str) -> Iterator[Path]:
             shutil.rmtree(parent, ignore_errors=True)
 
 
+def share_repository_state(
+    unit_dir: Path, worktree: Path, repo: Path, env: Mapping[str, str]
+) -> None:
+    """Before a unit runs from ``worktree`` (a worktree the tooling made of ``repo``, both
+    at git's top level): a local backend whose path Terragrunt resolves inside the
+    worktree (``get_repo_root()``...) names the repository's state, so that folder of the
+    worktree is made a link to the repository's (a destroy plan then reads the real
+    state, and its apply writes it)."""
+    backend = of_unit(unit_dir, env)
+    key = state_key(backend) if backend is not None and backend.type == "local" else None
+    if key is None or not Path(key).is_absolute():
+        return
+    path = Path(key)
+    if not path.is_relative_to(worktree):
+        return
+    real = repo / path.relative_to(worktree)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    here = path.parent
+    if here.is_symlink():
+        return
+    if here.exists():  # a folder the revision tracks: link the state file alone
+        if not path.exists():
+            path.symlink_to(real)
+        return
+    here.parent.mkdir(parents=True, exist_ok=True)
+    here.symlink_to(real.parent, target_is_directory=True)
+
+
 def located(
     backend: Backend | None, unit: str, settings: config.Settings
 ) -> tuple[StateStore, str] | None:
