@@ -107,7 +107,7 @@ def test_move_unit_moves_the_state_of_a_local_backend_the_root_file_declares(
 
 
 def test_move_unit_moves_the_state_of_an_s3_backend_the_root_file_declares(
-    example_repo: Path, tmp_path: Path, aws_env: dict[str, str]
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import boto3
 
@@ -115,6 +115,8 @@ def test_move_unit_moves_the_state_of_an_s3_backend_the_root_file_declares(
     bucket = f"own-{tmp_path.name}".lower().replace("_", "-")[:60]
     s3.create_bucket(Bucket=bucket)
     declare_backend(example_repo, _s3_backend(bucket, aws_env["AWS_ENDPOINT_URL"]))
+    # the endpoint is the root file's alone: nothing else points a client at it
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
     commit_all(example_repo, "state in the repository's own bucket")
     apply_unit(example_repo, OLD, tmp_path / "a1")
     old_key, new_key = f"own/{OLD}/tf.state", f"own/{NEW}/tf.state"
@@ -144,6 +146,12 @@ def test_the_state_key_rule_takes_a_local_path_and_a_gcs_prefix_and_names_a_real
     example_repo: Path,
 ) -> None:
     declare_backend(example_repo, REPO_LOCAL)
+    # no state_key local either: remote_state alone names each unit's state
+    text = (example_repo / "root.hcl").read_text()
+    text = text.replace("state_key    =", "unit_key     =").replace(
+        "local.state_key", "local.unit_key"
+    )
+    (example_repo / "root.hcl").write_text(text)
     assert [v["rule"] for v in _check(example_repo)] == []
 
     gcs = """remote_state {
@@ -235,3 +243,40 @@ def test_a_deleted_unit_in_a_sub_folder_project_root_is_destroyed_from_its_base_
     commit_all(top, "retire legacy")
     state = infra / ".iac/state/live/cloud/legacy/terraform.tfstate"
     _destroyed_with_approval(infra, "live/cloud/legacy", state, tmp_path / "plans")
+
+
+# --------------------------------------------------------------------------- the backend comparison
+
+
+def test_a_working_copy_is_compared_with_the_backend_the_root_file_declares(
+    example_repo: Path, tmp_path: Path, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infra_fixtures import s3_state_bucket
+
+    declare_backend(example_repo, REPO_LOCAL)
+    commit_all(example_repo, "state under state/, declared by root.hcl")
+    first = invoke(example_repo, "plan", "--unit", OLD, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.output
+    # IAC_STATE_BUCKET set in the same checkout: the root file still declares local state,
+    # so the working copy initialised with it is the right one
+    s3_state_bucket(monkeypatch, aws_env, f"unused-{tmp_path.name}")
+    again = invoke(example_repo, "plan", "--unit", OLD, "--out", str(tmp_path / "b"))
+    assert again.returncode == 0, again.output
+    assert "initialised with the" not in again.stderr
+    assert units_by_path(read_summary(tmp_path / "b"))[OLD]["status"] == "changes"
+
+    # the declared backend changes type: the old working copy is refused, naming the new one
+    text = (example_repo / "root.hcl").read_text()
+    bucket = f"own-{tmp_path.name}".lower().replace("_", "-")[:60]
+    import boto3
+
+    boto3.client(
+        "s3", endpoint_url=aws_env["AWS_ENDPOINT_URL"], region_name="us-east-1"
+    ).create_bucket(Bucket=bucket)
+    (example_repo / "root.hcl").write_text(
+        text.replace(REPO_LOCAL, _s3_backend(bucket, aws_env["AWS_ENDPOINT_URL"]))
+    )
+    refused = invoke(example_repo, "plan", "--unit", OLD, "--out", str(tmp_path / "c"))
+    assert refused.returncode == 1, refused.output
+    assert f"{OLD}: its working copy was initialised with the local state backend" in refused.stderr
+    assert f"the s3 backend (own/{OLD}/tf.state)" in refused.stderr
