@@ -5,26 +5,29 @@ A unit's state key is derived from its path (root.hcl keys it by
 next plan create everything again at the new key while the old state still
 claims the real resources. Moving a unit is therefore a state migration:
 
-1. preflight: OLD is a unit tracked by git, NEW is free, neither key is locked,
-   and the NEW key holds no state (refused otherwise: nothing is overwritten);
-2. the state object is copied from the old key to the new one, byte for byte
-   (local backend: files under ``.iac/state/``; S3: ``copy_object`` with the
-   settings the tooling uses: ``IAC_STATE_BUCKET``, ``IAC_STATE_REGION``,
-   ``IAC_STATE_ENDPOINT``), and the copy is verified;
+1. preflight: OLD is a unit tracked by git, NEW is free, neither state is
+   locked, and the NEW one holds no state (refused otherwise: nothing is
+   overwritten);
+2. each end's state is where Terragrunt resolves the unit's backend at that
+   folder (:mod:`tooling.io.backends`: ``terragrunt render`` of the unit at OLD
+   and at NEW, a copy of the unit for one render where the folder does not
+   exist): a local or S3 object is copied byte for byte and the copy verified;
+   another backend type goes through ``terragrunt state pull``/``push``;
 3. ``git mv OLD NEW`` (the unit's ``.terragrunt-cache`` is dropped first: it
    remembers the old backend key);
-4. the old key is renamed to ``<old key>.moved-backup``: kept as a backup, but
-   no longer at a key a unit could read (a unit re-created at OLD starts
-   empty, instead of managing the moved resources a second time). It stays
-   until ``invoke move-unit OLD NEW --remove-backup``.
+4. the old local or S3 object is renamed to ``<old key>.moved-backup``: kept as a
+   backup, but no longer at a key a unit could read (a unit re-created at
+   OLD starts empty, instead of managing the moved resources a second time). It
+   stays until ``invoke move-unit OLD NEW --remove-backup``.
 
 When the folder was already moved by hand (``git mv``), the same command
 migrates the state only. :func:`tooling.engine.moves.moved_unit_blocked` tells
 ``invoke plan`` whether a moved unit still waits for its state; the state stores are
 :mod:`tooling.io.statestore`.
 
-The new key is computed, not assumed: the model is loaded over a view of the
-working tree in which the unit's files sit at the other path.
+The model's keys (:func:`plan_move`, over a view of the working tree in which the
+unit's files sit at the other path) serve the refusals only; the state is found where
+Terragrunt puts it.
 """
 
 from __future__ import annotations

@@ -48,7 +48,11 @@ def _pr_context() -> bool:
 
 
 def blocked_moves(
-    root: Path, model: Model, change: Affected | None, executor: str | None
+    root: Path,
+    model: Model,
+    change: Affected | None,
+    executor: str | None,
+    env: Mapping[str, str] | None = None,
 ) -> set[str]:
     """The moved units that must wait: their state is still at the old key (the state stores tell)."""
     if change is None or not any(u.change == "moved" for u in change.units):
@@ -60,7 +64,7 @@ def blocked_moves(
         for u in change.units
         if u.change == "moved"
         and not (executor and u.executor != executor)
-        and moves.moved_unit_blocked(root, model, change, u.path)
+        and moves.moved_unit_blocked(root, model, change, u.path, env)
     }
 
 
@@ -181,7 +185,7 @@ def _plan_into(
             change=change,
             executor=executor,
             on_pr=on_pr,
-            blocked_moves=blocked_moves(root, model, change, executor),
+            blocked_moves=blocked_moves(root, model, change, executor, ws.tool_env),
             base_root=base_root,
             base_model=base_model,
         )

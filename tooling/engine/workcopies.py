@@ -12,8 +12,10 @@ plan means:
   declare is removed (named). The module's own files are never touched: they
   carry no signature (the stub ``.git`` Terragrunt leaves in a working copy is no
   repository, so git is never asked which files are the module's).
-- **a backend other than the configured one** (local state, then
-  ``IAC_STATE_BUCKET`` set in the same checkout): OpenTofu stops with "Backend
+- **a backend other than the configured one** (the one Terragrunt resolves for
+  the unit, from the render before the plans: a root file's ``remote_state`` or
+  generated backend; e.g. local state, then ``IAC_STATE_BUCKET`` set in the same
+  checkout with the tooling's root.hcl): OpenTofu stops with "Backend
   configuration changed". The tooling stops first, naming the unit, both
   backends and the two ways on.
 """

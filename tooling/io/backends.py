@@ -106,7 +106,10 @@ def share_repository_state(
     worktree (``get_repo_root()``...) names the repository's state, so that folder of the
     worktree is made a link to the repository's (a destroy plan then reads the real
     state, and its apply writes it)."""
-    backend = of_unit(unit_dir, env)
+    try:
+        backend = of_unit(unit_dir, env)
+    except ToolingError:  # the unit's own plan fails on the same configuration, naming it
+        return
     key = state_key(backend) if backend is not None and backend.type == "local" else None
     if key is None or not Path(key).is_absolute():
         return
