@@ -5,26 +5,29 @@ A unit's state key is derived from its path (root.hcl keys it by
 next plan create everything again at the new key while the old state still
 claims the real resources. Moving a unit is therefore a state migration:
 
-1. preflight: OLD is a unit tracked by git, NEW is free, neither key is locked,
-   and the NEW key holds no state (refused otherwise: nothing is overwritten);
-2. the state object is copied from the old key to the new one, byte for byte
-   (local backend: files under ``.iac/state/``; S3: ``copy_object`` with the
-   settings the tooling uses: ``IAC_STATE_BUCKET``, ``IAC_STATE_REGION``,
-   ``IAC_STATE_ENDPOINT``), and the copy is verified;
+1. preflight: OLD is a unit tracked by git, NEW is free, neither state is
+   locked, and the NEW one holds no state (refused otherwise: nothing is
+   overwritten);
+2. each end's state is where Terragrunt resolves the unit's backend at that
+   folder (:mod:`tooling.io.backends`: ``terragrunt render`` of the unit at OLD
+   and at NEW, a copy of the unit for one render where the folder does not
+   exist): a local or S3 object is copied byte for byte and the copy verified;
+   another backend type goes through ``terragrunt state pull``/``push``;
 3. ``git mv OLD NEW`` (the unit's ``.terragrunt-cache`` is dropped first: it
    remembers the old backend key);
-4. the old key is renamed to ``<old key>.moved-backup``: kept as a backup, but
-   no longer at a key a unit could read (a unit re-created at OLD starts
-   empty, instead of managing the moved resources a second time). It stays
-   until ``invoke move-unit OLD NEW --remove-backup``.
+4. the old local or S3 object is renamed to ``<old key>.moved-backup``: kept as a
+   backup, but no longer at a key a unit could read (a unit re-created at
+   OLD starts empty, instead of managing the moved resources a second time). It
+   stays until ``invoke move-unit OLD NEW --remove-backup``.
 
 When the folder was already moved by hand (``git mv``), the same command
 migrates the state only. :func:`tooling.engine.moves.moved_unit_blocked` tells
 ``invoke plan`` whether a moved unit still waits for its state; the state stores are
 :mod:`tooling.io.statestore`.
 
-The new key is computed, not assumed: the model is loaded over a view of the
-working tree in which the unit's files sit at the other path.
+The model's keys (:func:`plan_move`, over a view of the working tree in which the
+unit's files sit at the other path) serve the refusals only; the state is found where
+Terragrunt puts it.
 """
 
 from __future__ import annotations
@@ -33,14 +36,12 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tooling.core import names
 from tooling.core.targets import unit_arg
 from tooling.engine.moves import model_with_unit_at, work_tree
 from tooling.errors import ToolingError, UsageError
-from tooling.io import config, git
-from tooling.io.statestore import s3_client, store_for
+from tooling.io import backends, config, git
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model.layout import layout_from
@@ -57,8 +58,8 @@ BACKUP_SUFFIX = ".moved-backup"
 class Plan:
     old: str
     new: str
-    old_key: str
-    new_key: str
+    old_key: str | None  # as the model computes it; the move asks Terragrunt
+    new_key: str | None
     folder_moved: bool  # the folder is already at NEW
 
 
@@ -115,11 +116,6 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
         moved = True
     else:
         raise UsageError(f"{old}: no unit there (and none at {new}); see `invoke units`")
-    if old_key is None or new_key is None:
-        raise ToolingError(
-            f"the state key of {old if old_key is None else new} cannot be computed from its configuration; "
-            "`invoke check` names the problem"
-        )
     return Plan(old, new, old_key, new_key, moved)
 
 
@@ -132,98 +128,177 @@ def _dependents(model: Model, old: str) -> list[str]:
     return sorted(out)
 
 
-def move_unit(
-    ws: Workspace,
-    old: str,
-    new: str,
-    *,
-    remove_backup: bool = False,
-    client_factory: Callable[[config.Settings], Any] = s3_client,
-) -> int:
-    """``invoke move-unit``: move the folder (git mv) and migrate its state; or remove the backup."""
+def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False) -> int:
+    """``invoke move-unit``: move the folder (git mv) and migrate its state; or remove the backup.
+
+    Both ends' state is where Terragrunt resolves the unit's backend, at the old folder and
+    at the new one (:mod:`tooling.io.backends`): the repository's own ``remote_state`` or
+    generated backend, local or S3 (copied, the old object kept as a backup) or any other
+    type (``terragrunt state pull`` then ``state push``)."""
     root = ws.root
     settings = ws.settings
     old, new = _norm(old, "OLD"), _norm(new, "NEW")
     move = plan_move(root, old, new)
-    if client_factory is s3_client:
+    model = load(work_tree(root), None)
+    here = new if move.folder_moved else old
+    unit = model.units.get(here)
+    env = ws.env_for([unit.source] if unit and unit.source else [])
+    with backends.unit_at(root, old, here) as old_dir, backends.unit_at(root, new, here) as new_dir:
+        old_backend = backends.of_unit(old_dir, env)
+        new_backend = backends.of_unit(new_dir, env)
+        src = backends.located(old_backend, old, settings)
+        dst = backends.located(new_backend, new, settings)
+        if src is None or dst is None:
+            assert old_backend is not None and new_backend is not None
+            if remove_backup:
+                raise UsageError(
+                    f"{old}'s {old_backend.type} backend keeps no backup made by move-unit: nothing to remove"
+                )
+            moved = _migrate_through_terragrunt(
+                ws, old, new, old_dir, new_dir, old_backend, new_backend, env
+            )
+            pulled = True
+        else:
+            moved = pulled = False
+    if pulled:
+        _move_folder(root, old, new, move.folder_moved, undo=None)
+        _finish(model, old, new, has_backup=False)
+        if moved and old_backend is not None:
+            say(
+                f"the old state ({old_backend.describe()}) still holds the resources: delete it once "
+                f"`invoke plan --unit {new}` shows no changes, so nothing manages them twice"
+            )
+        return 0
+    assert src is not None and dst is not None
+    old_store, old_key = src
+    new_store, new_key = dst
+    if "s3" in (old_backend.type if old_backend else "", new_backend.type if new_backend else ""):
         from tooling.engine import preflight
 
         preflight.check_state_backend(settings)
-    model = load(work_tree(root), None)
-    unit = model.units.get(new if move.folder_moved else old)
-    store = store_for(root, settings, unit.state_bucket if unit else None, client_factory)
-    backup = move.old_key + BACKUP_SUFFIX
+    backup = old_key + BACKUP_SUFFIX
+    same = old_store.describe(old_key) == new_store.describe(new_key)
 
     if remove_backup:
         if not move.folder_moved:
             raise UsageError(
                 f"{old} has not been moved yet: run `invoke move-unit {old} {new}` first"
             )
-        if not store.exists(backup):
-            say(f"no backup at {store.describe(backup)}: nothing to remove")
+        if not old_store.exists(backup):
+            say(f"no backup at {old_store.describe(backup)}: nothing to remove")
             return 0
-        if not store.exists(move.new_key):
+        if not new_store.exists(new_key):
             raise ToolingError(
-                f"{store.describe(move.new_key)} holds no state: the backup {store.describe(backup)} may be the "
+                f"{new_store.describe(new_key)} holds no state: the backup {old_store.describe(backup)} may be the "
                 "only copy. Refusing to remove it."
             )
-        store.delete(backup)
-        say(f"removed the backup {store.describe(backup)}")
+        old_store.delete(backup)
+        say(f"removed the backup {old_store.describe(backup)}")
         return 0
 
-    if move.old_key == move.new_key:
-        say(f"the state key {move.old_key} does not depend on the folder: no state to migrate")
+    if same:
+        say(
+            f"the state {old_store.describe(old_key)} does not depend on the folder: no state to migrate"
+        )
     else:
-        for key in (move.old_key, move.new_key):
+        for store, key in ((old_store, old_key), (new_store, new_key)):
             if store.locked(key):
                 raise ToolingError(
                     f"{store.describe(key)} is locked: a plan or apply is running on it. Wait for it to finish."
                 )
-        if move.folder_moved and store.exists(move.new_key) and not store.exists(move.old_key):
-            say(
-                f"{new} already has its state at {store.describe(move.new_key)}: nothing to migrate"
-            )
+        if move.folder_moved and new_store.exists(new_key) and not old_store.exists(old_key):
+            say(f"{new} already has its state at {new_store.describe(new_key)}: nothing to migrate")
             return 0
-        if store.exists(move.new_key):
+        if new_store.exists(new_key):
             raise ToolingError(
-                f"refusing to move {old} to {new}: the new key {store.describe(move.new_key)} already holds state. "
+                f"refusing to move {old} to {new}: the new key {new_store.describe(new_key)} already holds state. "
                 "Moving would overwrite it. Pick another folder, or find out whose state that is first."
             )
-    has_state = move.old_key != move.new_key and store.exists(move.old_key)
+    has_state = not same and old_store.exists(old_key)
     if has_state:
-        store.copy(move.old_key, move.new_key)
-        if store.read(move.new_key) != store.read(move.old_key):
-            store.delete(move.new_key)
+        data = old_store.read(old_key)
+        new_store.write(new_key, data)
+        if new_store.read(new_key) != data:
+            new_store.delete(new_key)
             raise ToolingError(
-                f"the copy at {store.describe(move.new_key)} differs from the original; nothing was moved"
+                f"the copy at {new_store.describe(new_key)} differs from the original; nothing was moved"
             )
-        say(f"copied the state {store.describe(move.old_key)} -> {store.describe(move.new_key)}")
-    elif move.old_key != move.new_key:
-        say(f"no state at {store.describe(move.old_key)} (never applied): nothing to migrate")
-    if not move.folder_moved:
-        shutil.rmtree(root / old / ".terragrunt-cache", ignore_errors=True)
-        (root / new).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            git.git(root, "mv", old, new)
-        except ToolingError:
-            if has_state:
-                store.delete(move.new_key)
-            raise
-        say(f"git mv {old} {new} (staged, not committed)")
-    else:
-        shutil.rmtree(root / new / ".terragrunt-cache", ignore_errors=True)
+        say(f"copied the state {old_store.describe(old_key)} -> {new_store.describe(new_key)}")
+    elif not same:
+        say(f"no state at {old_store.describe(old_key)} (never applied): nothing to migrate")
+
+    def undo() -> None:
+        if has_state:
+            new_store.delete(new_key)
+
+    _move_folder(root, old, new, move.folder_moved, undo=undo)
     if has_state:
-        store.copy(move.old_key, backup)
-        store.delete(move.old_key)
-        say(f"kept the old state as a backup: {store.describe(backup)}")
+        old_store.write(backup, old_store.read(old_key))
+        old_store.delete(old_key)
+        say(f"kept the old state as a backup: {old_store.describe(backup)}")
+    _finish(model, old, new, has_backup=has_state)
+    return 0
+
+
+def _migrate_through_terragrunt(
+    ws: Workspace,
+    old: str,
+    new: str,
+    old_dir: Path,
+    new_dir: Path,
+    old_backend: backends.Backend,
+    new_backend: backends.Backend,
+    env: dict[str, str],
+) -> bool:
+    """A backend other than local and S3: ``state pull`` at the old folder, ``state push`` at
+    the new one, refused when the new one already holds state. Whether state was moved."""
+    if old_backend == new_backend:
+        say(
+            f"the state ({old_backend.describe()}) does not depend on the folder: no state to migrate"
+        )
+        return False
+    source = backends.TerragruntState(old_dir, env, old_backend)
+    target = backends.TerragruntState(new_dir, env, new_backend)
+    if target.pull() is not None:
+        raise ToolingError(
+            f"refusing to move {old} to {new}: its new state ({new_backend.describe()}) already holds "
+            "resources. Moving would overwrite it. Pick another folder, or find out whose state that is first."
+        )
+    state = source.pull()
+    if state is None:
+        say(f"no state at {old_backend.describe()} (never applied): nothing to migrate")
+        return False
+    target.push(state)
+    say(f"pushed the state {old_backend.describe()} -> {new_backend.describe()}")
+    return True
+
+
+def _move_folder(
+    root: Path, old: str, new: str, folder_moved: bool, undo: Callable[[], None] | None
+) -> None:
+    """``git mv OLD NEW`` (the working copy, which remembers the old backend, dropped first)."""
+    if folder_moved:
+        shutil.rmtree(root / new / ".terragrunt-cache", ignore_errors=True)
+        return
+    shutil.rmtree(root / old / ".terragrunt-cache", ignore_errors=True)
+    (root / new).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        git.git(root, "mv", old, new)
+    except ToolingError:
+        if undo is not None:
+            undo()
+        raise
+    say(f"git mv {old} {new} (staged, not committed)")
+
+
+def _finish(model: Model, old: str, new: str, *, has_backup: bool) -> None:
     for where in _dependents(model, old):
         say(f"warning: {where} still depends on {old}: point its config_path at {new}")
     say(
         f"next: `invoke plan --unit {new}` shows no changes; commit the move"
         + (
             f"; later remove the backup with `invoke move-unit {old} {new} --remove-backup`"
-            if has_state
+            if has_backup
             else ""
         )
     )
-    return 0

@@ -35,7 +35,7 @@ from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress
 from tooling.errors import UsageError
-from tooling.io import git, outdir, proc, redacting
+from tooling.io import backends, git, outdir, proc, redacting
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
@@ -48,7 +48,11 @@ def _pr_context() -> bool:
 
 
 def blocked_moves(
-    root: Path, model: Model, change: Affected | None, executor: str | None
+    root: Path,
+    model: Model,
+    change: Affected | None,
+    executor: str | None,
+    env: Mapping[str, str] | None = None,
 ) -> set[str]:
     """The moved units that must wait: their state is still at the old key (the state stores tell)."""
     if change is None or not any(u.change == "moved" for u in change.units):
@@ -60,7 +64,7 @@ def blocked_moves(
         for u in change.units
         if u.change == "moved"
         and not (executor and u.executor != executor)
-        and moves.moved_unit_blocked(root, model, change, u.path)
+        and moves.moved_unit_blocked(root, model, change, u.path, env)
     }
 
 
@@ -167,7 +171,7 @@ def _plan_into(
             worktree = git.add_worktree(
                 root, root / ".iac" / "worktrees" / change.base[:12], change.base
             )
-            base_root = worktree
+            base_root = worktree / git.prefix(root)  # the project root inside it
             base_model = ws.model(ws.tree_at(change.base))
     on_pr = _pr_context()
     if change is not None and any(u.change == "moved" for u in change.units):
@@ -181,7 +185,7 @@ def _plan_into(
             change=change,
             executor=executor,
             on_pr=on_pr,
-            blocked_moves=blocked_moves(root, model, change, executor),
+            blocked_moves=blocked_moves(root, model, change, executor, ws.tool_env),
             base_root=base_root,
             base_model=base_model,
         )
@@ -190,6 +194,11 @@ def _plan_into(
         targets = never_run_loops(targets, model)
         # the base revision's modules too: a deleted unit's destroy plan fetches them
         env = ws.env_for(t.source for t in targets if t.source) if targets else {}
+        if worktree is not None:  # a deleted unit's state where its backend puts it
+            top = git.toplevel(root)
+            for t in targets:
+                if t.destroy:
+                    backends.share_repository_state(t.run_dir, worktree.resolve(), top, env)
         # On pull requests the plan identity is read-only: it cannot write the
         # S3 lock object, and a plan never writes state. Main takes the lock.
         # Ctrl-C or SIGTERM from here on: OpenTofu stops gracefully (once), nothing new

@@ -121,7 +121,8 @@ def read_manifest(data: bytes) -> dict[str, Expected]:
 
 
 def declared_generated(root: Body) -> frozenset[str]:
-    """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals.
+    """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals
+    (and the backend file its ``remote_state`` block generates).
 
     A path computed at run time is not accepted here: its file is then refused
     like any other file the module does not hold.
@@ -129,10 +130,19 @@ def declared_generated(root: Body) -> frozenset[str]:
     names: set[str] = set()
     for block in root.get("b", []):
         kind, _labels, body, _line = block
-        if kind != "generate":
+        if kind == "remote_state":  # its backend file: generate = { path = "backend.tf", ... }
+            generate = body.get("a", {}).get("generate")
+            obj = generate[0] if generate else None
+            if isinstance(obj, tuple | list) and len(obj) == 2 and obj[0] == "obj":
+                path = next((v for k, v in obj[1] if tuple(k) == ("lit", "path")), None)
+                expr = path
+            else:
+                continue
+        elif kind != "generate":
             continue
-        path = body.get("a", {}).get("path")
-        expr = path[0] if path else None
+        else:
+            path = body.get("a", {}).get("path")
+            expr = path[0] if path else None
         if isinstance(expr, tuple | list) and len(expr) == 2 and expr[0] == "lit":
             value = expr[1]
             if isinstance(value, str) and value and "/" not in value:

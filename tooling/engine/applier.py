@@ -83,7 +83,7 @@ from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.summary import planned_units
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
-from tooling.io import artifacts, git, outdir, proc, terragrunt
+from tooling.io import artifacts, backends, git, outdir, proc, terragrunt
 from tooling.io.outdir import read_record as read_record  # the folder's earlier record
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
@@ -209,10 +209,17 @@ class Applier:
                     )
                 self.worktree = git.add_worktree(
                     self.ws.root,
-                    self.ws.root / ".iac" / "worktrees" / f"apply-{str(base)[:12]}",
+                    # the plan's own path: a saved plan names its backend as resolved
+                    # there (a local path under get_repo_root() is inside it)
+                    self.ws.root / ".iac" / "worktrees" / str(base)[:12],
                     str(base),
                 )
-            return self.worktree / unit.path
+            run_dir = self.worktree / git.prefix(self.ws.root) / unit.path
+            # a deleted unit's state where its backend puts it (never in the worktree)
+            backends.share_repository_state(
+                run_dir, self.worktree.resolve(), git.toplevel(self.ws.root), self.env
+            )
+            return run_dir
         return self.ws.run_dir(unit.path)
 
     def raw_file(self, path: str) -> Path:

@@ -4,12 +4,12 @@ for its state (still at the old key). Used by ``invoke move-unit`` and ``invoke 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from tooling.core.changes import Affected
 from tooling.errors import ToolingError
-from tooling.io import config, git
-from tooling.io.statestore import store_for
+from tooling.io import backends, config, git, terragrunt
 from tooling.model.layout import layout_from
 from tooling.model.repo import Model, Tree, WorkTree, load
 
@@ -91,22 +91,43 @@ def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
     return load(RenamedTree(work_tree(root), real, virtual), None)
 
 
-def moved_unit_blocked(root: Path, model: Model, change: Affected | None, path: str) -> bool:
-    """Must the moved unit at ``path`` wait? Only when its new key holds no state and its old key does.
+def moved_unit_blocked(
+    root: Path,
+    model: Model,
+    change: Affected | None,
+    path: str,
+    env: Mapping[str, str] | None = None,
+) -> bool:
+    """Must the moved unit at ``path`` wait? Only when its new state holds nothing and its old
+    one does, each where Terragrunt resolves the unit's backend at that folder
+    (:mod:`tooling.io.backends`; the old folder is a copy of the unit for one render).
 
-    (A unit never applied has state at neither key: it plans like a new unit.
-    One whose state was migrated has state at the new key.)
+    (A unit never applied has state at neither: it plans like a new unit. One whose state
+    was migrated has state at the new one.) ``env``: the tools' environment.
     """
     moved_from = (
         next((u.moved_from for u in change.units if u.path == path), None) if change else None
     )
-    unit = model.units.get(path)
-    if moved_from is None or unit is None or unit.state_key is None:
+    if moved_from is None or path not in model.units:
         return True
-    old = model_with_unit_at(root, path, moved_from).units.get(moved_from)
-    if old is None or old.state_key is None:
-        return True
+    env = env if env is not None else terragrunt.base_env()
     settings = config.load()
-    new_store = store_for(root, settings, unit.state_bucket)
-    old_store = store_for(root, settings, old.state_bucket)
-    return not new_store.exists(unit.state_key) and old_store.exists(old.state_key)
+    try:
+        with backends.unit_at(root, moved_from, path) as old_dir:
+            old_backend = backends.of_unit(old_dir, env)
+            new_backend = backends.of_unit(root / path, env)
+            old = backends.located(old_backend, moved_from, settings)
+            new = backends.located(new_backend, path, settings)
+            if old is None or new is None:  # another type: ask Terragrunt for each state
+                assert old_backend is not None and new_backend is not None
+                if old_backend == new_backend:
+                    return False
+                if backends.TerragruntState(root / path, env, new_backend).pull() is not None:
+                    return False
+                return backends.TerragruntState(old_dir, env, old_backend).pull() is not None
+    except ToolingError:
+        return True  # `invoke move-unit` names what is wrong with its backend
+    (old_store, old_key), (new_store, new_key) = old, new
+    if old_store.describe(old_key) == new_store.describe(new_key):
+        return False
+    return not new_store.exists(new_key) and old_store.exists(old_key)

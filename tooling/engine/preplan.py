@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from tooling.core.targets import Target
 from tooling.engine import preflight, verify, workcopies
@@ -16,7 +17,7 @@ from tooling.engine.refusals import (
     refuse_before_terragrunt,
     refuse_unparsable,
 )
-from tooling.io import outdir, proc
+from tooling.io import backends, outdir, proc
 from tooling.io.workspace import Workspace
 from tooling.model.evaluator import READ_CYCLE
 from tooling.model.repo import Model
@@ -44,11 +45,16 @@ def prepared(
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan
         armed_env = workcopies.arm_for(targets, env, root=ws.root, cache_dir=ws.settings.cache_dir)
-        preflight_rendered(ws, targets, dict(armed_env), jobs=jobs)
+        renders = preflight_rendered(ws, targets, dict(armed_env), jobs=jobs)
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
             ws.settings,
             ws.root,
+            declared={
+                t.path: backends.from_render(renders[t.run_dir.resolve()][0])
+                for t in targets
+                if t.run_dir.resolve() in renders
+            },
         )
         folder.reset()
         guarded, guarded_env = workcopies.guarded(
@@ -67,7 +73,7 @@ def prepared(
 
 def preflight_rendered(
     ws: Workspace, targets: Sequence[Target], env: dict[str, str], *, jobs: int
-) -> None:
+) -> dict[Path, verify.Pair]:
     """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
     in a thread): the roles the units will run as are checked once both are done, and the
     renders serve the verifier before each plan (no second render per unit)."""
@@ -86,3 +92,4 @@ def preflight_rendered(
         finally:
             renders = rendering.result()
     preflight.check_roles(ws, verify.roles_of(planned, renders))
+    return renders

@@ -12,8 +12,10 @@ plan means:
   declare is removed (named). The module's own files are never touched: they
   carry no signature (the stub ``.git`` Terragrunt leaves in a working copy is no
   repository, so git is never asked which files are the module's).
-- **a backend other than the configured one** (local state, then
-  ``IAC_STATE_BUCKET`` set in the same checkout): OpenTofu stops with "Backend
+- **a backend other than the configured one** (the one Terragrunt resolves for
+  the unit, from the render before the plans: a root file's ``remote_state`` or
+  generated backend; e.g. local state, then ``IAC_STATE_BUCKET`` set in the same
+  checkout with the tooling's root.hcl): OpenTofu stops with "Backend
   configuration changed". The tooling stops first, naming the unit, both
   backends and the two ways on.
 """
@@ -37,7 +39,7 @@ from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
 from tooling.engine import workcopy_hook
 from tooling.errors import ToolingError
-from tooling.io import config, git, tags
+from tooling.io import backends, config, git, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
@@ -110,13 +112,8 @@ def backend_of(copy: Path) -> tuple[str, dict[str, object]] | None:
     return backend["type"], settings if isinstance(settings, dict) else {}
 
 
-def backend_problem(unit: str, copy_root: Path, found: str, wanted: str, bucket: str | None) -> str:
+def backend_problem(unit: str, copy_root: Path, found: str, where: str) -> str:
     """The message for a working copy on another backend than the configuration's. Pure."""
-    where = (
-        f"S3 (s3://{bucket}, IAC_STATE_BUCKET)"
-        if wanted == "s3"
-        else "local state (.iac/state/, IAC_STATE_BUCKET unset)"
-    )
     return (
         f"{unit}: its working copy was initialised with the {found} state backend, and the "
         f"configuration now selects {where}; OpenTofu would stop at 'Backend configuration "
@@ -125,14 +122,30 @@ def backend_problem(unit: str, copy_root: Path, found: str, wanted: str, bucket:
     )
 
 
+def _selected(settings: config.Settings, declared: backends.Backend | None) -> tuple[str, str]:
+    """(type, description) of the backend a unit's configuration selects: the one Terragrunt
+    resolves for it (``declared``, from its render), else the tooling's settings."""
+    if declared is not None:
+        key = backends.state_key(declared)
+        return declared.type, f"the {declared.type} backend" + (f" ({key})" if key else "")
+    if settings.state_bucket:
+        return "s3", f"S3 (s3://{settings.state_bucket}, IAC_STATE_BUCKET)"
+    return "local", "local state (.iac/state/, IAC_STATE_BUCKET unset)"
+
+
 def prepare(
-    units: Iterable[tuple[str, Path]], settings: config.Settings, root: Path | None = None
+    units: Iterable[tuple[str, Path]],
+    settings: config.Settings,
+    root: Path | None = None,
+    *,
+    declared: Mapping[str, backends.Backend | None] | None = None,
 ) -> None:
-    """Before planning ``units`` (path, folder): refuse a working copy on another backend,
-    then remove the stale generated files of the rest (each is named). ``root``: the
-    repository, whose root.hcl declares the generated files that are not stale."""
-    declared = root_generated(root) if root is not None else frozenset()
-    wanted = settings.state_backend
+    """Before planning ``units`` (path, folder): refuse a working copy on another backend
+    than the one Terragrunt resolves for the unit (``declared``: from its render; a unit
+    missing there is compared with the tooling's settings), then remove the stale
+    generated files of the rest (each is named). ``root``: the repository, whose root.hcl
+    declares the generated files that are not stale."""
+    generated = root_generated(root) if root is not None else frozenset()
     problems: list[str] = []
     stale: list[Stale] = []
     for unit, unit_dir in units:
@@ -141,13 +154,12 @@ def prepare(
             if found is None:
                 continue
             kind, _conf = found
+            wanted, where = _selected(settings, (declared or {}).get(unit))
             if kind != wanted:  # local <-> s3: OpenTofu refuses; a bucket change it reconfigures
-                problems.append(
-                    backend_problem(unit, Path(unit) / CACHE, kind, wanted, settings.state_bucket)
-                )
+                problems.append(backend_problem(unit, Path(unit) / CACHE, kind, where))
                 break
         else:
-            stale.extend(stale_files(unit, unit_dir, declared))
+            stale.extend(stale_files(unit, unit_dir, generated))
     if problems:
         raise ToolingError("\n".join(problems))
     for item in stale:

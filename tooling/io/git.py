@@ -272,6 +272,11 @@ def tree_at(
     )
 
 
+def toplevel(repo: Path) -> Path:
+    """Git's top level of the repository holding ``repo`` (``git rev-parse --show-toplevel``)."""
+    return Path(git(repo, "rev-parse", "--show-toplevel").stdout.strip()).resolve()
+
+
 def add_worktree(repo: Path, path: Path, rev: str) -> Path:
     """A detached worktree of ``rev`` at ``path`` (a stale one left by a crash is replaced)."""
     if path.exists():

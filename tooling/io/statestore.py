@@ -1,11 +1,10 @@
-"""Where the units' state lives: local files under ``.iac/state/`` or an S3 bucket, as
-root.hcl configures it from the same variables (``IAC_STATE_BUCKET``, ...)."""
+"""State objects in a local folder or an S3 bucket (where a unit's backend puts them is
+:func:`tooling.io.backends.located`), and the probe of the tooling's state bucket."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +25,8 @@ class StateStore(Protocol):
     def read(self, key: str) -> bytes: ...
 
     def copy(self, src: str, dst: str) -> None: ...
+
+    def write(self, key: str, data: bytes) -> None: ...
 
     def delete(self, key: str) -> None: ...
 
@@ -59,6 +60,13 @@ class LocalStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         shutil.copy2(self._path(src), tmp)
+        os.replace(tmp, target)
+
+    def write(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
         os.replace(tmp, target)
 
     def delete(self, key: str) -> None:
@@ -116,6 +124,11 @@ class S3Store:
             ServerSideEncryption="AES256",  # root.hcl's backend has encrypt = true
         )
 
+    def write(self, key: str, data: bytes) -> None:
+        self.client.put_object(
+            Bucket=self.bucket, Key=key, Body=data, ServerSideEncryption="AES256"
+        )
+
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=key)
 
@@ -128,19 +141,6 @@ def s3_client(settings: config.Settings, *, quick: bool = False) -> Any:
     from tooling.io import s3
 
     return s3.client(settings, quick=quick)
-
-
-def store_for(
-    root: Path,
-    settings: config.Settings,
-    bucket: str | None = None,
-    client_factory: Callable[[config.Settings], Any] = s3_client,
-) -> StateStore:
-    """The store the units' state lives in, as root.hcl configures it from the same variables."""
-    name = bucket or settings.state_bucket
-    if name:
-        return S3Store(name, client_factory(settings))
-    return LocalStore(root / ".iac" / "state", root)
 
 
 @dataclass(frozen=True)

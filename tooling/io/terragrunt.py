@@ -23,6 +23,8 @@ from tooling.io import outdir, proc
 from tooling.model import encryption
 
 _COMMON = ("--non-interactive", "--no-color", "--log-level", "warn", "--log-format", "bare")
+#: the flags every Terragrunt call of the tooling passes
+COMMON = _COMMON
 
 
 def plan_args(

@@ -17,6 +17,7 @@ from tooling.model.configfiles import ConfigFile, Loader, Scope
 from tooling.model.evaluator import UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm
+from tooling.model.gitpaths import top_level
 from tooling.model.parsecache import ParseCache
 from tooling.model.sources import parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
@@ -184,7 +185,7 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
                 meta[key] = ev.local(inc, key)
                 break
 
-    state_key, state_bucket = _state(ev, files)
+    state_key, state_bucket, state_backend = _state(ev, files)
     exclude = _exclude(ev, files)
     return Unit(
         path=unit_dir,
@@ -202,6 +203,7 @@ def _unit(loader: Loader, unit_file: str) -> Unit:
         reads=tuple(sorted(ev.reads)),
         state_key=state_key,
         state_bucket=state_bucket,
+        state_backend=state_backend,
         line_of=lines,
         error="; ".join(dict.fromkeys(ev.problems)) or None,
         exclude=exclude,
@@ -241,23 +243,44 @@ def _ref_of(source: str | None) -> str | None:
     return parse_source(source).ref if source else None
 
 
-def _state(ev: UnitEvaluator, files: list[ConfigFile]) -> tuple[str | None, str | None]:
-    """The unit's state key and bucket, computed from its configuration."""
+#: the ``remote_state`` setting that names a unit's state object, by backend type (else ``key``)
+STATE_KEY_SETTING = {"local": "path", "gcs": "prefix", "http": "address", "pg": "schema_name"}
+
+
+def _state(ev: UnitEvaluator, files: list[ConfigFile]) -> tuple[str | None, str | None, str | None]:
+    """The unit's state key, bucket and declared backend type, computed from its configuration.
+
+    A local backend's key is its ``path``, relative to git's top level when under it (the
+    same on every machine); a GCS backend's is its ``prefix``, an http one's its ``address``."""
     for file in files:
         for _b, _l, inner, _line in blocks_of(file.body, "remote_state"):
             config = ev.attr(file, inner, "config")
-            if isinstance(config, dict) and isinstance(config.get("key"), str):
-                bucket = config.get("bucket")
-                return config["key"], bucket if isinstance(bucket, str) else None
+            backend = ev.attr(file, inner, "backend")
+            kind = backend if isinstance(backend, str) else None
+            name = STATE_KEY_SETTING.get(kind or "", "key")
+            if not isinstance(config, dict):
+                continue
+            if not isinstance(config.get(name), str):  # the block Terragrunt uses names none
+                return None, None, kind
+            key: str = config[name]
+            bucket = config.get("bucket")
+            if kind == "azurerm":
+                bucket = f"{config.get('storage_account_name')}/{config.get('container_name')}"
+            if kind == "local":
+                top = top_level(ev.loader.root_posix, ev.loader.tree.git_prefix).rstrip("/") + "/"
+                key = key[len(top) :] if key.startswith(top) else key
+            return key, bucket if isinstance(bucket, str) else None, kind
     for file in reversed(files):
         exprs = locals_exprs(file.body)
         if "state_key" in exprs:
-            key = ev.local(file, "state_key")
+            value = ev.local(file, "state_key")
             bucket = ev.local(file, "state_bucket") if "state_bucket" in exprs else None
-            return (key if isinstance(key, str) else None), (
-                bucket if isinstance(bucket, str) and bucket else None
+            return (
+                (value if isinstance(value, str) else None),
+                (bucket if isinstance(bucket, str) and bucket else None),
+                None,
             )
-    return None, None
+    return None, None, None
 
 
 def load(tree: Tree, cache_dir: Path | None = None) -> Model:

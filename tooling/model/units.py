@@ -42,10 +42,14 @@ class Unit:
     #: what takes the unit out of Terragrunt's ``run --all`` (:mod:`tooling.model.excludes`):
     #: {"actions": [...], "exclude_dependencies": bool, "where": "file:line"}; None: nothing
     exclude: dict[str, Any] | None = None
+    #: the backend type a ``remote_state`` block declares (``local``, ``s3``, ``gcs``...);
+    #: None: the backend is the tooling's (root.hcl's ``state_key`` local, IAC_STATE_BUCKET)
+    state_backend: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("line_of")
+        data.pop("state_backend")
         data["dependencies"] = list(self.dependencies)
         data["reads"] = list(self.reads)
         return data

@@ -45,15 +45,26 @@ def check_state_keys(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[
                     where,
                     1,
                     "state-key-missing",
-                    f"the state key of {unit.path} cannot be computed from its configuration",
-                    'include root.hcl (include "root" { path = find_in_parent_folders("root.hcl") }), '
-                    "which keys the state by the unit's path",
+                    f"the state key of {unit.path} cannot be computed from its configuration "
+                    "(no remote_state block naming its state object, no state_key local)",
+                    "name the state object in the root file's remote_state config, derived from the unit's "
+                    'path: key = "${path_relative_to_include()}/terraform.tfstate" (s3, azurerm...), '
+                    'prefix = "${path_relative_to_include()}" (gcs), '
+                    'path = "${get_repo_root()}/state/${path_relative_to_include()}/terraform.tfstate" (local); '
+                    "or include a root file that does",
                 )
             )
             continue
         line = _unit_state_site(unit, snap)
         prefix = policy.state_prefix_of(unit.path)
-        if not unit.state_key.startswith(prefix):
+        # a local backend's path holds the key below its state folder: the prefix is a
+        # run of its segments (state/live/... for live/); every other backend's key starts with it
+        inside = (
+            f"/{prefix}" in f"/{unit.state_key}"
+            if unit.state_backend == "local"
+            else unit.state_key.startswith(prefix)
+        )
+        if not inside:
             out.append(
                 Violation(
                     where,
