@@ -29,9 +29,10 @@ from pathlib import Path
 from tooling.core import policy
 from tooling.core.policy import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
-from tooling.io import config, git
+from tooling.io import config, git, toolchain
 from tooling.model import trees
 from tooling.model.repo import Model
+from tooling.model.tools import TOOL_VERSIONS_FILE
 
 #: folders never scanned: the model's (caches, VCS internals) and other tools' caches and environments
 SKIP_DIRS = trees.SKIP_DIRS | {"venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"}
@@ -53,8 +54,15 @@ def snapshot(root: Path) -> Snapshot:
             if os.access(full, os.X_OK):
                 executable.add(rel)
 
+    # the tools' pins at git's top level serve a project root below it (asdf, mise)
+    pins = toolchain.pin_file(root)
+    if TOOL_VERSIONS_FILE not in paths and pins.is_file():
+        paths.append(TOOL_VERSIONS_FILE)
+
     def read(rel: str) -> str:
         try:
+            if rel == TOOL_VERSIONS_FILE:
+                return pins.read_text(encoding="utf-8", errors="replace")
             return (root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise ToolingError(f"{rel}: cannot read: {exc.strerror}") from exc

@@ -139,9 +139,9 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
             else "create it or set [layout] root_file"
         )
         out.append(Finding("needs", layout.root_file, f"the root file is missing: {hint}"))
-    if (root / ".tool-versions").is_file():
-        from tooling.io import toolchain
+    from tooling.io import toolchain
 
+    if toolchain.pin_file(root).is_file():
         try:
             toolchain.read_pins(root)
         except ToolingError as exc:

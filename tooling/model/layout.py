@@ -60,8 +60,16 @@ class Layout:
 
     @property
     def default_tiers(self) -> tuple[tuple[str, str], ...]:
-        """(folder, tier) of the roots that name their units' default tier."""
-        return tuple((r.path, r.tier) for r in self.roots if r.tier is not None)
+        """(folder, tier) of the roots that name their units' default tier; with several
+        live folders, each other one is the tier of its units (an environment: ``prod``),
+        else the folder below the live folder is."""
+        named = tuple((r.path, r.tier) for r in self.roots if r.tier is not None)
+        if len(self.live) < 2:
+            return named
+        taken = {path for path, _ in named}
+        return named + tuple(
+            (f, f.rsplit("/", 1)[-1]) for f in self.live if f != "." and f not in taken
+        )
 
     def root_of(self, path: str) -> LiveRoot | None:
         """The declared live root that holds the unit folder ``path`` (the longest match)."""

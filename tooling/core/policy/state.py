@@ -52,15 +52,17 @@ def check_state_keys(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[
             )
             continue
         line = _unit_state_site(unit, snap)
-        prefix = policy.state_prefix_of(unit.path)
-        if not unit.state_key.startswith(prefix):
+        prefixes = policy.state_prefix_of(unit.path)
+        if prefixes and not unit.state_key.startswith(prefixes):
+            prefix = " or ".join(repr(p) for p in prefixes)
+            under = " or ".join(prefixes)
             out.append(
                 Violation(
                     where,
                     line,
                     "state-key-prefix",
-                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {prefix!r}",
-                    f"keep foundation state under {prefix} (remove the unit's own key and let root.hcl "
+                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {prefix}",
+                    f"keep foundation state under {under} (remove the unit's own key and let root.hcl "
                     "derive it from the unit's path; a live root keeping its own prefix declares it: "
                     '[layout.roots."FOLDER"] state_prefix in policy.toml)',
                 )
@@ -192,7 +194,7 @@ def check_app_workspaces(
                     )
                 )
             if (
-                key.startswith(policy.foundation_prefix)
+                any(key.startswith(prefix) for prefix in policy.foundation_prefix)
                 or any(key.startswith(prefix) for _, prefix in policy.root_prefixes)
                 or key in foundation
             ):
@@ -200,7 +202,7 @@ def check_app_workspaces(
                 what = (
                     f"the foundation key of {owners}"
                     if owners
-                    else f"a key under the foundation prefix {policy.foundation_prefix!r}"
+                    else f"a key under the foundation prefix {' or '.join(policy.foundation_prefix)}"
                 )
                 out.append(
                     Violation(

@@ -1,0 +1,165 @@
+"""Adopting a repository on its own terms: doctor's block, pasted as printed, leaves
+``check`` nothing to say about the tooling's own conventions (prefixes, layers,
+tiers); a project root below git's top level is found from the top; blind units
+and stacks are planned; the messages name what the user typed and where.
+
+Real parts only: throwaway git repositories laid out as adopted ones are (a project
+root ``infra/live`` with a root ``terragrunt.hcl``, ``dev/`` and ``prod/``, the pins
+at git's top level; a catalog of units and ``terragrunt.stack.hcl`` files), the
+``iac`` entry in a separate process, real git and Terragrunt.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from infra_fixtures import REPO, commit_all, git
+from test_adopt_layouts import iac
+
+from tooling.errors import ToolingError
+from tooling.io import toolchain
+
+pytestmark = pytest.mark.e2e
+
+APP_SOURCE = "git::https://git.example.com/platform-modules/app.git?ref=v1.0.0"
+
+ROOT_TERRAGRUNT = textwrap.dedent(
+    """\
+    remote_state {
+      backend = "s3"
+      generate = {
+        path      = "backend.tf"
+        if_exists = "overwrite_terragrunt"
+      }
+      config = {
+        bucket = "acme-state"
+        key    = "${path_relative_to_include()}/terraform.tfstate"
+        region = "us-east-1"
+      }
+    }
+    """
+)
+
+
+def _app(folder: Path, name: str, before: str = "") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("terragrunt.hcl")\n}\n\n'
+        f'{before}terraform {{\n  source = "{APP_SOURCE}"\n}}\n\ninputs = {{\n  name = "{name}"\n}}\n'
+    )
+
+
+def envs_repo(top: Path) -> Path:
+    """A git repository whose project root is ``infra/live``: a root ``terragrunt.hcl``
+    keying state by the unit's path, ``dev/app``, ``prod/app`` and
+    ``prod/us-east-1/db``; ``.tool-versions`` at git's top level. Returns the top."""
+    live = top / "infra" / "live"
+    live.mkdir(parents=True)
+    shutil.copy2(REPO / ".tool-versions", top / ".tool-versions")
+    (live / "terragrunt.hcl").write_text(ROOT_TERRAGRUNT)
+    _app(live / "dev" / "app", "dev")
+    _app(live / "prod" / "app", "prod")
+    _app(live / "prod" / "us-east-1" / "db", "db")
+    (top / "README.md").write_text("the company's monorepo\n")
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "environments in infra/live")
+    return top
+
+
+def _violations(ran: object) -> list[tuple[str, str]]:
+    doc = json.loads(ran.stdout)  # type: ignore[attr-defined]
+    return [(v["file"], v["rule"]) for v in doc["violations"]]
+
+
+# --- 3: no noise from the tooling's own defaults ------------------------------------
+
+
+def test_a_layout_naming_two_live_roots_passes_check_without_the_tooling_s_own_defaults(
+    tmp_path: Path, tools: None
+) -> None:
+    """No ``live/`` exists: the state prefix, the layers and the tiers follow [layout]."""
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    (live / "policy.toml").write_text(
+        '[layout]\nlive = ["dev", "prod"]\nroot_file = "terragrunt.hcl"\n'
+    )
+    check = iac(live, "check", "--json")
+    assert _violations(check) == [], check.output
+    assert check.returncode == 0, check.output
+
+    units = iac(live, "units", "--json")
+    tiers = {u["path"]: u["tier"] for u in json.loads(units.stdout)["units"]}
+    # each live root is an environment: the tier of its units, not the folder below it
+    assert tiers == {"dev/app": "dev", "prod/app": "prod", "prod/us-east-1/db": "prod"}
+
+
+def test_foundation_state_prefix_takes_one_prefix_per_live_root(
+    tmp_path: Path, tools: None
+) -> None:
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    policy = '[layout]\nlive = ["dev", "prod"]\nroot_file = "terragrunt.hcl"\n\n[check]\n'
+    (live / "policy.toml").write_text(policy + 'foundation_state_prefix = ["dev/", "prod/"]\n')
+    check = iac(live, "check", "--json")
+    assert check.returncode == 0, check.output
+    assert _violations(check) == []
+
+    (live / "policy.toml").write_text(policy + 'foundation_state_prefix = ["dev/"]\n')
+    check = iac(live, "check", "--json")
+    assert check.returncode == 1, check.output
+    assert sorted(_violations(check)) == [
+        ("prod/app/terragrunt.hcl", "state-key-prefix"),
+        ("prod/us-east-1/db/terragrunt.hcl", "state-key-prefix"),
+    ]
+
+
+# --- 5: a project root below git's top level ----------------------------------------
+
+
+def test_the_pins_at_git_s_top_level_serve_a_project_root_below_it(
+    tmp_path: Path, tools: None
+) -> None:
+    top = envs_repo(tmp_path / "mono")
+    live = top / "infra" / "live"
+    doctor = iac(live, "doctor", "--json")
+    assert not [f for f in json.loads(doctor.stdout)["findings"] if ".tool-versions" in f["where"]]
+    assert toolchain.pin_file(live) == top / ".tool-versions"
+
+
+def test_a_missing_tool_versions_asks_only_for_the_tools_a_run_needs(tmp_path: Path) -> None:
+    git(tmp_path, "init", "--quiet")
+    with pytest.raises(ToolingError) as caught:
+        toolchain.read_pins(tmp_path)
+    message = str(caught.value)
+    assert "opentofu and terragrunt" in message
+    assert "actionlint" not in message and "act" not in message.split()
+
+
+# --- 8: messages ------------------------------------------------------------------
+
+
+def test_a_backend_generated_by_remote_state_is_declared_by_the_root_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A root terragrunt.hcl's ``remote_state { generate = ... }`` declares backend.tf:
+    a plan keeps it; a generated file no block declares is removed, naming the root file."""
+    from tooling.engine import workcopies
+    from tooling.io import config
+
+    (tmp_path / "terragrunt.hcl").write_text(ROOT_TERRAGRUNT)
+    (tmp_path / "policy.toml").write_text(
+        '[layout]\nlive = ["dev"]\nroot_file = "terragrunt.hcl"\n'
+    )
+    copy = tmp_path / "dev" / "app" / workcopies.CACHE / "abc" / "def"
+    (copy / ".terraform").mkdir(parents=True)
+    for name in ("backend.tf", "old.tf"):
+        (copy / name).write_text(f"{workcopies.SIGNATURE} 1234\n")
+    workcopies.prepare([("dev/app", tmp_path / "dev" / "app")], config.load(), tmp_path)
+    assert (copy / "backend.tf").is_file()
+    assert not (copy / "old.tf").exists()
+    said = capsys.readouterr()
+    assert "removed old.tf" in said.out + said.err
+    assert "backend.tf" not in said.out + said.err
+    assert "a generated file terragrunt.hcl does not declare" in said.out + said.err
