@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
-from infra_fixtures import REPO, commit_all, git
+from infra_fixtures import REPO, commit_all, edit, git
 from test_adopt_layouts import iac
 
 from tooling.errors import ToolingError
@@ -163,3 +164,55 @@ def test_a_backend_generated_by_remote_state_is_declared_by_the_root_file(
     assert "removed old.tf" in said.out + said.err
     assert "backend.tf" not in said.out + said.err
     assert "a generated file terragrunt.hcl does not declare" in said.out + said.err
+
+
+def test_doctor_at_git_s_top_level_suggests_the_project_root_below_and_commands_run_there(
+    tmp_path: Path, tools: None
+) -> None:
+    top = envs_repo(tmp_path / "mono")
+    doctor = iac(top, "doctor")
+    assert "needs infra/live: the project root" in doctor.stdout, doctor.output
+    assert "for infra/live/policy.toml" in doctor.stdout
+    lines = doctor.stdout.splitlines()
+    block = "\n".join(lines[lines.index("[layout]") :]) + "\n"
+    layout = tomllib.loads(block)["layout"]
+    assert layout["live"] == ["dev", "prod"] and layout["root_file"] == "terragrunt.hcl"
+    assert "create it at the root" not in block
+
+    (top / "infra" / "live" / "policy.toml").write_text(block)
+    commit_all(top, "adopted: doctor's block")
+    check = iac(top, "check", "--json")
+    assert check.returncode == 0, check.output
+    assert _violations(check) == []
+    units = iac(top, "units", "--json")
+    assert units.returncode == 0, units.output
+    assert sorted(u["path"] for u in json.loads(units.stdout)["units"]) == [
+        "dev/app",
+        "prod/app",
+        "prod/us-east-1/db",
+    ]
+    again = iac(top, "doctor")
+    assert again.returncode == 0, again.output
+    assert "ready to adopt" in again.stderr
+
+
+def test_hints_name_the_command_the_user_typed(tmp_path: Path) -> None:
+    outside = iac(tmp_path, "units")
+    assert outside.returncode == 1
+    assert "Run `iac doctor` there." in outside.stderr, outside.output
+    unknown = iac(tmp_path, "unitz")
+    assert "`iac --list`" in unknown.stderr and "invoke" not in unknown.stderr
+    missing = iac(tmp_path, "adopt")
+    assert "(positional: iac adopt UNIT ADDRESS ID)" in missing.stderr, missing.output
+    assert "`iac --help adopt`" in missing.stderr
+
+
+def test_a_unit_check_cannot_read_is_reported_at_its_own_file(tmp_path: Path, tools: None) -> None:
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    (live / "policy.toml").write_text(
+        '[layout]\nlive = ["dev", "prod"]\nroot_file = "terragrunt.hcl"\n'
+    )
+    edit(live, "dev/app/terragrunt.hcl", 'name = "dev"', 'name = file("missing.txt")')
+    check = iac(live, "check", "--json")
+    assert check.returncode == 1
+    assert _violations(check) == [("dev/app/terragrunt.hcl", "config-invalid")], check.output

@@ -21,6 +21,7 @@ from tooling.io import git
 from tooling.io.workspace import read_layout
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
+from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.trees import SKIP_DIRS
 from tooling.model.units import UNRESOLVED_EXECUTOR
@@ -76,6 +77,25 @@ def repository_files(root: Path) -> list[str]:
         rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
         found += [name if rel == "." else f"{rel}/{name}" for name in filenames]
     return found
+
+
+def project_root_below(root: Path) -> str | None:
+    """The folder below ``root`` holding the root file its units include (a ``root.hcl``,
+    else a ``terragrunt.hcl`` with units below it), the shallowest; None when ``root``
+    holds one itself or none is found."""
+    files = repository_files(root)
+    units = {p.rsplit("/", 1)[0] for p in files if p.endswith("/" + UNIT_FILE)}
+    found = []
+    for path in files:
+        folder, _, name = path.rpartition("/")
+        if not folder:
+            if name == ROOT_FILE or (name == UNIT_FILE and units):
+                return None
+            continue
+        legacy = name == UNIT_FILE and any(u.startswith(folder + "/") for u in units)
+        if name == ROOT_FILE or legacy:
+            found.append(folder)
+    return min(found, key=lambda f: (f.count("/"), f), default=None)
 
 
 def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
@@ -232,6 +252,10 @@ def run(root: Path, *, as_json: bool) -> int:
     if not root.is_dir():
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
+    top = root
+    below = None if (root / POLICY_FILE).is_file() else project_root_below(root)
+    if below is not None:
+        root = root / below  # the project root: the folder of the root file units include
     try:
         layout = read_layout(root)
     except ToolingError as exc:
@@ -241,6 +265,16 @@ def run(root: Path, *, as_json: bool) -> int:
         findings = []
     existing = tuple(d for d in layout.live if (root / d).is_dir())
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
+    if below is not None:
+        findings.append(
+            Finding(
+                "needs",
+                below,
+                f"the project root, below {top.name}/: the units include its root file; "
+                f"paste the layout below into {below}/{POLICY_FILE} (every command then finds "
+                f"it from here too)",
+            )
+        )
     findings += diagnose(root, layout, model)
     needs = [f for f in findings if f.level == "needs"]
     suggestion = suggest_layout(root, layout, model)
@@ -263,7 +297,8 @@ def run(root: Path, *, as_json: bool) -> int:
         print(f"{units} units under {', '.join(layout.live)}; root file {layout.root_file}")
         for finding in findings:
             print(f"  {finding.level:<5} {finding.where}: {finding.what}")
-        print("\nthe layout found here, for policy.toml (paste it as it is):\n")
+        into = f"{below}/{POLICY_FILE}" if below else POLICY_FILE
+        print(f"\nthe layout found here, for {into} (paste it as it is):\n")
         print(suggestion.toml())
         print(
             "ready to adopt" if not needs else f"{len(needs)} thing(s) to do before adopting",

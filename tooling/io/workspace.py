@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -76,9 +77,36 @@ def is_root(candidate: Path) -> bool:
 
 
 def nearest_root(start: Path | None = None) -> Path | None:
-    """The nearest folder above ``start`` holding the root file and live folder(s), or None."""
+    """The nearest folder above ``start`` holding the root file and live folder(s); at
+    git's top level, else the one project root below it whose policy.toml says so
+    (:func:`root_below`); else None."""
     here = (start or Path.cwd()).resolve()
-    return next((c for c in (here, *here.parents) if is_root(c)), None)
+    found = next((c for c in (here, *here.parents) if is_root(c)), None)
+    if found is None and (here / ".git").exists():
+        found = root_below(here)
+    return found
+
+
+#: how deep below git's top level a project root's policy.toml is looked for
+_ROOT_DEPTH = 4
+
+
+def root_below(top: Path) -> Path | None:
+    """The one project root below ``top`` (a folder whose policy.toml, root file and live
+    folders make it one, at most :data:`_ROOT_DEPTH` folders down); None if none or several."""
+    from tooling.model.trees import SKIP_DIRS
+
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        depth = len(Path(dirpath).relative_to(top).parts)
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS and not d.startswith(".") and depth < _ROOT_DEPTH
+        ]
+        if POLICY_FILE in filenames and dirpath != str(top) and is_root(Path(dirpath)):
+            found.append(Path(dirpath))
+    return found[0] if len(found) == 1 else None
 
 
 def find_root(start: Path | None = None) -> Path:
