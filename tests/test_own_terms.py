@@ -216,3 +216,58 @@ def test_a_unit_check_cannot_read_is_reported_at_its_own_file(tmp_path: Path, to
     check = iac(live, "check", "--json")
     assert check.returncode == 1
     assert _violations(check) == [("dev/app/terragrunt.hcl", "config-invalid")], check.output
+
+
+# --- 6: blind units and stacks ----------------------------------------------------
+
+ADOPTED = textwrap.dedent(
+    """\
+    [layout]
+    live = ["dev", "prod"]
+    root_file = "terragrunt.hcl"
+
+    [layout.roots."dev"]
+    state_prefix = "dev/"
+    tier = "dev"
+    executor = "hosted"
+
+    [layout.roots."prod"]
+    state_prefix = "prod/"
+    tier = "prod"
+    executor = "lan"
+
+    [executors.hosted]
+    runs_on = ["ubuntu-latest"]
+
+    [executors.lan]
+    runs_on = ["self-hosted", "lan"]
+    """
+)
+
+#: nested deeper than the model follows; Terragrunt evaluates it
+DEEP = "locals {\n  deep = " + "[" * 300 + "1" + "]" * 300 + "\n}\n\n"
+
+
+def test_a_unit_the_model_cannot_evaluate_is_routed_by_its_folder_and_the_matrix_goes_on(
+    tmp_path: Path, tools: None
+) -> None:
+    top = envs_repo(tmp_path / "mono")
+    live = top / "infra" / "live"
+    (live / "policy.toml").write_text(ADOPTED)
+    _app(live / "prod" / "blind", "blind", DEEP)
+    commit_all(top, "adopted, with a unit the model cannot evaluate")
+    git(top, "checkout", "--quiet", "-b", "change")
+    edit(live, "dev/app/terragrunt.hcl", 'name = "dev"', 'name = "dev2"')
+    commit_all(top, "dev: another name")
+
+    units = {u["path"]: u for u in json.loads(iac(live, "units", "--json").stdout)["units"]}
+    blind = units["prod/blind"]
+    assert blind["error"] and blind["executor"] == "lan"  # its folder's, [layout.roots."prod"]
+    assert blind["gate"] == "<unresolved>"  # never assumed: it waits for a human
+
+    matrix = iac(live, "matrix", "--base", "main")
+    assert matrix.returncode == 0, matrix.output
+    legs = {leg["executor"]: leg["units"] for leg in json.loads(matrix.stdout)["include"]}
+    # any change selects the blind unit (the model cannot say what it reads): planned on
+    # its folder's executor, beside the unit that changed
+    assert legs == {"hosted": ["dev/app"], "lan": ["prod/blind"]}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.errors import ToolingError
 from tooling.io import config
-from tooling.model.layout import Layout, layout_from
+from tooling.model.layout import Layout, layout_from, route_blind
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
@@ -219,11 +219,18 @@ class Workspace:
         """The model of ``tree`` (default: the working tree, read now); a git revision's
         once per run (the first line and the task may both read HEAD's)."""
         if not isinstance(tree, GitTree):
-            return load(tree or self.work_tree(), self.cache_dir)
+            return self._routed(load(tree or self.work_tree(), self.cache_dir))
         key = tree.fingerprint()
         if key not in self._revision_models:
-            self._revision_models[key] = load(tree, self.cache_dir)
+            self._revision_models[key] = self._routed(load(tree, self.cache_dir))
         return self._revision_models[key]
+
+    def _routed(self, model: Model) -> Model:
+        """A unit the model cannot evaluate, routed by its folder (:func:`route_blind`)."""
+        declared = self.policy.get("executors", {})
+        return route_blind(
+            model, self.layout, tuple(declared) if isinstance(declared, dict) else ()
+        )
 
     @cached_property
     def current_model(self) -> Model:
@@ -237,8 +244,8 @@ class Workspace:
         if stack_files(tree):
             generated = self.generated_stacks
             if generated is not None:
-                return generated.model
-        return load(tree, self.cache_dir)
+                return self._routed(generated.model)
+        return self._routed(load(tree, self.cache_dir))
 
     @cached_property
     def generated_stacks(self) -> Generated | None:

@@ -17,14 +17,14 @@ then be left out).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
-from tooling.model.units import LIVE_DIR
+from tooling.model.units import LIVE_DIR, UNRESOLVED_EXECUTOR, Model
 
 ROOT_FILE = "root.hcl"
 
@@ -79,6 +79,26 @@ class Layout:
             if inside and (best is None or len(root.path) > len(best.path)):
                 best = root
         return best
+
+
+def route_blind(model: Model, layout: Layout, executors: Sequence[str] = ()) -> Model:
+    """``model`` with each unit it cannot evaluate routed by its folder: the executor of its
+    live root (``[layout.roots."FOLDER"] executor``), else the one executor policy.toml
+    declares (``executors``: their names). Such a unit keeps its error and its unresolved
+    gate: it is planned, waits for a human (gate manual) and is never applied."""
+    routed = dict(model.units)
+    for path, unit in model.units.items():
+        if unit.executor != UNRESOLVED_EXECUTOR or not unit.error:
+            continue
+        root = layout.root_of(path)
+        executor = root.executor if root and root.executor else None
+        if executor is None and len(executors) == 1:
+            executor = executors[0]
+        if executor is not None:
+            routed[path] = replace(unit, executor=executor)
+    if routed == model.units:
+        return model
+    return replace(model, units=routed)
 
 
 @interpreted
