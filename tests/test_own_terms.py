@@ -215,7 +215,8 @@ def test_a_unit_check_cannot_read_is_reported_at_its_own_file(tmp_path: Path, to
     edit(live, "dev/app/terragrunt.hcl", 'name = "dev"', 'name = file("missing.txt")')
     check = iac(live, "check", "--json")
     assert check.returncode == 1
-    assert _violations(check) == [("dev/app/terragrunt.hcl", "config-invalid")], check.output
+    unreadable = [v for v in _violations(check) if v[1] == "config-invalid"]
+    assert unreadable == [("dev/app/terragrunt.hcl", "config-invalid")], check.output  # not live:1
 
 
 # --- 6: blind units and stacks ----------------------------------------------------
@@ -271,3 +272,110 @@ def test_a_unit_the_model_cannot_evaluate_is_routed_by_its_folder_and_the_matrix
     # any change selects the blind unit (the model cannot say what it reads): planned on
     # its folder's executor, beside the unit that changed
     assert legs == {"hosted": ["dev/app"], "lan": ["prod/blind"]}
+
+
+ROOT_HCL = ROOT_TERRAGRUNT
+
+
+def stacks_repo(top: Path) -> Path:
+    """A repository of stacks: ``units/app`` the catalog (a unit reading ``values``),
+    ``stacks/dev`` and ``stacks/prod`` each a ``terragrunt.stack.hcl`` using it."""
+    top.mkdir(parents=True)
+    shutil.copy2(REPO / ".tool-versions", top / ".tool-versions")
+    (top / "root.hcl").write_text(ROOT_HCL)
+    (top / "units" / "app").mkdir(parents=True)
+    (top / "units" / "app" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'terraform {{\n  source = "{APP_SOURCE}"\n}}\n\ninputs = {{\n  name = values.name\n}}\n'
+    )
+    for env in ("dev", "prod"):
+        (top / "stacks" / env).mkdir(parents=True)
+        (top / "stacks" / env / "terragrunt.stack.hcl").write_text(
+            'unit "app" {\n  source = "../../units/app"\n  path   = "app"\n'
+            f'  values = {{\n    name = "{env}"\n  }}\n}}\n'
+        )
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "stacks of the catalog's units")
+    return top
+
+
+def test_doctor_puts_the_stack_folders_in_the_layout_and_a_values_edit_selects_the_unit(
+    tmp_path: Path, tools: None
+) -> None:
+    top = stacks_repo(tmp_path / "stacks")
+    doctor = iac(top, "doctor")
+    lines = doctor.stdout.splitlines()
+    block = "\n".join(lines[lines.index("[layout]") :]) + "\n"
+    # the stacks are where the units are; the catalog holds templates, not units
+    assert tomllib.loads(block)["layout"]["live"] == ["stacks"], doctor.output
+    (top / "policy.toml").write_text(block)
+    commit_all(top, "adopted: doctor's block")
+
+    git(top, "checkout", "--quiet", "-b", "values")
+    edit(top, "stacks/prod/terragrunt.stack.hcl", 'name = "prod"', 'name = "prod-2"')
+    commit_all(top, "prod: another name")
+    # the working tree's model (what matrix and plan read): every stack generated
+    affected = iac(top, "affected", "--base", "main", "--json")
+    assert affected.returncode == 0, affected.output
+    # as Terragrunt's own filter lists it
+    assert [u["path"] for u in json.loads(affected.stdout)["units"]] == [
+        "stacks/prod/.terragrunt-stack/app"
+    ]
+    # a change to the catalog's unit selects every stack's
+    edit(top, "units/app/terragrunt.hcl", "name = values.name", "name = upper(values.name)")
+    commit_all(top, "catalog: upper-case names")
+    affected = iac(top, "affected", "--base", "main", "--json")
+    assert [u["path"] for u in json.loads(affected.stdout)["units"]] == [
+        "stacks/dev/.terragrunt-stack/app",
+        "stacks/prod/.terragrunt-stack/app",
+    ]
+
+
+def test_doctor_names_unit_files_left_outside_the_suggested_live_folders(
+    tmp_path: Path, tools: None
+) -> None:
+    top = stacks_repo(tmp_path / "stacks")
+    (top / "fixtures" / "x").mkdir(parents=True)
+    (top / "fixtures" / "x" / "terragrunt.hcl").write_text('terraform {\n  source = "../m"\n}\n')
+    doc = json.loads(iac(top, "doctor", "--json").stdout)
+    assert doc["suggested_layout"]["live"] == ["stacks"]
+    notes = [f for f in doc["findings"] if f["where"] == "fixtures"]
+    assert len(notes) == 1 and "fixtures/x/terragrunt.hcl" in notes[0]["what"], doc["findings"]
+    assert "outside the suggested live folders" in notes[0]["what"]
+
+
+BLIND_WITH_COMMANDS = textwrap.dedent(
+    """\
+    locals {
+      data = jsondecode(file("missing.json"))
+      who  = run_cmd("echo", "me")
+      cmd  = get_terraform_command()
+    }
+
+    """
+)
+
+
+def test_what_plan_refuses_in_a_unit_the_model_cannot_evaluate_is_named_by_check_and_doctor(
+    tmp_path: Path, tools: None
+) -> None:
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    (live / "policy.toml").write_text(ADOPTED.replace('executor = "lan"', 'executor = "hosted"'))
+    _app(live / "dev" / "blind", "blind", BLIND_WITH_COMMANDS)
+    check = iac(live, "check", "--json")
+    wanted = {"command-dependent", "config-invalid", "run-at-parse"}
+    assert sorted(v for v in _violations(check) if v[1] in wanted) == [
+        ("dev/blind/terragrunt.hcl", "command-dependent"),
+        ("dev/blind/terragrunt.hcl", "config-invalid"),
+        ("dev/blind/terragrunt.hcl", "run-at-parse"),
+    ], check.output
+    doctor = json.loads(iac(live, "doctor", "--json").stdout)
+    refused = {
+        (f["where"], f["what"].split(":", 2)[1].strip())
+        for f in doctor["findings"]
+        if f["what"].startswith("plan refuses it")
+    }
+    assert refused == {
+        ("dev/blind/terragrunt.hcl:7", "run-at-parse"),
+        ("dev/blind/terragrunt.hcl:8", "command-dependent"),
+    }, doctor["findings"]

@@ -138,9 +138,15 @@ def run(
     if model is not None:
         # the rules judge what the model could read: an unreadable unit is its own violation,
         # not also a unit without a source or state key
+        # (what plan refuses before Terragrunt parses anything is read from the text: kept)
         blind = {f"{p}/terragrunt.hcl" for p, u in model.units.items() if u.error}
-        found = [v for v in found if v.file not in blind]
+        found = [v for v in found if v.file not in blind or v.rule in _PLAN_REFUSES]
     return sorted(set(early + found)), model
+
+
+#: the rules whose violations ``plan`` refuses before Terragrunt parses the files
+#: (:func:`tooling.engine.refusals.refuse_before_terragrunt`), read from the text alone
+_PLAN_REFUSES = frozenset({"run-at-parse", "command-dependent", "dependency-outside-inputs"})
 
 
 def _unreadable(model: Model) -> list[Violation]:

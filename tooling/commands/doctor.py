@@ -23,6 +23,7 @@ from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
+from tooling.model.stacks import is_stack_file
 from tooling.model.trees import SKIP_DIRS
 from tooling.model.units import UNRESOLVED_EXECUTOR
 
@@ -98,19 +99,31 @@ def project_root_below(root: Path) -> str | None:
     return min(found, key=lambda f: (f.count("/"), f), default=None)
 
 
+def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
+    """Each stack file among ``files`` with its text."""
+    return {
+        p: (root / p).read_text(encoding="utf-8", errors="replace")
+        for p in files
+        if is_stack_file(p)
+    }
+
+
 def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
     """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
     files = repository_files(root)
-    live = layoutguess.live_folders(files) or layout.live
+    catalog = layoutguess.catalog_folders(_stack_texts(root, files))
+    live = layoutguess.live_folders(files, catalog) or layout.live
     if model is None or live != layout.live:
         model = load(WorkTree(root, live), None) if live else None
     units = list(model.units.values()) if model else []
     included = {r for u in units for r in u.reads if "/" not in r}
-    found = layoutguess.suggest(files, included)
+    found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
-        # a folder whose units do not include the root file is not live (test fixtures...)
+        # a folder whose units do not include the root file is not live (test fixtures...);
+        # a folder of stacks is (its units exist once generated)
         units = [u for u in units if found.root_file in u.reads]
         keep = {u.path.split("/", 1)[0] for u in units}
+        keep |= {p.split("/", 1)[0] for p in files if is_stack_file(p) and "/" in p}
         found = replace(found, live=tuple(d for d in found.live if d in keep) or found.live)
     roots = layoutguess.state_roots(
         found.live,
@@ -122,7 +135,11 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
         units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
         found = replace(found, roots=roots)
-    return replace(found, tiers=tuple(sorted(Counter(u.tier for u in units).items())))
+    return replace(
+        found,
+        tiers=tuple(sorted(Counter(u.tier for u in units).items())),
+        left_out=layoutguess.left_out(files, found.live, catalog),
+    )
 
 
 def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
@@ -245,6 +262,25 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                             f"(e.g. {shared_name(layout)})",
                         )
                     )
+        out += _plan_refusals(root, model)
+    return out
+
+
+def _plan_refusals(root: Path, model: Model) -> list[Finding]:
+    """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
+    functions, dependency outputs outside ``inputs``), one finding each, where it is."""
+    from tooling.core.checksettings import parse_policy
+    from tooling.engine.refusals import refused_lines
+    from tooling.io import config
+
+    try:
+        allowed = parse_policy(config.read_policy(root)).allowed_run_at_parse
+    except ToolingError:
+        allowed = {}
+    out = []
+    for line in refused_lines(root, model, list(model.units), allowed):
+        where, _, what = line.partition(": ")
+        out.append(Finding("needs", where, f"plan refuses it: {what}"))
     return out
 
 
@@ -276,8 +312,18 @@ def run(root: Path, *, as_json: bool) -> int:
             )
         )
     findings += diagnose(root, layout, model)
-    needs = [f for f in findings if f.level == "needs"]
     suggestion = suggest_layout(root, layout, model)
+    for folder, paths in suggestion.left_out:
+        findings.append(
+            Finding(
+                "note",
+                folder,
+                f"{len(paths)} {UNIT_FILE} file(s) outside the suggested live folders "
+                f"(e.g. {paths[0]}): no command reads them; if they are units, add their "
+                "folder to [layout] live",
+            )
+        )
+    needs = [f for f in findings if f.level == "needs"]
     if as_json:
         print(
             json.dumps(
