@@ -194,6 +194,14 @@ def test_doctor_at_git_s_top_level_suggests_the_project_root_below_and_commands_
     again = iac(top, "doctor")
     assert again.returncode == 0, again.output
     assert "ready to adopt" in again.stderr
+    # the executor the units run on is declared by the block: the matrix routes them
+    assert tomllib.loads(block)["executors"] == {"hosted": {"runs_on": ["ubuntu-latest"]}}
+    git(top, "checkout", "--quiet", "-b", "change")
+    edit(top, "infra/live/prod/app/terragrunt.hcl", 'name = "prod"', 'name = "prod-2"')
+    commit_all(top, "prod: another name")
+    matrix = iac(top, "matrix", "--base", "main")
+    assert matrix.returncode == 0, matrix.output
+    assert [leg["units"] for leg in json.loads(matrix.stdout)["include"]] == [["prod/app"]]
 
 
 def test_hints_name_the_command_the_user_typed(tmp_path: Path) -> None:

@@ -139,7 +139,27 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
         left_out=layoutguess.left_out(files, found.live, catalog),
+        executors=_executors(root, units),
     )
+
+
+def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The executors ``units`` run on that policy.toml does not declare, each with the
+    runner labels suggested for it (``matrix`` refuses a unit whose executor is not
+    declared): doctor's block declares them (and never one declared already)."""
+    from tooling.io import config
+
+    try:
+        declared = config.read_policy(root).get("executors", {})
+    except ToolingError:
+        declared = {}
+    if not isinstance(declared, dict):
+        declared = {}
+    out = []
+    for name in sorted({u.executor for u in units if u.executor != UNRESOLVED_EXECUTOR}):
+        if name not in declared:
+            out.append((name, tuple(layoutguess.runner_labels(name))))
+    return tuple(out)
 
 
 def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
@@ -301,7 +321,7 @@ def run(root: Path, *, as_json: bool) -> int:
         findings = []
     existing = tuple(d for d in layout.live if (root / d).is_dir())
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
-    if below is not None:
+    if below is not None and not (root / POLICY_FILE).is_file():
         findings.append(
             Finding(
                 "needs",

@@ -38,6 +38,9 @@ class Suggestion:
     roots: tuple[tuple[str, str, str | None], ...] = ()
     #: the unit files (``terragrunt.hcl``) outside the suggested live folders, by top folder
     left_out: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the executors the units run on that policy.toml does not declare, with the runner
+    #: labels suggested for each (:func:`runner_labels`)
+    executors: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def toml(self) -> str:
         """The ``[layout]`` table, ready to paste into policy.toml."""
@@ -60,6 +63,12 @@ class Suggestion:
             ]
             if executor is not None:
                 lines.append(f"executor = {json.dumps(executor)}")
+        for name, labels in self.executors:
+            lines += [
+                "",
+                f"[executors.{json.dumps(name) if not _BARE.fullmatch(name) else name}]",
+                f"runs_on = {json.dumps(list(labels))}  # the runner labels of its CI jobs",
+            ]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
@@ -75,8 +84,20 @@ class Suggestion:
                 }
                 for folder, prefix, executor in self.roots
             },
+            "executors": {name: {"runs_on": list(labels)} for name, labels in self.executors},
             "toml": self.toml(),
         }
+
+
+#: a TOML key that needs no quotes
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def runner_labels(executor: str) -> list[str]:
+    """The runner labels suggested for an executor: GitHub's hosted runners for
+    ``hosted`` (the tooling's default executor), a self-hosted runner labelled with
+    its name otherwise."""
+    return ["ubuntu-latest"] if executor == "hosted" else ["self-hosted", executor]
 
 
 def live_folders(files: Iterable[str], catalog: Iterable[str] = ()) -> tuple[str, ...]:
