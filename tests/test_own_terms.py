@@ -387,3 +387,49 @@ def test_what_plan_refuses_in_a_unit_the_model_cannot_evaluate_is_named_by_check
         ("dev/blind/terragrunt.hcl:7", "run-at-parse"),
         ("dev/blind/terragrunt.hcl:8", "command-dependent"),
     }, doctor["findings"]
+
+
+def test_a_routed_blind_unit_is_planned_waiting_for_a_human_and_its_leg_plans_the_others(
+    tmp_path: Path, tools: None
+) -> None:
+    from infra_fixtures import make_example_repo
+
+    repo = make_example_repo(tmp_path / "infra")
+    with (repo / "policy.toml").open("a") as policy:
+        policy.write(
+            '\n[layout]\nlive = ["live"]\n\n[layout.roots."live/cloud"]\nexecutor = "hosted"\n'
+        )
+    dns = repo / "live/cloud/dns/terragrunt.hcl"
+    dns.write_text(dns.read_text() + "\n" + DEEP)
+    commit_all(repo, "dns: nested deeper than the model follows")
+    git(repo, "checkout", "--quiet", "-b", "change")
+    edit(repo, "live/cloud/registry/terragrunt.hcl", "}", "}\n")
+    commit_all(repo, "registry: a blank line")
+
+    matrix = iac(repo, "matrix", "--base", "main")
+    assert matrix.returncode == 0, matrix.output
+    doc = json.loads(matrix.stdout)
+    (leg,) = doc["include"]
+    assert leg["executor"] == "hosted" and "live/cloud/dns" in leg["units"], doc
+    (tmp_path / "matrix.json").write_text(matrix.stdout)
+    out = tmp_path / "plans"
+    iac(
+        repo,
+        "plan",
+        "--from-matrix",
+        str(tmp_path / "matrix.json"),
+        "--leg",
+        "hosted",
+        "--base",
+        "main",
+        "--out",
+        str(out),
+    )
+    units = {u["path"]: u for u in json.loads((out / "summary.json").read_text())["units"]}
+    # in its folder's leg; the working-copy check still refuses to plan a module the model
+    # does not know (fail closed): never auto, never applied
+    assert units["live/cloud/dns"]["executor"] == "hosted"
+    assert units["live/cloud/dns"]["gate"]["decision"] != "auto", units["live/cloud/dns"]
+    assert units["live/cloud/dns"]["model_error"]
+    others = [u for p, u in units.items() if p != "live/cloud/dns"]
+    assert others and all(u["status"] in ("changes", "no-changes") for u in others), others
