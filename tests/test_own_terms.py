@@ -315,7 +315,11 @@ def test_doctor_puts_the_stack_folders_in_the_layout_and_a_values_edit_selects_t
     lines = doctor.stdout.splitlines()
     block = "\n".join(lines[lines.index("[layout]") :]) + "\n"
     # the stacks are where the units are; the catalog holds templates, not units
-    assert tomllib.loads(block)["layout"]["live"] == ["stacks"], doctor.output
+    suggested = tomllib.loads(block)
+    assert suggested["layout"]["live"] == ["stacks"], doctor.output
+    # the generated units' executor, declared for matrix
+    assert suggested["executors"] == {"hosted": {"runs_on": ["ubuntu-latest"]}}
+    assert "# tiers (units): dev (1), prod (1)" in block
     (top / "policy.toml").write_text(block)
     commit_all(top, "adopted: doctor's block")
 
@@ -328,6 +332,11 @@ def test_doctor_puts_the_stack_folders_in_the_layout_and_a_values_edit_selects_t
     # as Terragrunt's own filter lists it
     assert [u["path"] for u in json.loads(affected.stdout)["units"]] == [
         "stacks/prod/.terragrunt-stack/app"
+    ]
+    matrix = iac(top, "matrix", "--base", "main")
+    assert matrix.returncode == 0, matrix.output
+    assert [leg["units"] for leg in json.loads(matrix.stdout)["include"]] == [
+        ["stacks/prod/.terragrunt-stack/app"]
     ]
     # a change to the catalog's unit selects every stack's
     edit(top, "units/app/terragrunt.hcl", "name = values.name", "name = upper(values.name)")

@@ -1,8 +1,10 @@
 """``invoke doctor``: what a Terragrunt repository needs to adopt this tooling.
 
-Read-only. Each finding names the file and what to do; ``needs`` findings
-block adoption (exit 1), ``note`` findings say where the model is blind or
-what differs from Terragrunt's own view (``invoke crosscheck`` measures that).
+Read-only (a repository of stacks is generated in a scratch copy under the
+tool's own ignored ``.iac/``, as every command reads it). Each finding names
+the file and what to do; ``needs`` findings block adoption (exit 1), ``note``
+findings say where the model is blind or what differs from Terragrunt's own
+view (``invoke crosscheck`` measures that).
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import Any
 from tooling.core import layoutguess
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git
-from tooling.io.workspace import read_layout
+from tooling.io.workspace import mark_private, read_layout
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
-from tooling.model.stacks import is_stack_file
+from tooling.model.stacks import generated_unit, is_stack_file
 from tooling.model.trees import SKIP_DIRS
 from tooling.model.units import UNRESOLVED_EXECUTOR
 
@@ -108,6 +110,26 @@ def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
     }
 
 
+def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[Any]:
+    """The units the stacks under ``live`` generate (in a scratch copy under ``.iac/``, as
+    every command reads them), for their tiers and executors; none when Terragrunt is not
+    at hand or a stack does not generate (doctor needs no tool)."""
+    if not any(is_stack_file(p) for p in files):
+        return []
+    from tooling.io import stacks, terragrunt
+    from tooling.io.binpath import ensure_bin_dir_on_path
+
+    ensure_bin_dir_on_path()
+    mark_private(root)  # the scratch copy goes in .iac/, which git then ignores
+    try:
+        generated = stacks.generate(root, live, terragrunt.base_env({}), None)
+    except (ToolingError, OSError):
+        return []
+    if generated is None:
+        return []
+    return [u for u in generated.model.units.values() if generated_unit(u.path) and not u.error]
+
+
 def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
     """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
     files = repository_files(root)
@@ -116,6 +138,7 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     if model is None or live != layout.live:
         model = load(WorkTree(root, live), None) if live else None
     units = list(model.units.values()) if model else []
+    units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
     found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
