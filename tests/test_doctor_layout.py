@@ -56,7 +56,9 @@ def test_doctor_suggests_a_layout_that_pasted_in_finds_every_unit(
                 "non-prod": {"state_prefix": "non-prod/", "tier": "non-prod", "executor": "hosted"},
                 "prod": {"state_prefix": "prod/", "tier": "prod", "executor": "hosted"},
             },
-        }
+        },
+        # the executor its units run on, which matrix needs declared
+        "executors": {"hosted": {"runs_on": ["ubuntu-latest"]}},
     }
 
     (gruntwork / "policy.toml").write_text(block, encoding="utf-8")
@@ -66,7 +68,8 @@ def test_doctor_suggests_a_layout_that_pasted_in_finds_every_unit(
     assert doc["live"] == ["non-prod", "prod"]
     assert not [f for f in doc["findings"] if "live folder" in f["what"]]
     assert doc["suggested_layout"]["live"] == ["non-prod", "prod"]
-    assert doc["suggested_layout"]["toml"] + "\n" == block
+    # the same block, less the executor now declared
+    assert doc["suggested_layout"]["toml"] + "\n" == block.split("\n[executors.")[0]
 
     units = invoke(gruntwork, "units", "--json")
     assert units.returncode == 0, units.output

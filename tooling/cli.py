@@ -50,6 +50,23 @@ __all__ = [
 ]
 
 
+class _Typed:
+    """The command the user typed: ``invoke`` (the tasks' program), or ``iac`` (the
+    console script): every hint names the tasks as typed (:func:`as_typed`)."""
+
+    program = "invoke"
+
+
+_TYPED = _Typed()
+
+
+def as_typed(text: str) -> str:
+    """``text`` with its hints (`` `invoke TASK` ``) naming the program the user typed."""
+    if _TYPED.program == "invoke" or "invoke " not in text:
+        return text
+    return re.sub(r"(`|positional: )invoke ", rf"\g<1>{_TYPED.program} ", text)
+
+
 class UsageProgram(Program):
     """invoke's own program, with its usage errors exiting 2 (invoke exits 1 for them).
 
@@ -59,11 +76,14 @@ class UsageProgram(Program):
     """
 
     def parse_tasks(self) -> None:
+        binary = getattr(self, "_binary", None)  # invoke's own: "inv[oke]"
+        _TYPED.program = binary if binary and re.fullmatch(r"[\w-]+", binary) else "invoke"
         try:
             super().parse_tasks()
             self._refuse_empty_lists()
         except (ParseError, ValueError) as exc:
-            raise Exit(usage_line(exc, self._task_names(), self._task_of(exc)), code=2) from None
+            line = usage_line(exc, self._task_names(), self._task_of(exc))
+            raise Exit(as_typed(line), code=2) from None
         except BrokenPipeError:  # `invoke --help plan | head -1`
             _reader_gone()
 
@@ -188,7 +208,7 @@ class Task(InvokeTask[Any]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         missing = [name for name in self.required if not _given(kwargs.get(name))]
         if missing:
-            raise Exit(missing_line(self, missing), code=2)
+            raise Exit(as_typed(missing_line(self, missing)), code=2)
         return super().__call__(*args, **kwargs)
 
     @property
@@ -239,7 +259,7 @@ def errors() -> Iterator[None]:
     secrets.install()  # the one redaction step, installed by the preamble (no import does it)
     # every line the tooling prints passes through the one redaction step, then has
     # what a terminal would act on (escape sequences, bidirectional controls) escaped
-    with guard_streams(termtext.escape):
+    with guard_streams(lambda text: as_typed(termtext.escape(text))):
         try:
             yield
         except ToolingError as exc:

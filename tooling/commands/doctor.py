@@ -1,8 +1,10 @@
 """``invoke doctor``: what a Terragrunt repository needs to adopt this tooling.
 
-Read-only. Each finding names the file and what to do; ``needs`` findings
-block adoption (exit 1), ``note`` findings say where the model is blind or
-what differs from Terragrunt's own view (``invoke crosscheck`` measures that).
+Read-only (a repository of stacks is generated in a scratch copy under the
+tool's own ignored ``.iac/``, as every command reads it). Each finding names
+the file and what to do; ``needs`` findings block adoption (exit 1), ``note``
+findings say where the model is blind or what differs from Terragrunt's own
+view (``invoke crosscheck`` measures that).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 from tooling.core import layoutguess
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git
-from tooling.io.workspace import read_layout
+from tooling.io.workspace import mark_private, read_layout
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
+from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
+from tooling.model.stacks import generated_unit, is_stack_file
 from tooling.model.trees import SKIP_DIRS
 from tooling.model.units import UNRESOLVED_EXECUTOR
 
@@ -78,19 +82,71 @@ def repository_files(root: Path) -> list[str]:
     return found
 
 
+def project_root_below(root: Path) -> str | None:
+    """The folder below ``root`` holding the root file its units include (a ``root.hcl``,
+    else a ``terragrunt.hcl`` with units below it), the shallowest; None when ``root``
+    holds one itself or none is found."""
+    files = repository_files(root)
+    units = {p.rsplit("/", 1)[0] for p in files if p.endswith("/" + UNIT_FILE)}
+    found = []
+    for path in files:
+        folder, _, name = path.rpartition("/")
+        if not folder:
+            if name == ROOT_FILE or (name == UNIT_FILE and units):
+                return None
+            continue
+        legacy = name == UNIT_FILE and any(u.startswith(folder + "/") for u in units)
+        if name == ROOT_FILE or legacy:
+            found.append(folder)
+    return min(found, key=lambda f: (f.count("/"), f), default=None)
+
+
+def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
+    """Each stack file among ``files`` with its text."""
+    return {
+        p: (root / p).read_text(encoding="utf-8", errors="replace")
+        for p in files
+        if is_stack_file(p)
+    }
+
+
+def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[Any]:
+    """The units the stacks under ``live`` generate (in a scratch copy under ``.iac/``, as
+    every command reads them), for their tiers and executors; none when Terragrunt is not
+    at hand or a stack does not generate (doctor needs no tool)."""
+    if not any(is_stack_file(p) for p in files):
+        return []
+    from tooling.io import stacks, terragrunt
+    from tooling.io.binpath import ensure_bin_dir_on_path
+
+    ensure_bin_dir_on_path()
+    mark_private(root)  # the scratch copy goes in .iac/, which git then ignores
+    try:
+        generated = stacks.generate(root, live, terragrunt.base_env({}), None)
+    except (ToolingError, OSError):
+        return []
+    if generated is None:
+        return []
+    return [u for u in generated.model.units.values() if generated_unit(u.path) and not u.error]
+
+
 def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
     """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
     files = repository_files(root)
-    live = layoutguess.live_folders(files) or layout.live
+    catalog = layoutguess.catalog_folders(_stack_texts(root, files))
+    live = layoutguess.live_folders(files, catalog) or layout.live
     if model is None or live != layout.live:
         model = load(WorkTree(root, live), None) if live else None
     units = list(model.units.values()) if model else []
+    units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
-    found = layoutguess.suggest(files, included)
+    found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
-        # a folder whose units do not include the root file is not live (test fixtures...)
+        # a folder whose units do not include the root file is not live (test fixtures...);
+        # a folder of stacks is (its units exist once generated)
         units = [u for u in units if found.root_file in u.reads]
         keep = {u.path.split("/", 1)[0] for u in units}
+        keep |= {p.split("/", 1)[0] for p in files if is_stack_file(p) and "/" in p}
         found = replace(found, live=tuple(d for d in found.live if d in keep) or found.live)
     roots = layoutguess.state_roots(
         found.live,
@@ -102,7 +158,31 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
         units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
         found = replace(found, roots=roots)
-    return replace(found, tiers=tuple(sorted(Counter(u.tier for u in units).items())))
+    return replace(
+        found,
+        tiers=tuple(sorted(Counter(u.tier for u in units).items())),
+        left_out=layoutguess.left_out(files, found.live, catalog),
+        executors=_executors(root, units),
+    )
+
+
+def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The executors ``units`` run on that policy.toml does not declare, each with the
+    runner labels suggested for it (``matrix`` refuses a unit whose executor is not
+    declared): doctor's block declares them (and never one declared already)."""
+    from tooling.io import config
+
+    try:
+        declared = config.read_policy(root).get("executors", {})
+    except ToolingError:
+        declared = {}
+    if not isinstance(declared, dict):
+        declared = {}
+    out = []
+    for name in sorted({u.executor for u in units if u.executor != UNRESOLVED_EXECUTOR}):
+        if name not in declared:
+            out.append((name, tuple(layoutguess.runner_labels(name))))
+    return tuple(out)
 
 
 def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
@@ -139,9 +219,9 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
             else "create it or set [layout] root_file"
         )
         out.append(Finding("needs", layout.root_file, f"the root file is missing: {hint}"))
-    if (root / ".tool-versions").is_file():
-        from tooling.io import toolchain
+    from tooling.io import toolchain
 
+    if toolchain.pin_file(root).is_file():
         try:
             toolchain.read_pins(root)
         except ToolingError as exc:
@@ -225,6 +305,25 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                             f"(e.g. {shared_name(layout)})",
                         )
                     )
+        out += _plan_refusals(root, model)
+    return out
+
+
+def _plan_refusals(root: Path, model: Model) -> list[Finding]:
+    """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
+    functions, dependency outputs outside ``inputs``), one finding each, where it is."""
+    from tooling.core.checksettings import parse_policy
+    from tooling.engine.refusals import refused_lines
+    from tooling.io import config
+
+    try:
+        allowed = parse_policy(config.read_policy(root)).allowed_run_at_parse
+    except ToolingError:
+        allowed = {}
+    out = []
+    for line in refused_lines(root, model, list(model.units), allowed):
+        where, _, what = line.partition(": ")
+        out.append(Finding("needs", where, f"plan refuses it: {what}"))
     return out
 
 
@@ -232,6 +331,10 @@ def run(root: Path, *, as_json: bool) -> int:
     if not root.is_dir():
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
+    top = root
+    below = None if (root / POLICY_FILE).is_file() else project_root_below(root)
+    if below is not None:
+        root = root / below  # the project root: the folder of the root file units include
     try:
         layout = read_layout(root)
     except ToolingError as exc:
@@ -241,9 +344,29 @@ def run(root: Path, *, as_json: bool) -> int:
         findings = []
     existing = tuple(d for d in layout.live if (root / d).is_dir())
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
+    if below is not None and not (root / POLICY_FILE).is_file():
+        findings.append(
+            Finding(
+                "needs",
+                below,
+                f"the project root, below {top.name}/: the units include its root file; "
+                f"paste the layout below into {below}/{POLICY_FILE} (every command then finds "
+                f"it from here too)",
+            )
+        )
     findings += diagnose(root, layout, model)
-    needs = [f for f in findings if f.level == "needs"]
     suggestion = suggest_layout(root, layout, model)
+    for folder, paths in suggestion.left_out:
+        findings.append(
+            Finding(
+                "note",
+                folder,
+                f"{len(paths)} {UNIT_FILE} file(s) outside the suggested live folders "
+                f"(e.g. {paths[0]}): no command reads them; if they are units, add their "
+                "folder to [layout] live",
+            )
+        )
+    needs = [f for f in findings if f.level == "needs"]
     if as_json:
         print(
             json.dumps(
@@ -263,7 +386,8 @@ def run(root: Path, *, as_json: bool) -> int:
         print(f"{units} units under {', '.join(layout.live)}; root file {layout.root_file}")
         for finding in findings:
             print(f"  {finding.level:<5} {finding.where}: {finding.what}")
-        print("\nthe layout found here, for policy.toml (paste it as it is):\n")
+        into = f"{below}/{POLICY_FILE}" if below else POLICY_FILE
+        print(f"\nthe layout found here, for {into} (paste it as it is):\n")
         print(suggestion.toml())
         print(
             "ready to adopt" if not needs else f"{len(needs)} thing(s) to do before adopting",

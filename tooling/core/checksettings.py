@@ -56,7 +56,10 @@ DEFAULT_TOOL_PIN_FILES = (
 class CheckPolicy:
     """The ``[check]`` section of ``policy.toml``."""
 
-    foundation_prefix: str = "live/"
+    #: the prefixes foundation state keys start with ([check] foundation_state_prefix, one
+    #: or a list); empty: each live folder's own (``live/`` for ``live``), as root.hcl's
+    #: ``path_relative_to_include()`` keys them
+    foundation_prefixes: tuple[str, ...] = ()
     app_state_prefix: str = "apps/"
     foundation_state_buckets: tuple[str, ...] = ()
     app_dirs: tuple[str, ...] = ()
@@ -80,15 +83,30 @@ class CheckPolicy:
     #: live roots with a state prefix of their own ([layout.roots]): (folder, prefix)
     root_prefixes: tuple[tuple[str, str], ...] = ()
 
-    def state_prefix_of(self, path: str) -> str:
-        """The prefix the state key of the unit at ``path`` must start with: its live
-        root's ``state_prefix`` ([layout.roots]), else ``foundation_state_prefix``."""
+    @property
+    def foundation_prefix(self) -> tuple[str, ...]:
+        """Where foundation state keys start: the declared prefixes, else each live
+        folder's (a live folder "." keys state by the unit's path alone: none)."""
+        if self.foundation_prefixes:
+            return self.foundation_prefixes
+        return tuple(f"{folder}/" for folder in self.live if folder != ".")
+
+    def state_prefix_of(self, path: str) -> tuple[str, ...]:
+        """The prefixes one of which the state key of the unit at ``path`` must start
+        with: its live root's ``state_prefix`` ([layout.roots]), else
+        ``foundation_state_prefix``, else its live folder's (() when any key will do)."""
         best: tuple[str, str] | None = None
         for folder, prefix in self.root_prefixes:
             inside = folder == "." or path == folder or path.startswith(folder + "/")
             if inside and (best is None or len(folder) > len(best[0])):
                 best = (folder, prefix)
-        return best[1] if best else self.foundation_prefix
+        if best:
+            return (best[1],)
+        if self.foundation_prefixes:
+            return self.foundation_prefixes
+        live = [f for f in self.live if f == "." or path == f or path.startswith(f + "/")]
+        folder = max(live, key=len, default=".")
+        return () if folder == "." else (f"{folder}/",)
 
     def layer_of(self, path: str) -> Layer | None:
         """The layer whose folder holds ``path`` (the longest match)."""
@@ -112,6 +130,18 @@ def _strings(
     if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
         raise ToolingError(f"{POLICY_FILE}: {where} {key} must be a list of non-empty strings")
     return tuple(raw)
+
+
+def _prefixes(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """A prefix or a list of them (``["non-prod/", "prod/"]``); () when not set."""
+    value = data.get(key, [])
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip("/") for v in values):
+        raise ToolingError(
+            f'{POLICY_FILE}: [check] {key} must be a folder prefix or a list of them, e.g. "live/" '
+            'or ["non-prod/", "prod/"]'
+        )
+    return tuple(v.strip("/") + "/" for v in values)
 
 
 def _prefix(data: Mapping[str, Any], key: str, default: str) -> str:
@@ -198,7 +228,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
     )
     buckets = _strings(section, "foundation_state_buckets", "[check]")
     return CheckPolicy(
-        foundation_prefix=_prefix(section, "foundation_state_prefix", "live/"),
+        foundation_prefixes=_prefixes(section, "foundation_state_prefix"),
         app_state_prefix=_prefix(section, "app_state_prefix", "apps/"),
         foundation_state_buckets=tuple(dict.fromkeys((*buckets, *app_buckets))),
         app_dirs=_strings(section, "app_dirs", "[check]"),

@@ -16,10 +16,13 @@ The tiers each unit gets are a comment.
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tooling.model.layout import ROOT_FILE
+from tooling.model.stacks import STACK_DIR, STACK_FILE
 from tooling.model.units import UNIT_FILE
 
 
@@ -33,6 +36,11 @@ class Suggestion:
     #: (folder, state prefix, executor or None) of each live root whose units keep their
     #: state under it
     roots: tuple[tuple[str, str, str | None], ...] = ()
+    #: the unit files (``terragrunt.hcl``) outside the suggested live folders, by top folder
+    left_out: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the executors the units run on that policy.toml does not declare, with the runner
+    #: labels suggested for each (:func:`runner_labels`)
+    executors: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def toml(self) -> str:
         """The ``[layout]`` table, ready to paste into policy.toml."""
@@ -55,6 +63,12 @@ class Suggestion:
             ]
             if executor is not None:
                 lines.append(f"executor = {json.dumps(executor)}")
+        for name, labels in self.executors:
+            lines += [
+                "",
+                f"[executors.{json.dumps(name) if not _BARE.fullmatch(name) else name}]",
+                f"runs_on = {json.dumps(list(labels))}  # the runner labels of its CI jobs",
+            ]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
@@ -70,18 +84,69 @@ class Suggestion:
                 }
                 for folder, prefix, executor in self.roots
             },
+            "executors": {name: {"runs_on": list(labels)} for name, labels in self.executors},
             "toml": self.toml(),
         }
 
 
-def live_folders(files: Iterable[str]) -> tuple[str, ...]:
-    """The top-level folders holding a unit (a ``terragrunt.hcl`` below them), sorted."""
+#: a TOML key that needs no quotes
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def runner_labels(executor: str) -> list[str]:
+    """The runner labels suggested for an executor: GitHub's hosted runners for
+    ``hosted`` (the tooling's default executor), a self-hosted runner labelled with
+    its name otherwise."""
+    return ["ubuntu-latest"] if executor == "hosted" else ["self-hosted", executor]
+
+
+def live_folders(files: Iterable[str], catalog: Iterable[str] = ()) -> tuple[str, ...]:
+    """The top-level folders holding a unit (a ``terragrunt.hcl`` below them) or a stack
+    (a ``terragrunt.stack.hcl``), sorted; a unit of the ``catalog`` (the folders stacks
+    take their units from) is not one: the stacks using it are."""
+    templates = tuple(c.rstrip("/") + "/" for c in catalog)
     found = set()
     for path in files:
         parts = path.split("/")
-        if len(parts) >= 2 and parts[-1] == UNIT_FILE:
+        if len(parts) < 2 or STACK_DIR in parts:
+            continue
+        if parts[-1] == STACK_FILE or (parts[-1] == UNIT_FILE and not path.startswith(templates)):
             found.add(parts[0])
     return tuple(sorted(found))
+
+
+def left_out(
+    files: Iterable[str], live: Iterable[str], catalog: Iterable[str] = ()
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(top-level folder, its unit files) for the unit files outside ``live``: not of the
+    ``catalog``, not a stack's generated ones, not at the root (the legacy root file)."""
+    inside = tuple(f.rstrip("/") + "/" for f in (*live, *catalog) if f != ".")
+    if "." in live:
+        return ()
+    found: dict[str, list[str]] = {}
+    for path in files:
+        parts = path.split("/")
+        if len(parts) < 2 or parts[-1] != UNIT_FILE or STACK_DIR in parts:
+            continue
+        if not path.startswith(inside):
+            found.setdefault(parts[0], []).append(path)
+    return tuple((top, tuple(sorted(paths))) for top, paths in sorted(found.items()))
+
+
+def catalog_folders(stacks: Mapping[str, str]) -> tuple[str, ...]:
+    """The folders (relative to the root) the ``unit`` blocks of ``stacks`` (stack file ->
+    its text) take as a local ``source``: the catalog."""
+    found = set()
+    for stack, text in stacks.items():
+        folder = posixpath.dirname(stack)
+        for source in _LOCAL_SOURCE.findall(text):
+            path = source.split("//", 1)[0] if "//" in source[3:] else source
+            found.add(posixpath.normpath(posixpath.join(folder, path)))
+    return tuple(sorted(f for f in found if not f.startswith("..")))
+
+
+#: a unit block's literal local source: ``source = "../../units/app"``
+_LOCAL_SOURCE = re.compile(r'^\s*source\s*=\s*"(\.\.?/[^"$]*)"', re.M)
 
 
 def root_file(files: Iterable[str], included: Iterable[str] = ()) -> str | None:
@@ -125,11 +190,14 @@ def state_roots(
 
 
 def suggest(
-    files: Iterable[str], included: Iterable[str] = (), tiers: Mapping[str, int] | None = None
+    files: Iterable[str],
+    included: Iterable[str] = (),
+    tiers: Mapping[str, int] | None = None,
+    catalog: Iterable[str] = (),
 ) -> Suggestion:
     listed = list(files)
     return Suggestion(
-        live_folders(listed),
+        live_folders(listed, catalog),
         root_file(listed, included),
         tuple(sorted((tiers or {}).items())),
     )

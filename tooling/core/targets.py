@@ -20,7 +20,7 @@ from tooling.model.evaluator import READ_CYCLE
 from tooling.model.excludes import excludes
 from tooling.model.repo import Model, Unit
 from tooling.model.sources import parse_source
-from tooling.model.units import UNRESOLVED_EXECUTOR
+from tooling.model.units import UNRESOLVED_EXECUTOR, UNRESOLVED_GATE
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ def model_refusal(unit: Unit) -> str | None:
     planned (and the report says why) but never applied. Two cases: the model could not
     evaluate the unit at all (no gate, no executor), or its module source is ambiguous
     (go-getter could fetch another ref or repository than the one shown)."""
-    if unit.executor == UNRESOLVED_EXECUTOR:
+    if unit.executor == UNRESOLVED_EXECUTOR or (unit.error and unit.gate == UNRESOLVED_GATE):
+        # unresolved, or routed by its folder ([layout]): planned, never applied
         return unit.error or "the model cannot evaluate the unit"
     if unit.source:
         source = parse_source(unit.source)

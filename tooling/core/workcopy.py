@@ -121,32 +121,38 @@ def read_manifest(data: bytes) -> dict[str, Expected]:
 
 
 def declared_generated(root: Body) -> frozenset[str]:
-    """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals
-    (and the backend file its ``remote_state`` block generates).
+    """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals.
 
     A path computed at run time is not accepted here: its file is then refused
     like any other file the module does not hold.
     """
     names: set[str] = set()
-    for block in root.get("b", []):
-        kind, _labels, body, _line = block
-        if kind == "remote_state":  # its backend file: generate = { path = "backend.tf", ... }
-            generate = body.get("a", {}).get("generate")
-            obj = generate[0] if generate else None
-            if isinstance(obj, tuple | list) and len(obj) == 2 and obj[0] == "obj":
-                path = next((v for k, v in obj[1] if tuple(k) == ("lit", "path")), None)
-                expr = path
-            else:
-                continue
-        elif kind != "generate":
-            continue
-        else:
-            path = body.get("a", {}).get("path")
-            expr = path[0] if path else None
+
+    def add(expr: Any) -> None:
         if isinstance(expr, tuple | list) and len(expr) == 2 and expr[0] == "lit":
             value = expr[1]
             if isinstance(value, str) and value and "/" not in value:
                 names.add(value)
+
+    def field(expr: Any, name: str) -> Any:
+        """The value of key ``name`` of an object expression (None if absent)."""
+        if isinstance(expr, tuple | list) and len(expr) == 2 and expr[0] == "obj":
+            for key, value in expr[1]:
+                if tuple(key) == ("lit", name):
+                    return value
+        return None
+
+    for block in root.get("b", []):
+        kind, _labels, body, _line = block
+        if kind == "generate":
+            path = body.get("a", {}).get("path")
+            add(path[0] if path else None)
+        elif kind == "remote_state":  # remote_state { generate = { path = "backend.tf" } }
+            generate = body.get("a", {}).get("generate")
+            add(field(generate[0], "path") if generate else None)
+    remote = root.get("a", {}).get("remote_state")  # remote_state = { generate = {...} }
+    if remote:
+        add(field(field(remote[0], "generate"), "path"))
     return frozenset(names)
 
 

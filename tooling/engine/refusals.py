@@ -5,7 +5,7 @@ read differently while Terragrunt parses it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tooling.errors import ToolingError
@@ -67,6 +67,24 @@ def refuse_before_terragrunt(
     a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
     may read any file: then every HCL file of the repository is read for calls."""
     from tooling.core.policy import parse_policy
+
+    allowed = parse_policy(ws.policy).allowed_run_at_parse
+    found = refused_lines(ws.root, model, paths, allowed)
+    if found:
+        raise ToolingError(
+            f"cannot {doing}: configuration that would run a command while Terragrunt parses "
+            "it, or read differently in the verifier's render and in the plan"
+            + (" (the previous report is kept)" if doing == "plan" else "")
+            + ":\n  "
+            + "\n  ".join(found)
+        )
+
+
+def refused_lines(
+    root: Path, model: Model, paths: Sequence[str], allowed: Mapping[str, str]
+) -> list[str]:
+    """What :func:`refuse_before_terragrunt` refuses for the units ``paths``, one
+    ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does)."""
     from tooling.core.policy.hidden import refused_before_terragrunt
 
     files: dict[str, None] = {}
@@ -79,23 +97,15 @@ def refuse_before_terragrunt(
         files.update((r, None) for r in unit.reads if not r.endswith("/"))
         everything = everything or bool(unit.error)
     if everything:
-        files.update((f, None) for f in _hcl_files(ws.root))
-    allowed = parse_policy(ws.policy).allowed_run_at_parse
+        files.update((f, None) for f in _hcl_files(root))
     found: list[str] = []
     for rel in files:
         try:
-            data = (ws.root / rel).read_bytes()
+            data = (root / rel).read_bytes()
         except OSError:
             continue  # a file gone or unreadable: Terragrunt says so itself
         found += [str(v) for v in refused_before_terragrunt(rel, data, allowed)]
-    if found:
-        raise ToolingError(
-            f"cannot {doing}: configuration that would run a command while Terragrunt parses "
-            "it, or read differently in the verifier's render and in the plan"
-            + (" (the previous report is kept)" if doing == "plan" else "")
-            + ":\n  "
-            + "\n  ".join(dict.fromkeys(found))
-        )
+    return list(dict.fromkeys(found))
 
 
 def _hcl_files(root: Path) -> list[str]:

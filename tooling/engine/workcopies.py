@@ -162,11 +162,12 @@ def prepare(
             stale.extend(stale_files(unit, unit_dir, generated))
     if problems:
         raise ToolingError("\n".join(problems))
+    named = root_file_of(root) if root is not None else ROOT_FILE
     for item in stale:
         item.file.unlink(missing_ok=True)
         say(
             f"{item.unit}: removed {item.file.name} from its working copy: a generated file "
-            "root.hcl does not declare (left by an earlier run, e.g. on another branch)"
+            f"{named} does not declare (left by an earlier run, e.g. on another branch)"
         )
 
 

@@ -48,6 +48,7 @@ from tooling.io.ui import say
 from tooling.model.tools import (
     EXACT_VERSION,
     GITHUB,
+    RUN_TOOLS,
     SETUP_HINT,
     TOOL_VERSIONS_FILE,
     TOOLS,
@@ -178,20 +179,36 @@ class InstalledTool:
     link: Path | None = None  #: its entry in the environment's ``bin`` directory
 
 
+def pin_file(repo_root: Path) -> Path:
+    """The ``.tool-versions`` that pins the tools of the project at ``repo_root``: its own,
+    else the nearest one above it up to git's top level (where asdf and mise keep it for
+    a project root in a sub-folder); its own path when there is none."""
+    own = Path(repo_root) / TOOL_VERSIONS_FILE
+    if own.is_file():
+        return own
+    for folder in Path(repo_root).resolve().parents:
+        if (folder / TOOL_VERSIONS_FILE).is_file():
+            return folder / TOOL_VERSIONS_FILE
+        if (folder / ".git").exists():  # git's top level: no further
+            break
+    return own
+
+
 def read_pins(repo_root: Path, *, test_tools: bool = False) -> list[tuple[Tool, str]]:
-    """The managed tools pinned in ``<repo_root>/.tool-versions``, with their versions.
+    """The managed tools pinned in the project's ``.tool-versions`` (:func:`pin_file`),
+    with their versions.
 
     Lines for other tools (python, nodejs, ...) are ignored, and so are the
     tools only the tests use (act) unless ``test_tools``: a plan records and
     an apply checks the versions of the tools that made it, not of act.
     """
-    path = Path(repo_root) / TOOL_VERSIONS_FILE
+    path = pin_file(repo_root)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ToolingError(
-            f"{path} not found: the repository root must pin the tool versions, "
-            f"one '<tool> <version>' line each for {', '.join(TOOLS)}."
+            f"{path} not found: pin the tool versions at the project root (or git's top "
+            f"level), one '<tool> <version>' line each for {' and '.join(RUN_TOOLS)}."
         ) from None
     read = read_tool_versions(text)
     read.raise_problems(path)
@@ -216,7 +233,7 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
     version each binary reports is cached by its path, size and mtime.
     """
     pins = read_pins(repo_root)
-    pin_file = Path(repo_root) / TOOL_VERSIONS_FILE
+    pinned_by = pin_file(repo_root)
     memo = _VersionMemo(cache or cache_root())
     found: list[InstalledTool] = []
     problems: list[str] = []
@@ -224,16 +241,18 @@ def check_versions(repo_root: Path, *, cache: Path | None = None) -> list[Instal
         exe = shutil.which(tool.binary)
         if exe is None:
             problems.append(
-                f"{tool.binary} not found on PATH ({pin_file} pins {tool.name} {version})"
+                f"{tool.binary} not found on PATH ({pinned_by} pins {tool.name} {version})"
             )
             continue
         try:
             got = _probe(tool, Path(exe), memo)
         except ToolingError as exc:
-            problems.append(f"{tool.name}: {pin_file} pins {version}, but {exe} is unusable: {exc}")
+            problems.append(
+                f"{tool.name}: {pinned_by} pins {version}, but {exe} is unusable: {exc}"
+            )
             continue
         if got != version:
-            problems.append(f"{tool.name}: {pin_file} pins {version}, but {exe} is {got}")
+            problems.append(f"{tool.name}: {pinned_by} pins {version}, but {exe} is {got}")
             continue
         found.append(InstalledTool(tool.name, tool.binary, version, Path(exe), "path"))
     memo.save()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooling.errors import ToolingError
 from tooling.io import config
-from tooling.model.layout import Layout, layout_from
+from tooling.model.layout import Layout, layout_from, route_blind
 from tooling.model.policyfile import POLICY_FILE
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
@@ -76,9 +77,36 @@ def is_root(candidate: Path) -> bool:
 
 
 def nearest_root(start: Path | None = None) -> Path | None:
-    """The nearest folder above ``start`` holding the root file and live folder(s), or None."""
+    """The nearest folder above ``start`` holding the root file and live folder(s); at
+    git's top level, else the one project root below it whose policy.toml says so
+    (:func:`root_below`); else None."""
     here = (start or Path.cwd()).resolve()
-    return next((c for c in (here, *here.parents) if is_root(c)), None)
+    found = next((c for c in (here, *here.parents) if is_root(c)), None)
+    if found is None and (here / ".git").exists():
+        found = root_below(here)
+    return found
+
+
+#: how deep below git's top level a project root's policy.toml is looked for
+_ROOT_DEPTH = 4
+
+
+def root_below(top: Path) -> Path | None:
+    """The one project root below ``top`` (a folder whose policy.toml, root file and live
+    folders make it one, at most :data:`_ROOT_DEPTH` folders down); None if none or several."""
+    from tooling.model.trees import SKIP_DIRS
+
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        depth = len(Path(dirpath).relative_to(top).parts)
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS and not d.startswith(".") and depth < _ROOT_DEPTH
+        ]
+        if POLICY_FILE in filenames and dirpath != str(top) and is_root(Path(dirpath)):
+            found.append(Path(dirpath))
+    return found[0] if len(found) == 1 else None
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -191,11 +219,18 @@ class Workspace:
         """The model of ``tree`` (default: the working tree, read now); a git revision's
         once per run (the first line and the task may both read HEAD's)."""
         if not isinstance(tree, GitTree):
-            return load(tree or self.work_tree(), self.cache_dir)
+            return self._routed(load(tree or self.work_tree(), self.cache_dir))
         key = tree.fingerprint()
         if key not in self._revision_models:
-            self._revision_models[key] = load(tree, self.cache_dir)
+            self._revision_models[key] = self._routed(load(tree, self.cache_dir))
         return self._revision_models[key]
+
+    def _routed(self, model: Model) -> Model:
+        """A unit the model cannot evaluate, routed by its folder (:func:`route_blind`)."""
+        declared = self.policy.get("executors", {})
+        return route_blind(
+            model, self.layout, tuple(declared) if isinstance(declared, dict) else ()
+        )
 
     @cached_property
     def current_model(self) -> Model:
@@ -209,8 +244,8 @@ class Workspace:
         if stack_files(tree):
             generated = self.generated_stacks
             if generated is not None:
-                return generated.model
-        return load(tree, self.cache_dir)
+                return self._routed(generated.model)
+        return self._routed(load(tree, self.cache_dir))
 
     @cached_property
     def generated_stacks(self) -> Generated | None:

@@ -17,14 +17,14 @@ then be left out).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooling.errors import ToolingError
 from tooling.model.policydata import interpreted
 from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
-from tooling.model.units import LIVE_DIR
+from tooling.model.units import LIVE_DIR, UNRESOLVED_EXECUTOR, Model
 
 ROOT_FILE = "root.hcl"
 
@@ -60,8 +60,16 @@ class Layout:
 
     @property
     def default_tiers(self) -> tuple[tuple[str, str], ...]:
-        """(folder, tier) of the roots that name their units' default tier."""
-        return tuple((r.path, r.tier) for r in self.roots if r.tier is not None)
+        """(folder, tier) of the roots that name their units' default tier; with several
+        live folders, each other one is the tier of its units (an environment: ``prod``),
+        else the folder below the live folder is."""
+        named = tuple((r.path, r.tier) for r in self.roots if r.tier is not None)
+        if len(self.live) < 2:
+            return named
+        taken = {path for path, _ in named}
+        return named + tuple(
+            (f, f.rsplit("/", 1)[-1]) for f in self.live if f != "." and f not in taken
+        )
 
     def root_of(self, path: str) -> LiveRoot | None:
         """The declared live root that holds the unit folder ``path`` (the longest match)."""
@@ -71,6 +79,26 @@ class Layout:
             if inside and (best is None or len(root.path) > len(best.path)):
                 best = root
         return best
+
+
+def route_blind(model: Model, layout: Layout, executors: Sequence[str] = ()) -> Model:
+    """``model`` with each unit it cannot evaluate routed by its folder: the executor of its
+    live root (``[layout.roots."FOLDER"] executor``), else the one executor policy.toml
+    declares (``executors``: their names). Such a unit keeps its error and its unresolved
+    gate: it is planned, waits for a human (gate manual) and is never applied."""
+    routed = dict(model.units)
+    for path, unit in model.units.items():
+        if unit.executor != UNRESOLVED_EXECUTOR or not unit.error:
+            continue
+        root = layout.root_of(path)
+        executor = root.executor if root and root.executor else None
+        if executor is None and len(executors) == 1:
+            executor = executors[0]
+        if executor is not None:
+            routed[path] = replace(unit, executor=executor)
+    if routed == model.units:
+        return model
+    return replace(model, units=routed)
 
 
 @interpreted

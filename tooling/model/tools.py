@@ -20,6 +20,9 @@ from typing import Literal
 from tooling.errors import ToolingError
 
 TOOL_VERSIONS_FILE = ".tool-versions"
+
+#: the tools every run of a unit needs pinned (the others serve CI and its tests)
+RUN_TOOLS = ("opentofu", "terragrunt")
 GITHUB = "https://github.com"
 SETUP_HINT = "Run `invoke setup` to install the pinned versions."
 

@@ -43,6 +43,8 @@ def check_layers(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Viol
         unit = model.units[path]
         layer = policy.layer_of(unit.path)
         if layer is None:
+            if not policy.layers:
+                continue  # no layer declared: the repository has not adopted layers
             out.append(
                 Violation(
                     unit_file(unit),

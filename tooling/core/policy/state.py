@@ -56,22 +56,24 @@ def check_state_keys(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[
             )
             continue
         line = _unit_state_site(unit, snap)
-        prefix = policy.state_prefix_of(unit.path)
-        # a local backend's path holds the key below its state folder: the prefix is a
-        # run of its segments (state/live/... for live/); every other backend's key starts with it
+        prefixes = policy.state_prefix_of(unit.path)
+        # a local backend's path holds the key below its state folder: a prefix is a run
+        # of its segments (state/live/... for live/); every other backend's key starts with it
         inside = (
-            f"/{prefix}" in f"/{unit.state_key}"
+            any(f"/{p}" in f"/{unit.state_key}" for p in prefixes)
             if unit.state_backend == "local"
-            else unit.state_key.startswith(prefix)
+            else unit.state_key.startswith(prefixes)
         )
-        if not inside:
+        if prefixes and not inside:
+            prefix = " or ".join(repr(p) for p in prefixes)
+            under = " or ".join(prefixes)
             out.append(
                 Violation(
                     where,
                     line,
                     "state-key-prefix",
-                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {prefix!r}",
-                    f"keep foundation state under {prefix} (remove the unit's own key and let root.hcl "
+                    f"state key {unit.state_key!r} of {unit.path} is outside the foundation prefix {prefix}",
+                    f"keep foundation state under {under} (remove the unit's own key and let root.hcl "
                     "derive it from the unit's path; a live root keeping its own prefix declares it: "
                     '[layout.roots."FOLDER"] state_prefix in policy.toml)',
                 )
@@ -203,7 +205,7 @@ def check_app_workspaces(
                     )
                 )
             if (
-                key.startswith(policy.foundation_prefix)
+                any(key.startswith(prefix) for prefix in policy.foundation_prefix)
                 or any(key.startswith(prefix) for _, prefix in policy.root_prefixes)
                 or key in foundation
             ):
@@ -211,7 +213,7 @@ def check_app_workspaces(
                 what = (
                     f"the foundation key of {owners}"
                     if owners
-                    else f"a key under the foundation prefix {policy.foundation_prefix!r}"
+                    else f"a key under the foundation prefix {' or '.join(policy.foundation_prefix)}"
                 )
                 out.append(
                     Violation(
