@@ -23,6 +23,7 @@ from tooling.core.gates import parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.status import Status
 from tooling.core.targets import check_options, never_run_loops, select_targets
+from tooling.core.termtext import escape_line
 from tooling.engine import preflight
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.detect import compute_affected, print_affected
@@ -366,7 +367,7 @@ def plan_leg(
     chosen = legs.leg_of(doc, leg)
     if executor is not None and executor != chosen.executor:
         raise UsageError(
-            f"--leg {leg} is a leg of executor {chosen.executor}, not {executor}: "
+            f"--leg {escape_line(leg)} is a leg of executor {escape_line(chosen.executor)}, not {executor}: "
             f"this job runs {executor}'s legs only"
         )
     executor, units = chosen.executor, list(chosen.units)

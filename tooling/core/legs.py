@@ -29,6 +29,7 @@ from tooling.core import shards
 from tooling.core.changes import Affected
 from tooling.core.executors import MAX_LEGS
 from tooling.core.results import Result
+from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
 
 _LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
@@ -61,7 +62,7 @@ def leg_of(doc: Mapping[str, Any], leg: str) -> Leg:
     executor, units = shards.leg_units(doc, leg)
     if not units:
         raise ToolingError(
-            f"--leg {leg}: the matrix gives the leg no units, and `invoke matrix` never writes "
+            f"--leg {escape_line(leg)}: the matrix gives the leg no units, and `invoke matrix` never writes "
             "such a leg: pass the matrix as `invoke matrix` wrote it"
         )
     include: Sequence[Mapping[str, Any]] = doc["include"]

@@ -25,6 +25,7 @@ from typing import Any
 
 from tooling.core.changes import Affected
 from tooling.core.executors import MAX_LEGS as MAX_LEGS  # policy.toml's max_legs bound
+from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
 
 
@@ -223,7 +224,7 @@ def leg_units(doc: Mapping[str, Any], leg: str) -> tuple[str, list[str]]:
                 raise ToolingError(f"leg {leg} of the matrix has no list of units")
             return str(entry.get("executor")), list(units)
     raise ToolingError(
-        f"--leg {leg}: the matrix has no such leg (legs: {', '.join(ids) or 'none'})"
+        f"--leg {escape_line(leg)}: the matrix has no such leg (legs: {escape_line(', '.join(ids)) or 'none'})"
     )
 
 
