@@ -116,7 +116,7 @@ def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.binary(max_size=2048))
 def test_any_bytes_end_in_a_document_or_one_line(
@@ -127,7 +127,7 @@ def test_any_bytes_end_in_a_document_or_one_line(
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=json_values)
 def test_any_json_value_ends_in_a_document_or_one_line(
@@ -138,7 +138,7 @@ def test_any_json_value_ends_in_a_document_or_one_line(
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data(), value=json_values)
 def test_a_valid_document_with_any_field_replaced_ends_in_a_document_or_one_line(
@@ -175,8 +175,11 @@ DISTINCT = sorted({(k.schema, k.limit): n for n, k in sorted(KINDS.items())}.val
 @pytest.mark.parametrize("name", DISTINCT)
 @pytest.mark.parametrize(
     "shape",
-    [b"{},", b"[],", b"0,", b'"\\u0000",', b"1e308,"],
-    ids=["objects", "arrays", "numbers", "escapes", "floats"],
+    # the shapes that cost the most memory per byte: an empty object or array (56 to 64
+    # bytes each), a float (24 bytes, never shared); small ints and one-character
+    # strings are shared objects, cheaper than these
+    [b"{},", b"[],", b"1e308,"],
+    ids=["objects", "arrays", "floats"],
 )
 def test_the_largest_document_a_limit_lets_through_is_read_within_512_mb(
     name: str, shape: bytes, tmp_path: Path, memory_limit: None
