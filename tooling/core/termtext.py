@@ -34,11 +34,6 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escaped, text)
 
 
-def has_unsafe(text: str) -> bool:
-    """Whether :func:`escape` would change ``text``."""
-    return _UNSAFE.search(text) is not None
-
-
 def escape_line(text: str) -> str:
     """``text`` for one line of output (a name, a record): :func:`escape`, and line
     feeds and tabs escaped too, so a value can neither start a line of its own nor

@@ -160,14 +160,6 @@ def parse(data: bytes | str, kind: Kind, *, source: str) -> Any:
     return doc
 
 
-def check(doc: Any, kind: Kind, *, source: str) -> None:
-    """Refuse a document already in memory (built from an inline value) that breaks
-    ``kind``'s schema."""
-    error = _first_error(kind.schema, doc)
-    if error is not None:
-        raise ToolingError(f"{source}: {kind.what} refused: {error}: {kind.fix}")
-
-
 @cache
 def validator(schema: str) -> Draft202012Validator:
     """The validator of ``tooling/schemas/<schema>.schema.json`` (read once)."""
