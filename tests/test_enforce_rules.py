@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tooling.core.policy import CheckPolicy, enforce
+from tooling.core.rules import CheckPolicy, enforce
 
 FACTS = enforce.UnitFacts(
     "live/cloud/iam",

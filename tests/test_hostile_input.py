@@ -329,7 +329,7 @@ def test_switching_a_checkout_from_local_state_to_s3_says_what_to_do(
 def test_a_ref_is_computed_when_any_part_after_the_question_mark_is(
     hcl: str, computed: bool
 ) -> None:
-    from tooling.core.policy.hidden import computed_query
+    from tooling.core.rules.hidden import computed_query
     from tooling.model.exprs import locals_exprs
 
     text = (

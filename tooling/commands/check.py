@@ -1,4 +1,4 @@
-"""``invoke check``: gather the repository's files, run the rules of :mod:`tooling.core.policy`, report.
+"""``invoke check``: gather the repository's files, run the rules of :mod:`tooling.core.rules`, report.
 
 The only I/O of the check: list the repository's files (caches and virtual
 environments left out), read what the rules ask for, load the model, and find
@@ -26,8 +26,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tooling.core import policy
-from tooling.core.policy import AppWorkspace, Snapshot, Violation
+from tooling.core import rules
+from tooling.core.rules import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
 from tooling.io import config, git, toolchain
 from tooling.model import trees
@@ -118,7 +118,7 @@ def run(
     from tooling.model.repo import WorkTree, load
 
     data = config.read_policy(root)  # once: the rules and the layout read the same file
-    pol = policy.parse_policy(data)
+    pol = rules.parse_policy(data)
     snap = snapshot(root)
     model: Model | None = None
     early: list[Violation] = []
@@ -128,11 +128,11 @@ def run(
         try:
             model = load(WorkTree(root, live, git.prefix(root), layout.default_tiers), cache_dir)
         except ToolingError as exc:
-            early.append(policy.syntax_violation(exc, layout.root_file))
+            early.append(rules.syntax_violation(exc, layout.root_file))
         else:
             early.extend(_unreadable(model))
     workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
-    found = policy.check_all(
+    found = rules.check_all(
         model, pol, snap, workspaces, live=layout.live, root_file=layout.root_file
     )
     if model is not None:
@@ -159,7 +159,7 @@ def _unreadable(model: Model) -> list[Violation]:
             syntax = "HCL syntax error" in unit.error
             where = f"{unit.path}/{UNIT_FILE}" if unit.path != "." else UNIT_FILE
             out.append(
-                policy.syntax_violation(
+                rules.syntax_violation(
                     HclSyntaxError(unit.error) if syntax else ToolingError(unit.error), where
                 )
             )

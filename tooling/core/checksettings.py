@@ -5,7 +5,7 @@ on), the state prefixes and buckets, the allowed module sources and the files
 that may hide a second tool pin. :func:`parse_policy` takes the parsed TOML and
 refuses unknown keys and malformed values with a message naming the key.
 
-Outside :mod:`tooling.core.policy` (which re-exports it as ``.settings``) so that
+Outside :mod:`tooling.core.rules` (which re-exports it as ``.settings``) so that
 checking policy.toml before every task (:mod:`tooling.core.policydoc`) does not
 import every rule with it.
 """

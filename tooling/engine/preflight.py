@@ -45,8 +45,8 @@ from typing import Any
 
 from tooling.core import executors
 from tooling.core.executors import Executor
-from tooling.core.policy import CheckPolicy, parse_policy
-from tooling.core.policy.enforce import allowed_role
+from tooling.core.rules import CheckPolicy, parse_policy
+from tooling.core.rules.enforce import allowed_role
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.io.ui import say

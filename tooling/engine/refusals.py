@@ -66,7 +66,7 @@ def refuse_before_terragrunt(
     parse, the verifier's render included, would run the command; the render resolves
     a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
     may read any file: then every HCL file of the repository is read for calls."""
-    from tooling.core.policy import parse_policy
+    from tooling.core.rules import parse_policy
 
     allowed = parse_policy(ws.policy).allowed_run_at_parse
     found = refused_lines(ws.root, model, paths, allowed)
@@ -85,7 +85,7 @@ def refused_lines(
 ) -> list[str]:
     """What :func:`refuse_before_terragrunt` refuses for the units ``paths``, one
     ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does)."""
-    from tooling.core.policy.hidden import refused_before_terragrunt
+    from tooling.core.rules.hidden import refused_before_terragrunt
 
     files: dict[str, None] = {}
     everything = False

@@ -23,7 +23,7 @@ pipeline's is refused when that file would be needed, naming it. The files
 ``render --all --write`` leaves are named by a token of their run
 (:data:`RENDERED_OUT`), so no file of a user's has their name.
 
-:func:`tooling.core.policy.enforce.verify` compares the two (pure); a violation
+:func:`tooling.core.rules.enforce.verify` compares the two (pure); a violation
 refuses the unit with the rule's name, ``file:line`` and the fix. A violation
 found against the model's side is judged again against Terragrunt's render of
 the declared file (:func:`judged`): the model never refuses a unit on its own.
@@ -46,7 +46,7 @@ from typing import Any
 
 from tooling.core import envsize, executors, rendergroups
 from tooling.core.executors import Executor
-from tooling.core.policy import CheckPolicy, Violation, enforce, parse_policy
+from tooling.core.rules import CheckPolicy, Violation, enforce, parse_policy
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io import config, proc, terragrunt

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tooling.core.policy.snapshot import Snapshot, Violation
+from tooling.core.rules.snapshot import Snapshot, Violation
 
 _BOOTSTRAP_PATH_RE = re.compile(
     r"(?<![\w.-])(?:\./|\$\{?\{?\s*(?:github\.workspace|GITHUB_WORKSPACE)\s*\}?\}?/)?bootstrap/[\w./-]*"

@@ -31,9 +31,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tooling.core import names, workcopy
-from tooling.core.policy.config_only import hcl_files, literal_strings
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
+from tooling.core.rules.config_only import hcl_files, literal_strings
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
 from tooling.model.hcl import parse, syntax_tree
 from tooling.model.hclscan import function_calls as hcl_calls

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from tooling.core.policy.snapshot import Snapshot, Violation, fact_site
+from tooling.core.rules.snapshot import Snapshot, Violation, fact_site
 from tooling.model.repo import Model
 from tooling.model.units import UNRESOLVED_GATE
 

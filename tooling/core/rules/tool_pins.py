@@ -8,8 +8,8 @@ import fnmatch
 import posixpath
 import re
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Snapshot, Violation
 from tooling.model.tools import TOOL_VERSIONS_FILE, read_tool_versions
 
 _TOOL_ALIASES = {

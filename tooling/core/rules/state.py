@@ -7,8 +7,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import (
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import (
     AppWorkspace,
     Snapshot,
     Violation,

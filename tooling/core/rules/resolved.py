@@ -1,13 +1,13 @@
 """``invoke check``'s static part of the rule's verifier. Pure.
 
 Plan and apply verify a unit on what ``terragrunt render`` resolves
-(:mod:`tooling.core.policy.enforce`). ``invoke check`` runs no tool, so it builds the
+(:mod:`tooling.core.rules.enforce`). ``invoke check`` runs no tool, so it builds the
 same shape from the HCL it reads: the unit's file and the files it reads merged
 (the *rendered* side), and the root file plus the ``[check.allowed_generate]``
 files (the *declared* side). A literal is its value; anything computed stands
 as its expression, so two blocks compare equal only when they are written the
 same way. Then it calls the very rules plan and apply call
-(:func:`tooling.core.policy.enforce.verify`): check and plan never disagree on a
+(:func:`tooling.core.rules.enforce.verify`): check and plan never disagree on a
 rule the text shows.
 """
 
@@ -18,10 +18,10 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tooling.core.policy import enforce
-from tooling.core.policy.config_only import literal_strings
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, safe_body, unit_file
+from tooling.core.rules import enforce
+from tooling.core.rules.config_only import literal_strings
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Snapshot, Violation, safe_body, unit_file
 from tooling.model.repo import Model
 
 _TOP_ATTRS = (*enforce.ROLE_ATTRS, "terraform_binary", "download_dir")
@@ -117,7 +117,7 @@ def _declares(path: str, root_file: str, policy: CheckPolicy) -> bool:
 def check_resolved(
     model: Model | None, policy: CheckPolicy, snap: Snapshot, root_file: str = "root.hcl"
 ) -> list[Violation]:
-    """The verifier's rules (:func:`tooling.core.policy.enforce.verify`) on every unit's static form."""
+    """The verifier's rules (:func:`tooling.core.rules.enforce.verify`) on every unit's static form."""
     if model is None:
         return []
     out: list[Violation] = []

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Violation
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Violation
 
 #: the OpenTofu commands a dependency's mock outputs may stand in for: the ones known to
 #: write neither state nor infrastructure (a mock value never reaches an apply, a destroy,

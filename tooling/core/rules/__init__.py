@@ -17,7 +17,7 @@ section), :mod:`.snapshot` (what the rules read and return), :mod:`.state`,
 :mod:`.config_only`, :mod:`.pins`, :mod:`.layers`, :mod:`.bootstrap`,
 :mod:`.tool_pins`, :mod:`.hidden` (what a reviewer would miss: unit names,
 generated backends, computed refs, commands run while parsing) and
-:mod:`.resolved` (the plan-time verifier's rules, :mod:`tooling.core.policy.enforce`,
+:mod:`.resolved` (the plan-time verifier's rules, :mod:`tooling.core.rules.enforce`,
 on each unit's static form);
 :func:`check_all` runs them all.
 """
@@ -26,23 +26,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tooling.core.policy.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
-from tooling.core.policy.config_only import check_configuration_only
-from tooling.core.policy.facts import check_unit_facts
-from tooling.core.policy.hidden import (
+from tooling.core.rules.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
+from tooling.core.rules.config_only import check_configuration_only
+from tooling.core.rules.facts import check_unit_facts
+from tooling.core.rules.hidden import (
     check_before_terragrunt,
     check_generate_blocks,
     check_literal_refs,
     check_run_at_parse,
     check_unit_names,
 )
-from tooling.core.policy.layers import check_layers
-from tooling.core.policy.pins import check_pins
-from tooling.core.policy.resolved import check_resolved
-from tooling.core.policy.settings import DEFAULT_TOOL_PIN_FILES, CheckPolicy, Layer, parse_policy
-from tooling.core.policy.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
-from tooling.core.policy.state import app_backend_settings, check_app_workspaces, check_state_keys
-from tooling.core.policy.tool_pins import check_tool_versions
+from tooling.core.rules.layers import check_layers
+from tooling.core.rules.pins import check_pins
+from tooling.core.rules.resolved import check_resolved
+from tooling.core.rules.settings import DEFAULT_TOOL_PIN_FILES, CheckPolicy, Layer, parse_policy
+from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation, syntax_violation
+from tooling.core.rules.state import app_backend_settings, check_app_workspaces, check_state_keys
+from tooling.core.rules.tool_pins import check_tool_versions
 from tooling.model.repo import Model
 from tooling.model.tools import TOOL_VERSIONS_FILE
 

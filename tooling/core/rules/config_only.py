@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, safe_body
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import locals_exprs
 from tooling.model.repo import Model
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import posixpath
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import (
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import (
     Snapshot,
     Violation,
     fact_site,

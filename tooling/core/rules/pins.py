@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import fnmatch
 
-from tooling.core.policy.settings import CheckPolicy
-from tooling.core.policy.snapshot import Snapshot, Violation, unit_file
+from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.snapshot import Snapshot, Violation, unit_file
 from tooling.core.refs import find_source_lines
 from tooling.core.upgrades import is_branch_name
 from tooling.errors import ToolingError
