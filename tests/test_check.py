@@ -22,8 +22,11 @@ from typing import Any
 import pytest
 from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke, invoke_in_process
 
-from tooling.core import rules
-from tooling.core.rules import CheckPolicy, Snapshot, Violation
+from tooling.core.checksettings import CheckPolicy, parse_policy
+from tooling.core.rules.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
+from tooling.core.rules.rule import Context
+from tooling.core.rules.snapshot import Snapshot, Violation
+from tooling.core.rules.tool_pins import check_tool_versions
 from tooling.errors import ToolingError
 from tooling.model import tools
 
@@ -236,9 +239,7 @@ def _snap(files: dict[str, str], executable: tuple[str, ...] = ()) -> Snapshot:
     ],
 )
 def test_other_pins_of_the_tools_are_found(text: str, pins: list[str]) -> None:
-    found = rules.check_tool_versions(
-        CheckPolicy(), _snap({".github/workflows/x.yml": f"x:\n  {text}\n"})
-    )
+    found = check_tool_versions(Context(snap=_snap({".github/workflows/x.yml": f"x:\n  {text}\n"})))
     assert [v.message.split(", but")[0].removeprefix("pins ") for v in found] == pins
     assert all(v.file == ".github/workflows/x.yml" and v.line == 2 for v in found)
 
@@ -258,7 +259,9 @@ def test_other_pins_of_the_tools_are_found(text: str, pins: list[str]) -> None:
 )
 def test_workflow_steps_running_bootstrap_are_found(script: str, hits: int) -> None:
     workflow = f"jobs:\n  a:\n    steps:\n      - run: |\n          set -e\n          {script}\n"
-    found = rules.check_ci_never_runs_bootstrap(_snap({".github/workflows/w.yml": workflow}))
+    found = check_ci_never_runs_bootstrap(
+        Context(snap=_snap({".github/workflows/w.yml": workflow}))
+    )
     assert len(found) == hits
     assert all(v.line == 6 and v.rule == "ci-runs-bootstrap" for v in found)
 
@@ -270,11 +273,13 @@ def test_the_real_bootstrap_entry_points_carry_the_ci_guard() -> None:
         "bootstrap/lan-runner/install.sh",
     ]
     snap = Snapshot.of({p: (REPO / p).read_text() for p in scripts}, executable=scripts)
-    assert rules.check_bootstrap_guard(snap) == []
+    assert check_bootstrap_guard(Context(snap=snap)) == []
     unguarded = Snapshot.of(
         {"bootstrap/x.sh": "#!/bin/sh\n# CI GITHUB_ACTIONS only in a comment\necho hi\n"}
     )
-    assert [v.rule for v in rules.check_bootstrap_guard(unguarded)] == ["bootstrap-ci-guard"]
+    assert [v.rule for v in check_bootstrap_guard(Context(snap=unguarded))] == [
+        "bootstrap-ci-guard"
+    ]
 
 
 def test_a_violation_prints_as_file_line_rule_message_fix() -> None:
@@ -311,11 +316,11 @@ def test_a_malformed_check_policy_is_refused_with_what_to_fix(
     section: dict[str, Any], error: str
 ) -> None:
     with pytest.raises(ToolingError, match=re.escape(error)):
-        rules.parse_policy(section)
+        parse_policy(section)
 
 
 def test_the_repository_policy_declares_both_layers_and_the_allowlist() -> None:
-    pol = rules.parse_policy(tomllib.loads((REPO / "policy.toml").read_text()))
+    pol = parse_policy(tomllib.loads((REPO / "policy.toml").read_text()))
     assert {(layer.name, layer.executor) for layer in pol.layers} == {
         ("cloud", "hosted"),
         ("cluster", "lan"),
@@ -329,7 +334,9 @@ def test_the_repository_policy_declares_both_layers_and_the_allowlist() -> None:
 def test_check_reads_tool_versions_with_the_installers_reader() -> None:
     """`invoke check` and `invoke setup` read .tool-versions alike: a line setup refuses is a violation."""
     text = "opentofu 1.12.6\nterragrunt\nopentofu 1.12.7\nterragrunt 1.1.3\n"
-    found = rules.check_tool_versions(CheckPolicy(), Snapshot.of({".tool-versions": text}, ()))
+    found = check_tool_versions(
+        Context(policy=CheckPolicy(), snap=Snapshot.of({".tool-versions": text}, ()))
+    )
     assert [(v.line, v.rule, v.message) for v in found] == [
         (2, "tool-version-pin", "malformed line 'terragrunt': expected '<tool> <version>'"),
         (3, "tool-version-pin", "opentofu is pinned twice (first on line 1)"),

@@ -15,9 +15,9 @@ import pytest
 
 from tooling.core import apps, executors, report
 from tooling.core.changes import Affected, AffectedUnit, affected
+from tooling.core.checksettings import parse_policy as check_policy
 from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange, from_stream
-from tooling.core.rules import parse_policy as check_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets, waves
 from tooling.errors import ToolingError, UsageError

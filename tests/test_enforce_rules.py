@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from tooling.core.rules import CheckPolicy, enforce
+from tooling.core.checksettings import CheckPolicy
+from tooling.core.rules.registry import verify
+from tooling.core.rules.rule import UnitFacts
 
-FACTS = enforce.UnitFacts(
+FACTS = UnitFacts(
     "live/cloud/iam",
     "cloud",
     sources={"live/cloud/iam/terragrunt.hcl": 'include "root" {}\niam_role = "x"\n'},
@@ -22,7 +24,7 @@ DECLARED: dict[str, Any] = {"generate": {"backend": BACKEND}}
 
 
 def _rules(rendered: dict[str, Any], policy: CheckPolicy | None = None) -> list[str]:
-    found = enforce.verify(rendered, DECLARED, FACTS, policy or CheckPolicy())
+    found = verify(rendered, DECLARED, FACTS, policy or CheckPolicy())
     return [v.rule for v in found]
 
 
@@ -111,9 +113,7 @@ def test_mocks_for_init_validate_and_plan_pass_as_init_applies_no_value() -> Non
     ],
 )
 def test_mocks_for_a_command_that_can_write_state_or_is_unknown_are_refused(command: str) -> None:
-    found = enforce.verify(
-        _mocked(["init", "validate", "plan", command]), DECLARED, FACTS, CheckPolicy()
-    )
+    found = verify(_mocked(["init", "validate", "plan", command]), DECLARED, FACTS, CheckPolicy())
     assert [v.rule for v in found] == ["enforce-mocks"]
     assert (
         f"allows its mock outputs for {command}: a mock value could be applied" in found[0].message
@@ -132,7 +132,7 @@ def test_an_allowlisted_role_brings_its_session_settings_and_names_its_tier() ->
     other_tier = CheckPolicy(allowed_roles={"cluster": {"arn:aws:iam::*:role/dns-admin": "why"}})
     assert _rules(rendered, allowed) == []
     assert _rules(rendered, other_tier) == ["enforce-role"] * 3
-    found = enforce.verify(rendered, DECLARED, FACTS, other_tier)
+    found = verify(rendered, DECLARED, FACTS, other_tier)
     named = next(v for v in found if v.message.startswith(f"iam_role {role}"))
     assert (named.file, named.line) == ("live/cloud/iam/terragrunt.hcl", 2)
     assert "[check.allowed_roles.cloud]" in named.fix

@@ -22,8 +22,8 @@ import boto3
 import pytest
 from infra_fixtures import commit_all, edit, invoke, serving
 
+from tooling.core.checksettings import CheckPolicy
 from tooling.core.executors import Executor
-from tooling.core.rules import CheckPolicy
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace

@@ -5,9 +5,8 @@ on), the state prefixes and buckets, the allowed module sources and the files
 that may hide a second tool pin. :func:`parse_policy` takes the parsed TOML and
 refuses unknown keys and malformed values with a message naming the key.
 
-Outside :mod:`tooling.core.rules` (which re-exports it as ``.settings``) so that
-checking policy.toml before every task (:mod:`tooling.core.policydoc`) does not
-import every rule with it.
+Outside :mod:`tooling.core.rules` so that checking policy.toml before every task
+(:mod:`tooling.core.policydoc`) does not import every rule with it.
 """
 
 from __future__ import annotations

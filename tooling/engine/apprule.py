@@ -13,7 +13,7 @@ from typing import Any
 
 from tooling.core import appverify
 from tooling.core.apps import AppState, Found
-from tooling.core.rules import parse_policy
+from tooling.core.checksettings import parse_policy
 
 
 def before_tofu(

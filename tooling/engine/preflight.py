@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.core import executors
+from tooling.core.checksettings import CheckPolicy, parse_policy
 from tooling.core.executors import Executor
-from tooling.core.rules import CheckPolicy, parse_policy
 from tooling.core.rules.enforce import allowed_role
 from tooling.errors import ToolingError
 from tooling.io import config

@@ -66,7 +66,7 @@ def refuse_before_terragrunt(
     parse, the verifier's render included, would run the command; the render resolves
     a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
     may read any file: then every HCL file of the repository is read for calls."""
-    from tooling.core.rules import parse_policy
+    from tooling.core.checksettings import parse_policy
 
     allowed = parse_policy(ws.policy).allowed_run_at_parse
     found = refused_lines(ws.root, model, paths, allowed)
@@ -84,8 +84,13 @@ def refused_lines(
     root: Path, model: Model, paths: Sequence[str], allowed: Mapping[str, str]
 ) -> list[str]:
     """What :func:`refuse_before_terragrunt` refuses for the units ``paths``, one
-    ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does)."""
-    from tooling.core.rules.hidden import refused_before_terragrunt
+    ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does):
+    every rule of the registry that runs at ``Stage.BEFORE_TERRAGRUNT``, on the text of
+    the files those units read."""
+    from tooling.core.checksettings import CheckPolicy
+    from tooling.core.rules import registry
+    from tooling.core.rules.rule import Context, Stage
+    from tooling.core.rules.snapshot import Snapshot
 
     files: dict[str, None] = {}
     everything = False
@@ -98,14 +103,19 @@ def refused_lines(
         everything = everything or bool(unit.error)
     if everything:
         files.update((f, None) for f in _hcl_files(root))
-    found: list[str] = []
+    texts: dict[str, str] = {}
     for rel in files:
         try:
-            data = (root / rel).read_bytes()
+            # surrogateescape: the rules read the file's very bytes back
+            texts[rel] = (root / rel).read_bytes().decode("utf-8", "surrogateescape")
         except OSError:
             continue  # a file gone or unreadable: Terragrunt says so itself
-        found += [str(v) for v in refused_before_terragrunt(rel, data, allowed)]
-    return list(dict.fromkeys(found))
+    ctx = Context(
+        policy=CheckPolicy(allowed_run_at_parse=allowed),
+        snap=Snapshot.of(texts),
+        hcl_files=tuple(texts),
+    )
+    return list(dict.fromkeys(str(v) for v in registry.run(Stage.BEFORE_TERRAGRUNT, ctx)))
 
 
 def _hcl_files(root: Path) -> list[str]:

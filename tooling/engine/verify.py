@@ -23,8 +23,8 @@ pipeline's is refused when that file would be needed, naming it. The files
 ``render --all --write`` leaves are named by a token of their run
 (:data:`RENDERED_OUT`), so no file of a user's has their name.
 
-:func:`tooling.core.rules.enforce.verify` compares the two (pure); a violation
-refuses the unit with the rule's name, ``file:line`` and the fix. A violation
+:func:`tooling.core.rules.registry.verify` judges the two (pure: every rule of the
+registry that runs at ``Stage.AT_EXECUTION``); a violation refuses the unit with the rule's name, ``file:line`` and the fix. A violation
 found against the model's side is judged again against Terragrunt's render of
 the declared file (:func:`judged`): the model never refuses a unit on its own.
 """
@@ -45,8 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import envsize, executors, rendergroups
+from tooling.core.checksettings import CheckPolicy, parse_policy
 from tooling.core.executors import Executor
-from tooling.core.rules import CheckPolicy, Violation, enforce, parse_policy
+from tooling.core.rules import enforce, registry
+from tooling.core.rules.rule import UnitFacts
+from tooling.core.rules.snapshot import Violation
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io import config, proc, terragrunt
@@ -218,11 +221,11 @@ def _render_declared(
 
 
 def judged(
-    run_dir: Path, pair: Pair, facts: enforce.UnitFacts, conf: Settings, env: Mapping[str, str]
+    run_dir: Path, pair: Pair, facts: UnitFacts, conf: Settings, env: Mapping[str, str]
 ) -> list[Violation]:
     """The unit's violations; where the declared side came from the model and finds any,
     Terragrunt renders what the root file declares and that render decides."""
-    found = enforce.verify(pair[0], pair[1], facts, conf.policy)
+    found = registry.verify(pair[0], pair[1], facts, conf.policy)
     if found and pair[1].get(FROM_MODEL):
         # both sides rendered again under one environment (the unit's side may have been
         # rendered before the run armed its working-copy hook)
@@ -232,7 +235,7 @@ def judged(
             terragrunt.render_json(run_dir, env),
             _render_declared(run_dir, env, text, facts.path),
         )
-        found = enforce.verify(again[0], again[1], facts, conf.policy)
+        found = registry.verify(again[0], again[1], facts, conf.policy)
     return found
 
 
@@ -419,7 +422,7 @@ def _checked(
 ) -> tuple[list[Violation], dict[str, Any]]:
     """The unit's violations and its render."""
     pair, root, conf = _renders(run_dir, unit_path, env)
-    facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
+    facts = UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
     return judged(run_dir, pair, facts, conf, env), pair[0]
 
 
@@ -477,7 +480,7 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
         executor = (
             executors.get(conf.executors, name, what=preflight.ENV_EXECUTOR) if name else None
         )
-        facts = enforce.UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
+        facts = UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
         found = judged(run_dir, pair, facts, conf, env)
     except ToolingError as exc:
         return [str(exc)]
@@ -517,7 +520,7 @@ def verify_many(
             if pair is None:
                 alone.append((run_dir, path, tier))
                 continue
-            facts = enforce.UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
+            facts = UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
             try:
                 found = judged(run_dir, pair, facts, conf, env)
             except ToolingError:

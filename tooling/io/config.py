@@ -137,7 +137,7 @@ def read_policy(root: Path) -> PolicyData:
     Each section is interpreted where it is used (``[gates]`` by
     :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
     :func:`tooling.core.executors.parse`, ``[check]`` by
-    :func:`tooling.core.rules.parse_policy`, ``[apps]`` by
+    :func:`tooling.core.checksettings.parse_policy`, ``[apps]`` by
     :func:`tooling.core.apps.parse_policy`). However many of a task's steps ask
     (the policy check, the layout, the workspace, the verifier...), the file is
     read once per task (:func:`policy_read_once`) and its text parsed once per

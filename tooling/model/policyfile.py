@@ -3,7 +3,7 @@
 Each table is interpreted where it is used (``[gates]`` by
 :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
 :func:`tooling.core.executors.parse`, ``[check]`` by
-:func:`tooling.core.rules.parse_policy`, ``[apps]`` by
+:func:`tooling.core.checksettings.parse_policy`, ``[apps]`` by
 :func:`tooling.core.apps.parse_policy`, ``[layout]`` by
 :func:`tooling.model.layout.layout_from`, ``[secrets]`` by
 :func:`tooling.core.redact.parse_policy`, ``[sensitive_attributes]`` by

@@ -8,7 +8,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tooling.core.rules.snapshot import Snapshot, Violation
+from tooling.core.rules.rule import Context, Rule, Stage
+from tooling.core.rules.snapshot import Violation
 
 _BOOTSTRAP_PATH_RE = re.compile(
     r"(?<![\w.-])(?:\./|\$\{?\{?\s*(?:github\.workspace|GITHUB_WORKSPACE)\s*\}?\}?/)?bootstrap/[\w./-]*"
@@ -57,8 +58,9 @@ def _yaml_scalars(node: Any, keys: frozenset[str]) -> Iterator[tuple[str, Any]]:
             stack.extend(current.value)
 
 
-def check_ci_never_runs_bootstrap(snap: Snapshot) -> list[Violation]:
+def check_ci_never_runs_bootstrap(ctx: Context) -> list[Violation]:
     """Nothing under .github/ runs, uses or works in anything from bootstrap/."""
+    snap = ctx.snap
     import yaml
 
     out: list[Violation] = []
@@ -117,8 +119,9 @@ def check_ci_never_runs_bootstrap(snap: Snapshot) -> list[Violation]:
 _CI_WORD = re.compile(r"\bCI\b")
 
 
-def check_bootstrap_guard(snap: Snapshot) -> list[Violation]:
+def check_bootstrap_guard(ctx: Context) -> list[Violation]:
     """Every bootstrap entry point (executable, or a script with a shebang) refuses to run in CI."""
+    snap = ctx.snap
     out: list[Violation] = []
     for path in snap.under("bootstrap"):
         text = (
@@ -141,3 +144,19 @@ def check_bootstrap_guard(snap: Snapshot) -> list[Violation]:
                 )
             )
     return out
+
+
+CI_NEVER_RUNS_BOOTSTRAP = Rule(
+    name="ci-never-runs-bootstrap",
+    ids=("ci-runs-bootstrap", "yaml-syntax"),
+    summary="nothing under `.github/` runs, uses or works in `bootstrap/`",
+    stages=Stage.CHECK,
+    check=check_ci_never_runs_bootstrap,
+)
+BOOTSTRAP_GUARD = Rule(
+    name="bootstrap-guard",
+    ids=("bootstrap-ci-guard",),
+    summary="every entry point of `bootstrap/` refuses to run in CI",
+    stages=Stage.CHECK,
+    check=check_bootstrap_guard,
+)

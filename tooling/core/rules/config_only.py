@@ -8,7 +8,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tooling.core.rules.settings import CheckPolicy
+from tooling.core.checksettings import CheckPolicy
+from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import locals_exprs
 from tooling.model.repo import Model
@@ -88,11 +89,10 @@ def literal_strings(
         yield from literal_strings(child, locals_exprs, seen)
 
 
-def check_configuration_only(
-    model: Model | None, policy: CheckPolicy, snap: Snapshot
-) -> list[Violation]:
+def check_configuration_only(ctx: Context) -> list[Violation]:
     """No OpenTofu code under live/: no .tf/.tofu files, no resource/data/module blocks,
     no ``generate`` block that writes resources (in live/ or in a file units include)."""
+    model, policy, snap = ctx.model, ctx.policy, ctx.snap
     out: list[Violation] = []
     for path in live_files(model, policy, snap):
         if path.endswith(_CODE_SUFFIXES):
@@ -105,7 +105,7 @@ def check_configuration_only(
                     "move the code into a module in its own repository, tag it, and pin the tag in the unit's terraform.source",
                 )
             )
-    for path in hcl_files(model, policy, snap):
+    for path in ctx.hcl_files:
         body = safe_body(snap, path, out)
         if body is None:
             continue
@@ -139,3 +139,12 @@ def check_configuration_only(
                         )
                         break
     return out
+
+
+CONFIGURATION_ONLY = Rule(
+    name="configuration-only",
+    ids=("config-only-file", "config-only-block", "config-only-generate", "hcl-syntax"),
+    summary="units hold configuration only: no OpenTofu code, no resources, none generated",
+    stages=Stage.CHECK,
+    check=check_configuration_only,
+)

@@ -12,22 +12,24 @@ Nothing here matches patterns in the configuration's text to decide: a
 exactly the path, mode and contents it declares for this unit; whatever
 computes a different set (a function, a heredoc, an include's locals, a
 dependency's mock outputs) is refused because the sets differ. ``invoke check``
-feeds the same rules a static evaluation (:func:`static_render`), so check and
-plan never disagree on a rule both can see.
+feeds the same rules each unit's static form
+(:func:`tooling.core.rules.resolved.static_units`), so check and plan never
+disagree on a rule both can see.
 
-Rules (docs/rules.md): ``enforce-generate``, ``enforce-state``,
-``enforce-role``, ``enforce-errors``, ``enforce-mocks``, ``enforce-runtime``,
-``enforce-hooks``.
+Rules (docs/rules.md), each judged unit by unit (:func:`~tooling.core.rules.rule.each_unit`):
+``enforce-generate``, ``enforce-state``, ``enforce-role``, ``enforce-errors``,
+``enforce-mocks``, ``enforce-runtime`` (in ``invoke check`` and where OpenTofu
+runs), ``enforce-hooks`` (where OpenTofu runs).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from tooling.core.rules.settings import CheckPolicy
+from tooling.core.checksettings import CheckPolicy
+from tooling.core.rules.rule import Rule, Stage, UnitFacts, UnitRender, each_unit
 from tooling.core.rules.snapshot import Violation
 
 #: the OpenTofu commands a dependency's mock outputs may stand in for: the ones known to
@@ -86,21 +88,6 @@ GENERATE_FIX = (
 )
 
 
-@dataclass(frozen=True)
-class UnitFacts:
-    """What the verifier knows of the unit besides its rendered configuration."""
-
-    path: str  # repository path, e.g. live/cloud/iam
-    tier: str
-    root_file: str = "root.hcl"
-    #: the files the unit reads (repository path -> text), to name a line; may be empty
-    sources: Mapping[str, str] | None = None
-
-    @property
-    def unit_file(self) -> str:
-        return f"{self.path}/terragrunt.hcl"
-
-
 def where(facts: UnitFacts, *needles: str) -> tuple[str, int]:
     """The first ``file:line`` of the unit's files (the unit first) holding one of ``needles``
     (literal text, to *name* the place of a finding, never to decide one)."""
@@ -139,11 +126,10 @@ def _generates(rendered: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_generate(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
-) -> list[Violation]:
+def check_generate(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """The generate set equals the declared set: same names, and per name the same path,
     mode and contents (a disabled declared block may stay disabled)."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     out: list[Violation] = []
     mine, theirs = _generates(rendered), _generates(declared)
     fix = GENERATE_FIX.format(root=facts.root_file)
@@ -230,11 +216,10 @@ def _env_violations(
     return out
 
 
-def check_state(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
-) -> list[Violation]:
+def check_state(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """The state OpenTofu uses is the one the root file declares for the unit: no other
     ``remote_state``, no ``-backend-config``/``-state`` arguments, no ``TF_*`` variables."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     out: list[Violation] = []
     mine, theirs = rendered.get("remote_state"), declared.get("remote_state")
     if _present(mine) and mine != theirs:
@@ -291,10 +276,9 @@ def role_of(rendered: Mapping[str, Any]) -> str | None:
     return role if isinstance(role, str) and role else None
 
 
-def check_roles(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
-) -> list[Violation]:
+def check_roles(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """``iam_*`` attributes only with a role ``[check.allowed_roles.TIER]`` lists for the tier."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     out: list[Violation] = []
     role = role_of(rendered)
     reason = allowed_role(policy, facts.tier, role) if role else None
@@ -326,10 +310,9 @@ def check_roles(
 # --------------------------------------------------------------------------- errors, mocks, runtime
 
 
-def check_errors(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
-) -> list[Violation]:
+def check_errors(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """No ``errors`` block (retry, ignore) unless ``[check.allowed_errors]`` lists the unit."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     errors = rendered.get("errors")
     if not _present(errors) or errors == declared.get("errors"):
         return []
@@ -350,9 +333,10 @@ def check_errors(
     ]
 
 
-def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation]:
+def check_mocks(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """Mock outputs stand in for read-only commands only (``MOCK_COMMANDS``: ``init``,
     ``validate``, ``plan``...), never apply, destroy, import, refresh, state, force-unlock..."""
+    rendered, facts = unit.rendered, unit.facts
     out: list[Violation] = []
     deps = rendered.get("dependency") or {}
     for name, dep in sorted(deps.items() if isinstance(deps, Mapping) else []):
@@ -379,11 +363,10 @@ def check_mocks(rendered: Mapping[str, Any], facts: UnitFacts) -> list[Violation
     return out
 
 
-def check_runtime(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts
-) -> list[Violation]:
+def check_runtime(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """OpenTofu is the pinned binary, run in Terragrunt's own cache: no ``terraform_binary``,
     ``download_dir`` or ``engine`` other than the root file's."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     out: list[Violation] = []
     for attr, why in (
         ("terraform_binary", "another program would run instead of the pinned OpenTofu"),
@@ -407,12 +390,13 @@ def check_runtime(
 _HOOK_KINDS = ("before_hook", "after_hook", "error_hook")
 
 
-def check_hooks(
-    rendered: Mapping[str, Any], declared: Mapping[str, Any], facts: UnitFacts, policy: CheckPolicy
-) -> list[Violation]:
+def check_hooks(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """The unit runs exactly the hooks the root file declares for it (the working-copy
     check): a hook of its own runs any program on the runner, around OpenTofu. A unit
     one of whose files ``[check.allowed_run_at_parse]`` lists may run its hooks."""
+    rendered, declared, facts = unit.rendered, unit.declared, unit.facts
+    if "terraform" not in declared:
+        return []  # no terraform block declared: nothing to compare the hooks with
     files = [facts.unit_file, *(facts.sources or {})]
     if any(fnmatch.fnmatchcase(f, p) for f in files for p in policy.allowed_run_at_parse):
         return []
@@ -442,27 +426,69 @@ def check_hooks(
     return out
 
 
-def verify(
-    rendered: Mapping[str, Any],
-    declared: Mapping[str, Any],
-    facts: UnitFacts,
-    policy: CheckPolicy,
-) -> list[Violation]:
-    """Every violation of the rule in the unit's resolved configuration, sorted."""
-    found = (
-        check_generate(rendered, declared, facts)
-        + check_state(rendered, declared, facts)
-        + check_roles(rendered, declared, facts, policy)
-        + check_errors(rendered, declared, facts, policy)
-        + check_mocks(rendered, facts)
-        + check_runtime(rendered, declared, facts)
-        + (check_hooks(rendered, declared, facts, policy) if "terraform" in declared else [])
-    )
-    return sorted(set(found))
-
-
 def refusal(path: str, violations: Iterable[Violation]) -> str:
     """The one-line-per-violation message a refused unit carries in the report."""
     found = list(violations)
     rules = ", ".join(sorted({v.rule for v in found}))
     return f"refused: {path} breaks the rule ({rules}):\n" + "\n".join(str(v) for v in found)
+
+
+#: in ``invoke check`` on each unit's static form, where OpenTofu runs on its render
+_BOTH = {Stage.CHECK: "yes (static form)", Stage.AT_EXECUTION: "yes (rendered)"}
+
+GENERATE = Rule(
+    name="enforce-generate",
+    ids=("enforce-generate",),
+    summary="the unit generates exactly the files the root file declares for it",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_generate),
+    notes=_BOTH,
+)
+STATE = Rule(
+    name="enforce-state",
+    ids=("enforce-state", "enforce-role"),
+    summary="the unit's state is the one the root file declares: no other backend, state arguments or `TF_*` variables",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_state),
+    notes=_BOTH,
+)
+ROLE = Rule(
+    name="enforce-role",
+    ids=("enforce-role",),
+    summary="`iam_*` only with a role `[check.allowed_roles.TIER]` lists",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_roles),
+    notes=_BOTH,
+)
+ERRORS = Rule(
+    name="enforce-errors",
+    ids=("enforce-errors",),
+    summary="no `errors` block unless `[check.allowed_errors]` lists the unit",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_errors),
+    notes=_BOTH,
+)
+MOCKS = Rule(
+    name="enforce-mocks",
+    ids=("enforce-mocks",),
+    summary="mock outputs stand in for read-only commands only",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_mocks),
+    notes=_BOTH,
+)
+RUNTIME = Rule(
+    name="enforce-runtime",
+    ids=("enforce-runtime",),
+    summary="no `terraform_binary`, `download_dir` or `engine` but the root file's",
+    stages=Stage.CHECK | Stage.AT_EXECUTION,
+    check=each_unit(check_runtime),
+    notes=_BOTH,
+)
+HOOKS = Rule(
+    name="enforce-hooks",
+    ids=("enforce-hooks",),
+    summary="the unit runs exactly the hooks the root file declares (its working-copy check)",
+    stages=Stage.AT_EXECUTION,
+    check=each_unit(check_hooks),
+    notes={Stage.CHECK: "as `run-at-parse`", Stage.AT_EXECUTION: "yes (rendered)"},
+)

@@ -11,17 +11,20 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from tooling.core.rules.snapshot import Snapshot, Violation, fact_site
-from tooling.model.repo import Model
+from tooling.core.rules.rule import Context, Rule, Stage
+from tooling.core.rules.snapshot import Violation, fact_site
 from tooling.model.units import UNRESOLVED_GATE
 
-RULE = "unit-facts"
+RULE_ID = "unit-facts"
 GATE_CLASSES = ("auto", "manual")
 
 
-def check_unit_facts(model: Model, snap: Snapshot) -> list[Violation]:
+def check_unit_facts(ctx: Context) -> list[Violation]:
     """A ``gate`` that is not auto or manual, a ``plan_on_pr`` written as something
     other than true or false: one violation per place, naming the units it holds for."""
+    model, snap = ctx.model, ctx.snap
+    if model is None:
+        return []
     sites: dict[tuple[str, int, str, str], list[str]] = defaultdict(list)
     for unit in model.units.values():
         if unit.gate not in GATE_CLASSES:
@@ -49,9 +52,18 @@ def check_unit_facts(model: Model, snap: Snapshot) -> list[Violation]:
             Violation(
                 file,
                 line,
-                RULE,
+                RULE_ID,
                 f"{key} {what}, for {', '.join(sorted(units))}: {effect}",
                 fix,
             )
         )
     return out
+
+
+UNIT_FACTS = Rule(
+    name="unit-facts",
+    ids=(RULE_ID,),
+    summary='a unit\'s `gate` is "auto" or "manual", its `plan_on_pr` true or false',
+    stages=Stage.CHECK,
+    check=check_unit_facts,
+)

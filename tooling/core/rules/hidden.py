@@ -31,14 +31,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tooling.core import names, workcopy
-from tooling.core.rules.config_only import hcl_files, literal_strings
-from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.config_only import literal_strings
+from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
 from tooling.model.hcl import parse, syntax_tree
 from tooling.model.hclscan import function_calls as hcl_calls
 from tooling.model.hclscan import variable_uses
-from tooling.model.repo import UNIT_FILE, Model
+from tooling.model.repo import UNIT_FILE
 
 HOOKS = ("before_hook", "after_hook", "error_hook")
 _CANONICAL = parse(workcopy.CANONICAL_HOOK.encode(), "root.hcl")
@@ -53,14 +53,13 @@ COMMAND_FUNCTIONS = ("get_terraform_command", "get_terraform_cli_args")
 # --------------------------------------------------------------------------- unit-name
 
 
-def check_unit_names(
-    model: Model | None, policy: CheckPolicy, live: Sequence[str] = ("live",)
-) -> list[Violation]:
+def check_unit_names(ctx: Context) -> list[Violation]:
     """Unit folders are plain lowercase names, no two differing only by case."""
+    model, policy = ctx.model, ctx.policy
     if model is None:
         return []
     out = []
-    for bad in names.bad_unit_names(model.units, live, policy.unit_name_pattern):
+    for bad in names.bad_unit_names(model.units, policy.live, policy.unit_name_pattern):
         out.append(
             Violation(
                 f"{bad.path}/{UNIT_FILE}",
@@ -87,13 +86,12 @@ def _root_generate_labels(snap: Snapshot, root_file: str) -> set[str]:
     return {labels[0] for _t, labels, _i, _l in blocks_of(body, "generate") if labels}
 
 
-def check_generate_blocks(
-    model: Model | None, policy: CheckPolicy, snap: Snapshot, root_file: str = "root.hcl"
-) -> list[Violation]:
+def check_generate_blocks(ctx: Context) -> list[Violation]:
     """Only the root file generates the backend; nothing generates ``*_override.tf``."""
+    snap, root_file = ctx.snap, ctx.root_file
     out: list[Violation] = []
     root_labels = _root_generate_labels(snap, root_file)
-    for path in hcl_files(model, policy, snap):
+    for path in ctx.hcl_files:
         if path == root_file:
             continue
         body = safe_body(snap, path, [])
@@ -178,11 +176,11 @@ def computed_query(expr: Any, local_exprs: Mapping[str, Any]) -> bool:
     return holes and not seen_query
 
 
-def check_literal_refs(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_literal_refs(ctx: Context) -> list[Violation]:
     """A module's ``?ref=`` is written in the file, not computed when Terragrunt runs."""
     out: list[Violation] = []
-    for path in hcl_files(model, policy, snap):
-        body = safe_body(snap, path, [])
+    for path in ctx.hcl_files:
+        body = safe_body(ctx.snap, path, [])
         if body is None:
             continue
         local_exprs = locals_exprs(body)
@@ -210,14 +208,14 @@ def _allowed(path: str, allowlist: Mapping[str, str]) -> bool:
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in allowlist)
 
 
-def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_run_at_parse(ctx: Context) -> list[Violation]:
     """No hooks, unless ``[check.allowed_run_at_parse]`` lists the file (its ``run_cmd``
-    part is :func:`check_before_terragrunt`'s, the function the plan refuses with)."""
+    part is :func:`check_before_terragrunt`'s, the check the plan refuses with)."""
     out: list[Violation] = []
-    for path in hcl_files(model, policy, snap):
-        if _allowed(path, policy.allowed_run_at_parse):
+    for path in ctx.hcl_files:
+        if _allowed(path, ctx.policy.allowed_run_at_parse):
             continue
-        body = safe_body(snap, path, [])
+        body = safe_body(ctx.snap, path, [])
         if body is None:
             continue
         for _t, _l, inner, _line in blocks_of(body, "terraform"):
@@ -241,16 +239,15 @@ def check_run_at_parse(model: Model | None, policy: CheckPolicy, snap: Snapshot)
 # --------------------------------------------------------------------------- before Terragrunt
 
 
-def check_before_terragrunt(
-    model: Model | None, policy: CheckPolicy, snap: Snapshot
-) -> list[Violation]:
+def check_before_terragrunt(ctx: Context) -> list[Violation]:
     """``run_cmd`` (not allowlisted), the command functions and a dependency's outputs
-    outside ``inputs``, in every HCL file: :func:`refused_before_terragrunt`, the same
-    function the plan refuses with, so check and plan never disagree."""
+    outside ``inputs``, in every HCL file of ``ctx.hcl_files``, in that order: ``invoke
+    check`` and the plan, before Terragrunt starts, run this one check, so they never
+    disagree (the plan's files are decoded with ``surrogateescape``: their very bytes)."""
     out: list[Violation] = []
-    for path in hcl_files(model, policy, snap):
-        data = snap.text(path).encode("utf-8", "surrogateescape")
-        out += refused_before_terragrunt(path, data, policy.allowed_run_at_parse)
+    for path in ctx.hcl_files:
+        data = ctx.snap.text(path).encode("utf-8", "surrogateescape")
+        out += refused_before_terragrunt(path, data, ctx.policy.allowed_run_at_parse)
     return out
 
 
@@ -327,3 +324,59 @@ def _dependency_violations(path: str, uses: Sequence[tuple[str, int]]) -> list[V
         for where, line in uses
         if where not in DEPENDENCY_READERS
     ]
+
+
+UNIT_NAMES = Rule(
+    name="unit-names",
+    ids=("unit-name",),
+    summary="unit folders are plain lowercase names, no two differing only by case",
+    stages=Stage.CHECK,
+    check=check_unit_names,
+    also=(
+        "`plan`, `drift` and `adopt` refuse such a unit before they build a state key; "
+        "`move-unit` refuses such a NEW"
+    ),
+)
+GENERATE_BACKEND = Rule(
+    name="generate-backend",
+    ids=("generate-backend",),
+    summary="only the root file generates the backend; nothing generates an override file",
+    stages=Stage.CHECK,
+    check=check_generate_blocks,
+)
+COMPUTED_REFS = Rule(
+    name="computed-refs",
+    ids=("pin-computed-ref",),
+    summary="a module's `?ref=` is written in the file, not computed when Terragrunt runs",
+    stages=Stage.CHECK,
+    check=check_literal_refs,
+)
+HOOK_BLOCKS = Rule(
+    name="hook-blocks",
+    ids=("run-at-parse",),
+    summary="no `before_hook`, `after_hook` or `error_hook` outside the allowlist",
+    stages=Stage.CHECK,
+    check=check_run_at_parse,
+    keeps_unreadable=True,
+    notes={Stage.AT_EXECUTION: "as `enforce-hooks`"},
+)
+PARSE_TIME = Rule(
+    name="parse-time",
+    ids=("run-at-parse", "command-dependent", "dependency-outside-inputs"),
+    summary=(
+        "no `run_cmd` outside the allowlist, no function that tells the render from the "
+        "plan, no dependency outputs outside `inputs`"
+    ),
+    stages=Stage.CHECK | Stage.BEFORE_TERRAGRUNT,
+    check=check_before_terragrunt,
+    keeps_unreadable=True,
+    notes={
+        Stage.BEFORE_TERRAGRUNT: (
+            "yes, on the text of every file the planned units read (every HCL file of "
+            "the repository when one of them cannot be evaluated)"
+        ),
+        Stage.AT_EXECUTION: (
+            "through the plan: a saved plan is applied only on the commit it was planned on"
+        ),
+    },
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 
-from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import (
     Snapshot,
     Violation,
@@ -14,7 +14,7 @@ from tooling.core.rules.snapshot import (
     line_of_text,
     unit_file,
 )
-from tooling.model.repo import Model, Unit
+from tooling.model.repo import Unit
 
 
 def _executor_site(unit: Unit, snap: Snapshot) -> tuple[str, int]:
@@ -34,9 +34,12 @@ def _read_line(unit: Unit, read: str, snap: Snapshot) -> int:
     return 1
 
 
-def check_layers(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_layers(ctx: Context) -> list[Violation]:
     """Each unit is in a declared layer, runs on that layer's executor, and depends only on
     (and reads only from) the layers its layer may depend on."""
+    model, policy, snap = ctx.model, ctx.policy, ctx.snap
+    if model is None:
+        return []
     out: list[Violation] = []
     declared = ", ".join(f"{layer.path} ({layer.name})" for layer in policy.layers) or "none"
     for path in model.order:
@@ -129,3 +132,12 @@ def check_layers(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Viol
                 )
             )
     return out
+
+
+LAYERS = Rule(
+    name="layers",
+    ids=("executor-layer", "layer-unknown", "layer-dependency", "dependency-missing"),
+    summary="each unit sits in a layer, runs on its executor, depends only where it may",
+    stages=Stage.CHECK,
+    check=check_layers,
+)

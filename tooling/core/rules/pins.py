@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import fnmatch
 
-from tooling.core.rules.settings import CheckPolicy
-from tooling.core.rules.snapshot import Snapshot, Violation, unit_file
 from tooling.core.refs import find_source_lines
+from tooling.core.rules.rule import Context, Rule, Stage
+from tooling.core.rules.snapshot import Snapshot, Violation, unit_file
 from tooling.core.upgrades import is_branch_name
 from tooling.errors import ToolingError
-from tooling.model.repo import Model, Unit
+from tooling.model.repo import Unit
 from tooling.model.sources import is_commit_sha, parse_source
 from tooling.model.versions import parse_version
 
@@ -32,8 +32,11 @@ def _source_site(unit: Unit, snap: Snapshot) -> tuple[str, int, str | None]:
     return unit_file(unit), unit.line_of.get("source", 1), None
 
 
-def check_pins(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_pins(ctx: Context) -> list[Violation]:
     """Module sources are remote, pinned to a tag (or a SHA with a ``# vX.Y.Z`` comment), and allowed."""
+    model, policy, snap = ctx.model, ctx.policy, ctx.snap
+    if model is None:
+        return []
     out: list[Violation] = []
     for path in model.order:
         unit = model.units[path]
@@ -134,3 +137,24 @@ def check_pins(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violat
                 )
             )
     return out
+
+
+PINS = Rule(
+    name="pins",
+    ids=(
+        "pin-no-source",
+        "pin-local-source",
+        "pin-missing-ref",
+        "pin-branch",
+        "pin-sha-comment",
+        "pin-ambiguous-source",
+        "module-allowlist",
+    ),
+    summary="every unit pins a module by tag, from an allowed repository, as written",
+    stages=Stage.CHECK,
+    check=check_pins,
+    also=(
+        "`plan` marks a unit whose source reads otherwise than it is written "
+        "(`model_error`), and `apply` refuses it"
+    ),
+)

@@ -1,4 +1,4 @@
-"""``invoke check``'s static part of the rule's verifier. Pure.
+"""Each unit's static form, for ``invoke check``'s run of the verifier's rules. Pure.
 
 Plan and apply verify a unit on what ``terragrunt render`` resolves
 (:mod:`tooling.core.rules.enforce`). ``invoke check`` runs no tool, so it builds the
@@ -6,9 +6,9 @@ same shape from the HCL it reads: the unit's file and the files it reads merged
 (the *rendered* side), and the root file plus the ``[check.allowed_generate]``
 files (the *declared* side). A literal is its value; anything computed stands
 as its expression, so two blocks compare equal only when they are written the
-same way. Then it calls the very rules plan and apply call
-(:func:`tooling.core.rules.enforce.verify`): check and plan never disagree on a
-rule the text shows.
+same way. The check's :class:`~tooling.core.rules.rule.Context` carries these
+(:func:`static_units`) to the very rules plan and apply run: check and plan never
+disagree on a rule the text shows.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tooling.core.rules import enforce
+from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.config_only import literal_strings
-from tooling.core.rules.settings import CheckPolicy
-from tooling.core.rules.snapshot import Snapshot, Violation, safe_body, unit_file
+from tooling.core.rules.enforce import ROLE_ATTRS
+from tooling.core.rules.rule import UnitFacts, UnitRender
+from tooling.core.rules.snapshot import Snapshot, safe_body, unit_file
 from tooling.model.repo import Model
 
-_TOP_ATTRS = (*enforce.ROLE_ATTRS, "terraform_binary", "download_dir")
+_TOP_ATTRS = (*ROLE_ATTRS, "terraform_binary", "download_dir")
 
 
 def static_value(expr: Any) -> Any:
@@ -114,13 +115,14 @@ def _declares(path: str, root_file: str, policy: CheckPolicy) -> bool:
     )
 
 
-def check_resolved(
+def static_units(
     model: Model | None, policy: CheckPolicy, snap: Snapshot, root_file: str = "root.hcl"
-) -> list[Violation]:
-    """The verifier's rules (:func:`tooling.core.rules.enforce.verify`) on every unit's static form."""
+) -> tuple[UnitRender, ...]:
+    """Every unit's static form, both sides, in the model's order (a unit the model could
+    not read, or whose file the snapshot lacks, is left out)."""
     if model is None:
-        return []
-    out: list[Violation] = []
+        return ()
+    out: list[UnitRender] = []
     for path in model.order:
         unit = model.units[path]
         own = unit_file(unit)
@@ -140,6 +142,6 @@ def check_resolved(
             b for f, b in bodies.items() if not any(f.endswith(n) for n in unmerged)
         )
         declared = static_config(b for f, b in bodies.items() if _declares(f, root_file, policy))
-        facts = enforce.UnitFacts(path, unit.tier, root_file, {f: snap.text(f) for f in bodies})
-        out += enforce.verify(rendered, declared, facts, policy)
-    return out
+        facts = UnitFacts(path, unit.tier, root_file, {f: snap.text(f) for f in bodies})
+        out.append(UnitRender(rendered, declared, facts))
+    return tuple(out)

@@ -5,9 +5,8 @@ app workspaces keep theirs under ``apps/<name>/``, out of the foundation's keys 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
 
-from tooling.core.rules.settings import CheckPolicy
+from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import (
     AppWorkspace,
     Snapshot,
@@ -17,7 +16,7 @@ from tooling.core.rules.snapshot import (
     unit_file,
 )
 from tooling.model import hcl
-from tooling.model.repo import Model, Unit
+from tooling.model.repo import Unit
 
 
 def _unit_state_site(unit: Unit, snap: Snapshot) -> int:
@@ -32,8 +31,11 @@ def _unit_state_site(unit: Unit, snap: Snapshot) -> int:
     return 1
 
 
-def check_state_keys(model: Model, policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_state_keys(ctx: Context) -> list[Violation]:
     """Every unit's state key is computed, under the foundation prefix, and unique per bucket."""
+    model, policy, snap = ctx.model, ctx.policy, ctx.snap
+    if model is None:
+        return []
     out: list[Violation] = []
     by_key: dict[tuple[str | None, str], list[Unit]] = {}
     for path in model.order:
@@ -153,10 +155,9 @@ def app_backend_settings(app: AppWorkspace) -> list[tuple[str, int, str | None, 
     return found
 
 
-def check_app_workspaces(
-    model: Model | None, policy: CheckPolicy, apps: Sequence[AppWorkspace]
-) -> list[Violation]:
+def check_app_workspaces(ctx: Context) -> list[Violation]:
     """App keys stay under ``apps/<name>/``, never name a foundation key, prefix or bucket, and are unique."""
+    model, policy, apps = ctx.model, ctx.policy, ctx.apps
     out: list[Violation] = []
     foundation: dict[str, list[Unit]] = {}
     if model is not None:
@@ -278,3 +279,25 @@ def check_app_workspaces(
                 )
             )
     return out
+
+
+STATE_KEYS = Rule(
+    name="state-keys",
+    ids=("state-key-missing", "state-key-prefix", "state-key-duplicate"),
+    summary="every unit's state key is computed, under its prefix, one per unit",
+    stages=Stage.CHECK,
+    check=check_state_keys,
+)
+APP_WORKSPACES = Rule(
+    name="app-workspaces",
+    ids=(
+        "tier-overlap",
+        "app-state-prefix",
+        "app-backend-missing",
+        "state-key-duplicate",
+        "hcl-syntax",
+    ),
+    summary="app workspaces keep their state under their own prefix, off the foundation's",
+    stages=Stage.CHECK,
+    check=check_app_workspaces,
+)

@@ -8,8 +8,8 @@ import fnmatch
 import posixpath
 import re
 
-from tooling.core.rules.settings import CheckPolicy
-from tooling.core.rules.snapshot import Snapshot, Violation
+from tooling.core.rules.rule import Context, Rule, Stage
+from tooling.core.rules.snapshot import Violation
 from tooling.model.tools import TOOL_VERSIONS_FILE, read_tool_versions
 
 _TOOL_ALIASES = {
@@ -48,8 +48,9 @@ def _tool_name(raw: str) -> str:
     return _TOOL_ALIASES.get(key, _TOOL_ALIASES.get(key.replace("_", ""), key))
 
 
-def check_tool_versions(policy: CheckPolicy, snap: Snapshot) -> list[Violation]:
+def check_tool_versions(ctx: Context) -> list[Violation]:
     """The tools are pinned in .tool-versions only; no other file pins a different version."""
+    policy, snap = ctx.policy, ctx.snap
     out: list[Violation] = []
     if TOOL_VERSIONS_FILE not in snap.paths:
         return [
@@ -126,3 +127,12 @@ def _second_pin(path: str, line: int, tool: str, version: str, pinned: str) -> V
         f"pins {tool} {version}, but .tool-versions pins {pinned}: two executors would run different tools",
         f"remove this pin and install from .tool-versions (`invoke setup`), or change .tool-versions (the one pin) to {version}",
     )
+
+
+TOOL_VERSIONS = Rule(
+    name="tool-versions",
+    ids=("tool-version-pin",),
+    summary="OpenTofu, Terragrunt and actionlint are pinned once, exactly",
+    stages=Stage.CHECK,
+    check=check_tool_versions,
+)

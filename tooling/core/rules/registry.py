@@ -1,0 +1,148 @@
+"""Every rule, listed once, and the one loop each stage runs over them. Pure.
+
+``invoke check`` runs :data:`RULES` at :attr:`Stage.CHECK`
+(:mod:`tooling.commands.check`), ``invoke plan``, ``drift`` and ``adopt`` at
+:attr:`Stage.BEFORE_TERRAGRUNT` (:mod:`tooling.engine.refusals`), and the verifier
+before OpenTofu plans or applies a unit at :attr:`Stage.AT_EXECUTION`
+(:mod:`tooling.engine.verify`); docs/rules.md's table "Where each rule is enforced"
+is :func:`docs_table`. Adding a rule: a :class:`Rule` in its module, one line here,
+its section in docs/rules.md and a broken repository in ``tests/check_corpus/``
+(docs/rules.md, "Adding a rule").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tooling.core.checksettings import CheckPolicy
+from tooling.core.rules import (
+    bootstrap,
+    config_only,
+    enforce,
+    facts,
+    hidden,
+    layers,
+    pins,
+    readable,
+    state,
+    tool_pins,
+)
+from tooling.core.rules.resolved import static_units
+from tooling.core.rules.rule import Context, Rule, Stage, UnitFacts, UnitRender
+from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
+from tooling.errors import ToolingError
+from tooling.model.repo import Model
+
+#: every rule, in the order of docs/rules.md
+RULES: tuple[Rule, ...] = (
+    readable.READABLE,
+    state.STATE_KEYS,
+    state.APP_WORKSPACES,
+    config_only.CONFIGURATION_ONLY,
+    pins.PINS,
+    layers.LAYERS,
+    facts.UNIT_FACTS,
+    bootstrap.CI_NEVER_RUNS_BOOTSTRAP,
+    bootstrap.BOOTSTRAP_GUARD,
+    tool_pins.TOOL_VERSIONS,
+    hidden.UNIT_NAMES,
+    hidden.GENERATE_BACKEND,
+    hidden.COMPUTED_REFS,
+    hidden.HOOK_BLOCKS,
+    hidden.PARSE_TIME,
+    enforce.GENERATE,
+    enforce.STATE,
+    enforce.ROLE,
+    enforce.ERRORS,
+    enforce.MOCKS,
+    enforce.RUNTIME,
+    enforce.HOOKS,
+)
+
+
+def run(stage: Stage, ctx: Context, rules: Sequence[Rule] = RULES) -> list[Violation]:
+    """The violations of every rule that runs at ``stage``, each once, in the order the
+    rules report them (the caller sorts where it prints a sorted list).
+
+    The rules judge what the model could read: in the file of a unit the model keeps
+    with an error, only a rule that :attr:`~Rule.keeps_unreadable` is heard (that unit's
+    own violation says why it could not be read)."""
+    model = ctx.model
+    blind = {f"{p}/terragrunt.hcl" for p, u in model.units.items() if u.error} if model else set()
+    found: dict[Violation, None] = {}
+    for rule in rules:
+        if stage not in rule.stages:
+            continue
+        for violation in rule.check(ctx):
+            if violation.file not in blind or rule.keeps_unreadable:
+                found[violation] = None
+    return list(found)
+
+
+def ids_at(stage: Stage, rules: Iterable[Rule] = RULES) -> frozenset[str]:
+    """The rule ids of the rules that run at ``stage``."""
+    return frozenset(i for rule in rules if stage in rule.stages for i in rule.ids)
+
+
+def check_context(
+    policy: CheckPolicy,
+    snap: Snapshot,
+    *,
+    model: Model | None,
+    model_error: ToolingError | None = None,
+    apps: Sequence[AppWorkspace] = (),
+    root_file: str = "root.hcl",
+) -> Context:
+    """The context of ``invoke check``: the repository's files, its model (or why it could
+    not be read), its app workspaces, the Terragrunt files the text rules read and each
+    unit's static form."""
+    return Context(
+        policy=policy,
+        root_file=root_file,
+        snap=snap,
+        model=model,
+        model_error=model_error,
+        apps=tuple(apps),
+        hcl_files=tuple(config_only.hcl_files(model, policy, snap)),
+        units=static_units(model, policy, snap, root_file),
+    )
+
+
+def verify(
+    rendered: Mapping[str, Any], declared: Mapping[str, Any], unit: UnitFacts, policy: CheckPolicy
+) -> list[Violation]:
+    """The rules where OpenTofu runs, on one unit's rendered and declared configuration, sorted."""
+    ctx = Context(policy=policy, units=(UnitRender(rendered, declared, unit),))
+    return sorted(run(Stage.AT_EXECUTION, ctx))
+
+
+#: the table's columns after the rule's ids and what it checks, one per stage
+_COLUMNS = (
+    (Stage.CHECK, "`invoke check`"),
+    (Stage.BEFORE_TERRAGRUNT, "before Terragrunt starts (`plan`, `drift`, `adopt`)"),
+    (Stage.AT_EXECUTION, "where OpenTofu runs (`plan`, `drift`, `adopt`, `apply`)"),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def docs_table(rules: Sequence[Rule] = RULES) -> str:
+    """docs/rules.md's table "Where each rule is enforced": one row per rule, in the
+    registry's order (a test holds the docs to it)."""
+    head = ["Rules", "What", *(title for _, title in _COLUMNS), "Also"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for rule in rules:
+        cells = [
+            ", ".join(f"`{i}`" for i in rule.ids),
+            rule.summary,
+            *(
+                rule.notes.get(stage, "yes" if stage in rule.stages else "no")
+                for stage, _ in _COLUMNS
+            ),
+            rule.also,
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
