@@ -143,7 +143,13 @@ def check_configuration_only(ctx: Context) -> list[Violation]:
 
 CONFIGURATION_ONLY = Rule(
     name="configuration-only",
-    ids=("config-only-file", "config-only-block", "config-only-generate", "hcl-syntax"),
+    ids=(
+        "config-only-file",
+        "config-only-block",
+        "config-only-generate",
+        "hcl-syntax",
+        "config-invalid",
+    ),
     summary="units hold configuration only: no OpenTofu code, no resources, none generated",
     stages=Stage.CHECK,
     check=check_configuration_only,

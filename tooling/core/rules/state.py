@@ -296,6 +296,7 @@ APP_WORKSPACES = Rule(
         "app-backend-missing",
         "state-key-duplicate",
         "hcl-syntax",
+        "config-invalid",
     ),
     summary="app workspaces keep their state under their own prefix, off the foundation's",
     stages=Stage.CHECK,
