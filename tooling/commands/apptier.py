@@ -28,7 +28,9 @@ Terragrunt, and never against the foundation's state:
 
 The pure parts (name, state location, argument lists, the checks) are in
 :mod:`tooling.core.apps`; the app's folder is read and ``tofu`` runs in
-:mod:`tooling.engine.appruns`; here are the two tasks' flows and their records.
+:mod:`tooling.engine.appruns`; the plan is the plan operation's
+(:mod:`tooling.engine.plan.app`); here are what ``app-plan`` shows of it, and the
+apply's flow and record.
 """
 
 from __future__ import annotations

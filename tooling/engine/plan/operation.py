@@ -25,7 +25,7 @@ from tooling.core import binding, legs
 from tooling.core.approval import DIFFERS, against_reviewed
 from tooling.core.changes import Affected
 from tooling.core.declared import parse_policy as parse_declared
-from tooling.core.gates import parse_policy
+from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.status import Status
 from tooling.core.targets import Target, never_run_loops, select_targets, unit_target
@@ -39,7 +39,7 @@ from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io import backends, git, outdir, proc
 from tooling.io.ui import say
-from tooling.model.repo import Model
+from tooling.model.repo import Change, Model
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
     """``invoke plan``: the affected (or named, or every) unit planned, gated, and
     summary.json written."""
     units = ctx.of_units()
-    root, model, out_dir = ctx.root, units.model, folder.path
+    root, out_dir = ctx.root, folder.path
     started = datetime.now(UTC)
     head_sha = git.rev_parse(root, "HEAD")
     # plans read the working tree: its uncommitted changes are planned, and the report says so
@@ -97,47 +97,24 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
     tree_state = binding.worktree_record(
         *git.worktree_changes(root, besides=out_dir, pending=pending)
     )
-    change: Affected | None = None
+    change = _affected(request, ctx, pending)
     base_root: Path | None = None
     base_model: Model | None = None
     worktree: Path | None = None
-    differs: dict[str, list[str]] = {}
-    if not request.all_units and not request.units:
-        change = worktree_affected(
-            root,
-            units.git_prefix,
-            request.base,
-            model=model,
-            model_at=units.model_at,
-            pending=pending,
+    if change is not None and any(u.change == "deleted" for u in change.units):
+        # a deleted unit's destroy plan runs in the base revision's files
+        worktree = git.add_worktree(
+            root, root / ".iac" / "worktrees" / change.base[:12], change.base
         )
-        change = legs.select(change, request.leg) if request.leg else change
-        print_affected(change, say)
-        if any(u.change == "deleted" for u in change.units):
-            worktree = git.add_worktree(
-                root, root / ".iac" / "worktrees" / change.base[:12], change.base
-            )
-            base_root = worktree / git.prefix(root)  # the project root inside it
-            base_model = units.model_at(change.base)
+        base_root = worktree / git.prefix(root)  # the project root inside it
+        base_model = units.model_at(change.base)
     on_pr = os.environ.get("GITHUB_EVENT_NAME", "") in ("pull_request", "pull_request_review")
     if change is not None and any(u.change == "moved" for u in change.units):
         preflight.check_state_backend(ctx.settings)  # a moved unit's state is looked up first
     try:
-        targets = select_targets(
-            model,
-            root=root,
-            all_units=request.all_units,
-            units=request.units,
-            change=change,
-            executor=request.executor,
-            on_pr=on_pr,
-            blocked_moves=blocked_moves(root, model, change, request.executor, units.environment),
-            base_root=base_root,
-            base_model=base_model,
+        targets = _targets(
+            request, ctx, change, on_pr=on_pr, base_root=base_root, base_model=base_model
         )
-        # a stack's generated units run in the scratch copy they were generated in
-        targets = [t if t.destroy else replace(t, run_dir=units.run_dir(t.path)) for t in targets]
-        targets = never_run_loops(targets, model)
         # the base revision's modules too: a deleted unit's destroy plan fetches them
         env = units.environment(t.source for t in targets if t.source) if targets else {}
         if worktree is not None:  # a deleted unit's state where its backend puts it
@@ -174,13 +151,7 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
         if worktree is not None:
             git.remove_worktree(root, worktree)
     gates = parse_policy(ctx.policy)
-    results = with_gates(_explain_lock_errors(ctx.policy, results), gates)
-    results = [
-        replace(r, gate=against_reviewed(r.gate, differs[r.path]))
-        if r.gate is not None and r.path in differs
-        else r
-        for r in results
-    ]
+    results = _gated(results, ctx.policy, gates, differs)
     results = _with_sources_before(units.model_at, results, change)
     summary = summary_document(
         results,
@@ -204,6 +175,71 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
         change=change,
         uncommitted=len(pending),
     )
+
+
+def _affected(request: PlanRequest, ctx: PlanContext, pending: list[Change]) -> Affected | None:
+    """What the change affects (the leg's units of it), listed on stderr; None when the
+    units are named or all planned."""
+    if request.all_units or request.units:
+        return None
+    units = ctx.of_units()
+    change = worktree_affected(
+        ctx.root,
+        units.git_prefix,
+        request.base,
+        model=units.model,
+        model_at=units.model_at,
+        pending=pending,
+    )
+    change = legs.select(change, request.leg) if request.leg else change
+    print_affected(change, say)
+    return change
+
+
+def _targets(
+    request: PlanRequest,
+    ctx: PlanContext,
+    change: Affected | None,
+    *,
+    on_pr: bool,
+    base_root: Path | None,
+    base_model: Model | None,
+) -> list[Target]:
+    """The units to plan (or to report without a plan), each where Terragrunt runs it."""
+    units = ctx.of_units()
+    model = units.model
+    targets = select_targets(
+        model,
+        root=ctx.root,
+        all_units=request.all_units,
+        units=request.units,
+        change=change,
+        executor=request.executor,
+        on_pr=on_pr,
+        blocked_moves=blocked_moves(ctx.root, model, change, request.executor, units.environment),
+        base_root=base_root,
+        base_model=base_model,
+    )
+    # a stack's generated units run in the scratch copy they were generated in
+    targets = [t if t.destroy else replace(t, run_dir=units.run_dir(t.path)) for t in targets]
+    return never_run_loops(targets, model)
+
+
+def _gated(
+    results: Sequence[Result],
+    policy: Mapping[str, object],
+    gates: GatePolicy,
+    differs: Mapping[str, list[str]],
+) -> list[Result]:
+    """``results`` with their gates: a lock file's error explained, the gate decided under
+    ``gates``, and manual where the plan ``differs`` from the reviewed one."""
+    gated = with_gates(_explain_lock_errors(policy, results), gates)
+    return [
+        replace(r, gate=against_reviewed(r.gate, differs[r.path]))
+        if r.gate is not None and r.path in differs
+        else r
+        for r in gated
+    ]
 
 
 def _leg_record(leg: legs.Leg | None) -> dict[str, object] | None:
