@@ -50,6 +50,7 @@ from benchenv import example_tree  # noqa: E402
 
 from tooling.engine import preflight, secrets, verify, workcopies  # noqa: E402
 from tooling.engine.batchplanner import run_batch  # noqa: E402
+from tooling.engine.plan.request import Mode, PlanContext  # noqa: E402
 from tooling.engine.preplan import preflight_rendered  # noqa: E402
 from tooling.engine.unitplanner import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
@@ -94,6 +95,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     """One run of ``kind`` (per-unit or batch): pre-plan work, then the plans."""
     env = ws.tool_env
     all_targets = targets(ws)
+    context = PlanContext.of(ws, Mode.PLAN)  # the model, settings and tools, read once
     undo = None if verified else _plain()
     try:
         start, c0 = time.perf_counter(), cpu()
@@ -101,9 +103,13 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
             env = workcopies.arm_for(
                 all_targets, env, root=ws.root, cache_dir=ws.settings.cache_dir
             )
-            preflight_rendered(ws, all_targets, dict(env), jobs=jobs)
+            preflight_rendered(context, all_targets, dict(env), jobs=jobs)
         else:
-            preflight.check(ws, [(t.path, t.executor) for t in all_targets])
+            preflight.check(
+                [(t.path, t.executor) for t in all_targets],
+                policy=ws.policy,
+                settings=ws.settings,
+            )
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0
         if kind == "per_unit":
             for t in all_targets:

@@ -13,6 +13,7 @@ Then, `--repeat` times, each a fresh process:
             beyond those `invoke --list` imports, by package;
   steps     `python -m cProfile` of the same command: the wall seconds of the
             main thread inside each step of `tooling.commands.plan.plan`
+            (the plan operation, `tooling.engine.plan.operation.run_plan`)
             (cumulative, so a step's figure includes the processes it waited
             for: the plan's includes Terragrunt and OpenTofu).
 
@@ -51,7 +52,7 @@ STEPS = (
     ("policy.toml checked", "tooling/cli.py", "check_policy"),
     ("tools checked", "tooling/io/workspace.py", "check_tools"),
     ("working tree's model", "tooling/io/workspace.py", "current_model"),
-    ("change detection", "tooling/engine/detect.py", "compute_affected"),
+    ("change detection", "tooling/engine/detect.py", "worktree_affected"),
     ("git processes (all)", "tooling/io/git.py", "git"),
     ("preflight + render --all (waited)", "tooling/engine/preplan.py", "preflight_rendered"),
     ("  of it: state preflight", "tooling/engine/preflight.py", "check"),

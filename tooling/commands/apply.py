@@ -34,7 +34,10 @@ def apply(
             approve_manual=approve_manual,
             reviewed=ReviewedPlans(reviewed) if reviewed is not None else None,
         )
-        preflight.check(ws, [(u.path, u.executor) for u in applier.units])
+        ws.check_tools()  # checked by the task's preamble already: the workspace checks once
+        preflight.check(
+            [(u.path, u.executor) for u in applier.units], policy=ws.policy, settings=ws.settings
+        )
         # the trail first: no unit is applied unless its "started" record is written
         started = start_audit(
             ws, applier.summary, head=applier.head, approve_manual=applier.approve

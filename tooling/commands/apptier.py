@@ -28,24 +28,20 @@ Terragrunt, and never against the foundation's state:
 
 The pure parts (name, state location, argument lists, the checks) are in
 :mod:`tooling.core.apps`; the app's folder is read and ``tofu`` runs in
-:mod:`tooling.engine.appruns`; here are the two tasks' flows and their records.
+:mod:`tooling.engine.appruns`; the plan is the plan operation's
+(:mod:`tooling.engine.plan.app`); here are what ``app-plan`` shows of it, and the
+apply's flow and record.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tooling.core.apps import (
-    APPS_PREFIX,
-    EXECUTOR,
-    TIER,
     check_name,
 )
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.record import (
     ApplyRun,
     UnitApply,
@@ -56,83 +52,41 @@ from tooling.core.record import (
 )
 from tooling.core.results import Result, Status
 from tooling.engine import appruns, planstore
+from tooling.engine.plan.operation import run_plan
+from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.errors import ToolingError
-from tooling.io import artifacts, outdir, proc
+from tooling.io import artifacts, outdir
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 
 def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -> int:
     """``invoke app-plan``: plan the app's folder; write OUT/summary.json and OUT/comment.md."""
-    out_dir = (out or ws.root / ".iac" / "app-plans" / check_name(app)).resolve()
+    request = PlanRequest(
+        Mode.APP_PLAN,
+        out=(out or ws.root / ".iac" / "app-plans" / check_name(app)).resolve(),
+        app=app,
+        app_dir=directory,
+    )
+    context = PlanContext.of(ws, request.mode)
     # checked and locked now; emptied only once the app's configuration passed its checks
-    with outdir.ReportDir.claim(out_dir, outdir.PLAN_LAYOUT, root=ws.root) as folder:
-        prep = appruns.prepare(ws, app, directory)
-        folder.reset()
-        return _plan_into(ws, prep, folder)
+    with outdir.ReportDir.claim(request.out, outdir.PLAN_LAYOUT, root=context.root) as folder:
+        return _show(run_plan(request, context, folder), folder)
 
 
-def _plan_into(ws: Workspace, prep: appruns.Prepared, folder: outdir.ReportDir) -> int:
-    from tooling.core import gates, report
-    from tooling.core.results import with_gates
-    from tooling.core.settle import settled
-    from tooling.engine.summary import summary_document, write_summary
-    from tooling.engine.unitplanner import Target, plan_unit
+def _show(outcome: PlanOutcome, folder: outdir.ReportDir) -> int:
+    """The app's plan as the report shows it (comment.md, the job summary); the exit code."""
+    from tooling.core import report
 
-    out_dir = folder.path
-    target = Target(
-        f"{APPS_PREFIX}{prep.app}",
-        TIER,
-        EXECUTOR,
-        "named",
-        prep.app_dir,
-        gate_class=prep.policy.gate,
-    )
-    # Pull request plans run with the app's read-only role and are never
-    # applied (main re-plans): they do not take the state lock.
-    command = appruns.AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
-    try:
-        with (
-            appruns.backend_override(prep.app_dir, prep.state.backend),
-            proc.forwarding_interrupts("the app plan"),
-        ):
-            declared = parse_declared(ws.policy)  # policy.toml [sensitive_attributes]
-            result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
-    except ToolingError as exc:
-        result = settled(target, Status.ERROR, str(exc))
-    interrupted = proc.interrupted()
-    if command.refused and result.status != Status.ERROR and result.plan_file:
-        planstore.discard(planstore.stored(out_dir, result.plan_file))  # refused: nothing to apply
-        result = replace(
-            result,
-            status=Status.ERROR,
-            plan_file=None,
-            plan_sha256=None,
-            error="refused: " + "; ".join(command.refused),
-        )
-    (result,) = with_gates([result], gates.parse_policy(ws.policy))
-    doc = summary_document(
-        [result],
-        base=None,
-        head="",
-        executor=None,
-        root=ws.root,
-        policy=gates.parse_policy(ws.policy),
-        interrupted=interrupted,
-    )
-    doc["head"] = appruns.app_commit(
-        prep.app_dir
-    )  # the app repository's commit, when the folder is in one
-    doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
-    write_summary(out_dir, doc)
-    rendered = report.render([result], head=doc["head"], interrupted=interrupted)
+    results = list(outcome.results)
+    rendered = report.render(results, head=outcome.head, interrupted=outcome.interrupted)
     folder.write_text("comment.md", rendered)
-    say(report.table([result]))
+    say(report.table(results))
     folder.job_summary(rendered)
-    say(f"wrote {out_dir / 'summary.json'} and {out_dir / 'comment.md'}")
-    if interrupted:
+    say(f"wrote {folder.path / 'summary.json'} and {folder.path / 'comment.md'}")
+    if outcome.interrupted:
         return 130
-    return 1 if result.status == Status.ERROR else 0
+    return 1 if any(r.status == Status.ERROR for r in results) else 0
 
 
 def apply(
@@ -141,7 +95,7 @@ def apply(
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
     from tooling.engine.applier import finish, read_record
 
-    prep = appruns.prepare(ws, app, directory)
+    prep = appruns.prepare(app, directory, root=ws.root, settings=ws.settings, policy=ws.policy)
     plans_dir = plans.resolve()
     summary_path = plans_dir / "summary.json"
     if not summary_path.is_file():

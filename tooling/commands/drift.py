@@ -36,14 +36,11 @@ that were planned); 2 bad usage.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.drift import (
     DEFAULT_OUT,
     LABEL,
@@ -61,13 +58,12 @@ from tooling.core.drift import (
     render_markdown,
     verdict,
 )
-from tooling.core.targets import never_run_loops, unit_target
-from tooling.engine import issues, planstore
+from tooling.engine import issues
 from tooling.engine.issues import run_url_from_env
-from tooling.engine.preplan import prepared
-from tooling.engine.unitplanner import Progress, plan_unit, run_all
+from tooling.engine.plan.operation import run_plan
+from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.errors import ToolingError, UsageError
-from tooling.io import outdir, proc
+from tooling.io import outdir
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
@@ -102,16 +98,6 @@ def sync_issue(
 # --------------------------------------------------------------------------- the command
 
 
-@contextmanager
-def _without_github_tokens() -> Iterator[None]:
-    """Keep the issues token away from the plans: they run third-party modules and providers."""
-    saved = {k: os.environ.pop(k) for k in ("GITHUB_TOKEN", "GH_TOKEN") if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
 def run(
     ws: Workspace,
     *,
@@ -122,9 +108,12 @@ def run(
 ) -> int:
     """Plan every unit (of ``executor``), write ``OUT/drift.json`` and ``OUT/drift.md``,
     and with ``issue`` keep the drift issue current. Returns the exit code."""
-    from tooling.io import git, toolchain
-
-    model = ws.current_model  # with stacks: their units generated, planned in the copy
+    request = PlanRequest(
+        Mode.DRIFT, out=(out or ws.root / DEFAULT_OUT).resolve(), executor=executor, jobs=jobs
+    )
+    # with stacks: their units generated, planned in the copy
+    context = PlanContext.of(ws, request.mode)
+    model = context.of_units().model
     executors = sorted({u.executor for u in model.units.values()})
     if executor and executor not in executors:
         raise UsageError(
@@ -136,112 +125,87 @@ def run(
 
         # before planning: a missing token fails in a second, not after the plans
         forge = Forge.from_env()
-    root = ws.root
-    out_dir = (out or root / DEFAULT_OUT).resolve()
-    folder = outdir.ReportDir.claim(out_dir, outdir.DRIFT_LAYOUT, root=root)
-    with folder:
-        head = git.rev_parse(root, "HEAD")
-        targets = [
-            unit_target(u, "all", ws.run_dir(path))
-            for path in model.order
-            for u in (model.units[path],)
-            if not executor or u.executor == executor
-        ]
-        targets = never_run_loops(targets, model)
-        say(
-            f"checking {len(targets)} unit(s) for drift (plans with -detailed-exitcode, without the state lock)"
-        )
-        env = ws.tool_env if targets else {}
-        # the attributes policy.toml declares are redacted like sensitive ones
-        declared = parse_declared(ws.policy)
-        planner = partial(plan_unit, lock=False, detailed_exitcode=True, declared=declared)
-        # Ctrl-C or SIGTERM: OpenTofu stops gracefully (once), nothing new starts
-        with (
-            prepared(
-                ws,
-                model,
-                targets,
-                env,
-                folder=folder,
-                jobs=jobs or os.cpu_count() or 2,
-                what="the drift plans",
-            ) as (targets, env),
-            _without_github_tokens(),
-        ):
-            results = run_all(
-                targets,
-                out_dir,
-                env if targets else {},
-                jobs=jobs or os.cpu_count() or 2,
-                progress=Progress(len(targets)),
-                planner=planner,
-            )
-        interrupted = proc.interrupted()
-        for t in targets:  # a drift plan is never applied, and saved plans hold variable values
-            planstore.discard(planstore.plan_path(out_dir, t.path))
-        units = [classify(r) for r in results]
-        checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
-        tools = {tool.name: version for tool, version in toolchain.read_pins(root)}
+    with outdir.ReportDir.claim(request.out, outdir.DRIFT_LAYOUT, root=context.root) as folder:
+        outcome = run_plan(request, context, folder)
+        return _show(outcome, context, folder, executor=executor, forge=forge)
 
-        def write(issue_info: Mapping[str, Any] | None) -> str:
-            doc = document(
+
+def _show(
+    outcome: PlanOutcome,
+    context: PlanContext,
+    folder: outdir.ReportDir,
+    *,
+    executor: str | None,
+    forge: Any,
+) -> int:
+    """drift.json and drift.md, the issue kept current (with ``forge``), the units on
+    stdout; the exit code."""
+    from tooling.io import toolchain
+
+    out_dir, head = folder.path, outcome.head or ""
+    units = [classify(r) for r in outcome.results]
+    checked_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+    tools = {tool.name: version for tool, version in toolchain.read_pins(context.root)}
+
+    def write(issue_info: Mapping[str, Any] | None) -> str:
+        doc = document(
+            units,
+            head=head,
+            executor=executor,
+            tools=tools,
+            checked_at=checked_at,
+            issue=issue_info,
+        )
+        folder.write_json("drift.json", doc)
+        markdown = render_markdown(doc, units)
+        folder.write_text("drift.md", markdown)
+        return markdown
+
+    markdown = write(None)
+    if outcome.interrupted:
+        say("interrupted: the report is incomplete; the drift issue was not touched")
+    elif forge is not None:
+        try:
+            info = sync_issue(
+                forge,
                 units,
+                order=context.of_units().model.order,
                 head=head,
                 executor=executor,
-                tools=tools,
-                checked_at=checked_at,
-                issue=issue_info,
+                today=checked_at[:10],
+                run_url=run_url_from_env(os.environ),
             )
-            folder.write_json("drift.json", doc)
-            markdown = render_markdown(doc, units)
-            folder.write_text("drift.md", markdown)
-            return markdown
-
-        markdown = write(None)
-        if interrupted:
-            say("interrupted: the report is incomplete; the drift issue was not touched")
-        elif forge is not None:
-            try:
-                info = sync_issue(
-                    forge,
-                    units,
-                    order=model.order,
-                    head=head,
-                    executor=executor,
-                    today=checked_at[:10],
-                    run_url=run_url_from_env(os.environ),
-                )
-            except ToolingError as exc:
-                raise ToolingError(
-                    f"{exc}\n(the report was written to {out_dir}; the drift issue was not updated)"
-                ) from None
-            markdown = write(info)
-            if info["action"] != "none":
-                say(
-                    f"drift issue #{info['number']}: {info['action']}"
-                    + (f" ({info['url']})" if info.get("url") else "")
-                )
-            else:
-                say("no drift and no open drift issue: nothing to report on GitHub")
-        folder.job_summary(markdown)
-        for u in units:
-            detail = (
-                addresses_text(u.drift, limit=5)
-                if u.drifted
-                else (u.error or "").splitlines()[0][:160]
-                if u.error
-                else ""
+        except ToolingError as exc:
+            raise ToolingError(
+                f"{exc}\n(the report was written to {out_dir}; the drift issue was not updated)"
+            ) from None
+        markdown = write(info)
+        if info["action"] != "none":
+            say(
+                f"drift issue #{info['number']}: {info['action']}"
+                + (f" ({info['url']})" if info.get("url") else "")
             )
-            show(f"  {u.status:<11} {u.path}  {detail}".rstrip())
-        drifted = [u.path for u in units if u.drifted]
-        failed = [u.path for u in units if not u.checked]
-        show(verdict(units).replace("**", ""))
-        say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
-        if interrupted:
-            return 130
-        if failed:
-            say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
-            return 1
-        if drifted:
-            say("drift is reported, not an error: exit 0")
-        return 0
+        else:
+            say("no drift and no open drift issue: nothing to report on GitHub")
+    folder.job_summary(markdown)
+    for u in units:
+        detail = (
+            addresses_text(u.drift, limit=5)
+            if u.drifted
+            else (u.error or "").splitlines()[0][:160]
+            if u.error
+            else ""
+        )
+        show(f"  {u.status:<11} {u.path}  {detail}".rstrip())
+    drifted = [u.path for u in units if u.drifted]
+    failed = [u.path for u in units if not u.checked]
+    show(verdict(units).replace("**", ""))
+    say(f"wrote {out_dir / 'drift.json'} and {out_dir / 'drift.md'}")
+    if outcome.interrupted:
+        return 130
+    if failed:
+        say(f"not checked (plan failed): {', '.join(failed)}: exit 1")
+        return 1
+    if drifted:
+        say("drift is reported, not an error: exit 0")
+    return 0

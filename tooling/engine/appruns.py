@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,11 +101,12 @@ def resolve_dir(directory: Path) -> Path:
     return app_dir
 
 
-def app_env(ws: Workspace, app: str) -> dict[str, str]:
-    """Environment for tofu: non-interactive, module URL rewrites, and a data directory outside the app folder."""
-    rewrites = ws.settings.module_rewrites
+def app_env(root: Path, settings: config.Settings, app: str) -> dict[str, str]:
+    """Environment for tofu: non-interactive, module URL rewrites, and a data directory
+    outside the app folder (under the repository ``root``'s ``.iac``)."""
+    rewrites = settings.module_rewrites
     env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
-    env["TF_DATA_DIR"] = str(ws.root / ".iac" / "app-work" / app / "data")
+    env["TF_DATA_DIR"] = str(root / ".iac" / "app-work" / app / "data")
     return env
 
 
@@ -138,23 +139,31 @@ class Prepared:
     env: dict[str, str]
 
 
-def prepare(ws: Workspace, app: str, directory: Path) -> Prepared:
+def prepare(
+    app: str,
+    directory: Path,
+    *,
+    root: Path,
+    settings: config.Settings,
+    policy: Mapping[str, Any],
+) -> Prepared:
     """Name, state location and configuration checks: everything before tofu runs (the
-    tools are checked by the task's preamble)."""
+    tools are checked by the task's preamble). ``root``: the foundation's repository,
+    ``policy``: its policy.toml."""
     name = check_name(app)
-    policy = parse_policy(ws.policy)
+    app_policy = parse_policy(policy)
     app_dir = resolve_dir(directory)
-    state = state_for(name, ws.root, os.environ)
+    state = state_for(name, root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
-    buckets = foundation_buckets(policy, os.environ)
-    found, env = scan_config(app_dir), app_env(ws, name)
+    buckets = foundation_buckets(app_policy, os.environ)
+    found, env = scan_config(app_dir), app_env(root, settings, name)
     refuse(
         state_problems(state, buckets)
-        + config_problems(found, name, policy, buckets)
-        + apprule.before_tofu(ws.policy, found, env),
+        + config_problems(found, name, app_policy, buckets)
+        + apprule.before_tofu(policy, found, env),
         name,
     )
-    return Prepared(name, app_dir, policy, state, env)
+    return Prepared(name, app_dir, app_policy, state, env)
 
 
 def init(prep: Prepared, log: Path) -> None:

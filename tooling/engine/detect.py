@@ -94,6 +94,32 @@ def compute_affected(
     return result, head_model
 
 
+def worktree_affected(
+    root: Path,
+    git_prefix: str,
+    base: str | None,
+    *,
+    model: Model,
+    model_at: Callable[[str], Model],
+    pending: list[Change],
+) -> Affected:
+    """What a plan of the working tree plans: the units its commits since the merge base
+    with ``base`` and its uncommitted changes ``pending`` (git's status, just asked)
+    affect, read in ``model`` (the working tree's); ``model_at``: a revision's model (the
+    merge base's, for the deleted and moved units). :func:`compute_affected` with
+    ``uncommitted`` and ``pending``, from values."""
+    _, head_sha, _, merge_base = git.resolve_range(root, base or default_base(root), "HEAD")
+    changes = [*git.changed(root, merge_base, head_sha, git_prefix), *pending]
+    return affected(
+        changes,
+        model,
+        lambda: model_at(merge_base),
+        base_sha=merge_base,
+        head_sha=head_sha,
+        uncommitted=bool(pending),
+    )
+
+
 def _meanwhile(ask: Callable[[], T]) -> Callable[[], T]:
     """Start ``ask`` in a thread now; the function returned waits for its answer (or
     raises its error)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,6 @@ from tooling.core.rules.enforce import allowed_role
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.io.ui import say
-from tooling.io.workspace import Workspace
 
 ENV_EXECUTOR = "IAC_EXECUTOR"
 GCP_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -286,32 +285,36 @@ def check_state_backend(settings: config.Settings) -> None:
     )
 
 
-def check_roles(ws: Workspace, roles: Iterable[tuple[str, str, str | None]]) -> None:
+def check_roles(roles: Iterable[tuple[str, str, str | None]], *, policy: Mapping[str, Any]) -> None:
     """Refuse unless each ``(path, tier, role)`` unit (its role as its render resolved it)
-    may run as that role on this job's executor (:func:`role_problems`)."""
+    may run as that role on this job's executor (:func:`role_problems`) under ``policy``
+    (policy.toml)."""
     name = os.environ.get(ENV_EXECUTOR, "").strip()
-    executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR) if name else None
-    refused = role_problems(roles, executor, parse_policy(ws.policy))
+    executor = executors.get(executors.parse(policy), name, what=ENV_EXECUTOR) if name else None
+    refused = role_problems(roles, executor, parse_policy(policy))
     if refused:
         raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
 
 
-def check(ws: Workspace, units: Iterable[tuple[str, str | None]]) -> Executor | None:
-    """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs);
-    the roles they run as are :func:`check_roles`' (once they are rendered).
+def check(
+    units: Iterable[tuple[str, str | None]], *, policy: Mapping[str, Any], settings: config.Settings
+) -> Executor | None:
+    """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs)
+    under ``policy`` (policy.toml) and ``settings``; the roles they run as are
+    :func:`check_roles`' (once they are rendered). The pinned tools are checked before
+    (the task's preamble, and :meth:`tooling.io.workspace.Workspace.check_tools`).
 
     Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).
     """
-    ws.check_tools()  # the task's preamble checked them already: the workspace checks once
     units = list(units)
     executor: Executor | None = None
     name = os.environ.get(ENV_EXECUTOR, "").strip()
     if name:
-        executor = executors.get(executors.parse(ws.policy), name, what=ENV_EXECUTOR)
+        executor = executors.get(executors.parse(policy), name, what=ENV_EXECUTOR)
         refused = foreign_units(units, name)
         if refused:
             raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
         check_identity(executor)
     if units:
-        check_state_backend(ws.settings)
+        check_state_backend(settings)
     return executor

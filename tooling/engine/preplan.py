@@ -12,21 +12,19 @@ from pathlib import Path
 
 from tooling.core.targets import Target
 from tooling.engine import preflight, verify, workcopies
+from tooling.engine.plan.request import PlanContext
 from tooling.engine.refusals import (
     refuse_bad_names,
     refuse_before_terragrunt,
     refuse_unparsable,
 )
 from tooling.io import backends, outdir, proc
-from tooling.io.workspace import Workspace
 from tooling.model.evaluator import READ_CYCLE
-from tooling.model.repo import Model
 
 
 @contextmanager
 def prepared(
-    ws: Workspace,
-    model: Model,
+    ctx: PlanContext,
     targets: Sequence[Target],
     env: Mapping[str, str],
     *,
@@ -38,18 +36,26 @@ def prepared(
     (the working-copy check armed) and Ctrl-C or SIGTERM forwarded to OpenTofu (``what``
     names the plans in the notice). Every refusal comes before the report folder is reset:
     a run refused here keeps the last report, and removes no working copy's files."""
+    units = ctx.of_units()
+    model = units.model
     try:
         refuse_unparsable(model, [t.path for t in targets])
-        refuse_bad_names(ws, model, [t.path for t in targets if not t.destroy])
-        refuse_before_terragrunt(ws, model, [t.path for t in targets if not t.destroy])
+        refuse_bad_names(
+            model, [t.path for t in targets if not t.destroy], live=units.live, policy=ctx.policy
+        )
+        refuse_before_terragrunt(
+            model, [t.path for t in targets if not t.destroy], root=ctx.root, policy=ctx.policy
+        )
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan
-        armed_env = workcopies.arm_for(targets, env, root=ws.root, cache_dir=ws.settings.cache_dir)
-        renders = preflight_rendered(ws, targets, dict(armed_env), jobs=jobs)
+        armed_env = workcopies.arm_for(
+            targets, env, root=ctx.root, cache_dir=ctx.settings.cache_dir
+        )
+        renders = preflight_rendered(ctx, targets, dict(armed_env), jobs=jobs)
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
-            ws.settings,
-            ws.root,
+            ctx.settings,
+            ctx.root,
             declared={
                 t.path: backends.from_render(renders[t.run_dir.resolve()][0])
                 for t in targets
@@ -60,8 +66,8 @@ def prepared(
         guarded, guarded_env = workcopies.guarded(
             targets,
             env,
-            root=ws.root,
-            cache_dir=ws.settings.cache_dir,
+            root=ctx.root,
+            cache_dir=ctx.settings.cache_dir,
             reads={p: u.reads for p, u in model.units.items()},
             armed_env=armed_env,
         )
@@ -72,7 +78,7 @@ def prepared(
 
 
 def preflight_rendered(
-    ws: Workspace, targets: Sequence[Target], env: dict[str, str], *, jobs: int
+    ctx: PlanContext, targets: Sequence[Target], env: dict[str, str], *, jobs: int
 ) -> dict[Path, verify.Pair]:
     """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
     in a thread): the roles the units will run as are checked once both are done, and the
@@ -81,15 +87,17 @@ def preflight_rendered(
 
     planned = [(t.run_dir, t.path, t.tier) for t in targets if not t.destroy and not t.preset]
     verify.avoid_loops(
-        ws.root / path
-        for path, unit in ws.current_model.units.items()
+        ctx.root / path
+        for path, unit in ctx.of_units().model.units.items()
         if unit.error and READ_CYCLE in unit.error
     )
     with ThreadPoolExecutor(max_workers=1) as pool:
         rendering = pool.submit(verify.prerender, [(d, p) for d, p, _ in planned], env, jobs=jobs)
         try:
-            preflight.check(ws, [(t.path, t.executor) for t in targets])
+            preflight.check(
+                [(t.path, t.executor) for t in targets], policy=ctx.policy, settings=ctx.settings
+            )
         finally:
             renders = rendering.result()
-    preflight.check_roles(ws, verify.roles_of(planned, renders))
+    preflight.check_roles(verify.roles_of(planned, renders), policy=ctx.policy)
     return renders

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.io.workspace import Workspace
 from tooling.model.repo import Model
 
 
@@ -35,15 +35,18 @@ def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan"
         )
 
 
-def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
+def refuse_bad_names(
+    model: Model, paths: Sequence[str], *, live: Sequence[str], policy: Mapping[str, Any]
+) -> None:
     """Fail closed before any state key is used or command built when a unit to plan has a
-    folder name outside the naming rule (``invoke check`` names the same units)."""
+    folder name outside the naming rule (``invoke check`` names the same units); ``live``:
+    the live folders, ``policy``: policy.toml."""
     from tooling.core import names
 
     wanted = set(paths)
     bad = [
         b
-        for b in names.bad_unit_names(model.units, ws.layout.live, names.pattern_from(ws.policy))
+        for b in names.bad_unit_names(model.units, live, names.pattern_from(policy))
         if b.path in wanted
     ]
     if bad:
@@ -56,7 +59,12 @@ def refuse_bad_names(ws: Workspace, model: Model, paths: Sequence[str]) -> None:
 
 
 def refuse_before_terragrunt(
-    ws: Workspace, model: Model, paths: Sequence[str], *, doing: str = "plan"
+    model: Model,
+    paths: Sequence[str],
+    *,
+    root: Path,
+    policy: Mapping[str, Any],
+    doing: str = "plan",
 ) -> None:
     """Fail closed before any Terragrunt process parses the units to plan when one of the
     files they read calls ``run_cmd`` (not allowlisted), a function that tells the
@@ -68,8 +76,8 @@ def refuse_before_terragrunt(
     may read any file: then every HCL file of the repository is read for calls."""
     from tooling.core.checksettings import parse_policy
 
-    allowed = parse_policy(ws.policy).allowed_run_at_parse
-    found = refused_lines(ws.root, model, paths, allowed)
+    allowed = parse_policy(policy).allowed_run_at_parse
+    found = refused_lines(root, model, paths, allowed)
     if found:
         raise ToolingError(
             f"cannot {doing}: configuration that would run a command while Terragrunt parses "

@@ -32,10 +32,12 @@ def summary_document(
     interrupted: bool = False,
     worktree: Mapping[str, Any] | None = None,
     planned_at: datetime | None = None,
+    leg: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """summary.json: the run's revisions and tools, whether the tree was dirty
     (``worktree``, :func:`tooling.core.binding.worktree_record`), and per unit its
-    result with its gate (decided here under ``policy`` for a result that has none yet)."""
+    result with its gate (decided here under ``policy`` for a result that has none yet);
+    ``leg``: the leg of a split matrix the folder holds (:func:`tooling.core.legs.leg_record`)."""
     from tooling.io import toolchain
 
     doc: dict[str, Any] = {
@@ -54,6 +56,8 @@ def summary_document(
     if settings is not None:
         doc["settings"] = settings.to_json()
     doc["units"] = [r.to_json() for r in with_gates(results, policy)]
+    if leg is not None:
+        doc["leg"] = dict(leg)
     return doc
 
 

@@ -1,0 +1,81 @@
+"""The plan operation for an application's folder (``invoke app-plan``,
+:mod:`tooling.commands.apptier` says what the app tier guarantees): its checks, then
+``tofu init`` and ``tofu plan`` with the app's own state, the plan's resource types
+checked, and summary.json with the app's name, folder and state."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from tooling.core import gates
+from tooling.core.apps import APPS_PREFIX, EXECUTOR, TIER
+from tooling.core.declared import parse_policy as parse_declared
+from tooling.core.results import with_gates
+from tooling.core.settle import settled
+from tooling.core.status import Status
+from tooling.core.targets import Target
+from tooling.engine import appruns, planstore
+from tooling.engine.plan.request import PlanContext, PlanOutcome, PlanRequest
+from tooling.engine.summary import summary_document, write_summary
+from tooling.engine.unitplanner import plan_unit
+from tooling.errors import ToolingError
+from tooling.io import outdir, proc
+
+
+def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> PlanOutcome:
+    """Check the app's name, state and folder (a refusal keeps the last report), then
+    empty ``folder`` and plan; a plan that keeps or creates a resource type outside the
+    allowlist is an error and its plan file is deleted."""
+    if request.app_dir is None:
+        raise TypeError("an app's plan needs its folder (PlanRequest.app_dir)")
+    prep = appruns.prepare(
+        request.app, request.app_dir, root=ctx.root, settings=ctx.settings, policy=ctx.policy
+    )
+    folder.reset()
+    out_dir = folder.path
+    target = Target(
+        f"{APPS_PREFIX}{prep.app}",
+        TIER,
+        EXECUTOR,
+        "named",
+        prep.app_dir,
+        gate_class=prep.policy.gate,
+    )
+    # Pull request plans run with the app's read-only role and are never
+    # applied (main re-plans): they do not take the state lock.
+    command = appruns.AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
+    try:
+        with (
+            appruns.backend_override(prep.app_dir, prep.state.backend),
+            proc.forwarding_interrupts("the app plan"),
+        ):
+            declared = parse_declared(ctx.policy)  # policy.toml [sensitive_attributes]
+            result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
+    except ToolingError as exc:
+        result = settled(target, Status.ERROR, str(exc))
+    interrupted = proc.interrupted()
+    if command.refused and result.status != Status.ERROR and result.plan_file:
+        planstore.discard(planstore.stored(out_dir, result.plan_file))  # refused: nothing to apply
+        result = replace(
+            result,
+            status=Status.ERROR,
+            plan_file=None,
+            plan_sha256=None,
+            error="refused: " + "; ".join(command.refused),
+        )
+    policy = gates.parse_policy(ctx.policy)
+    (result,) = with_gates([result], policy)
+    doc = summary_document(
+        [result],
+        base=None,
+        head="",
+        executor=None,
+        root=ctx.root,
+        policy=policy,
+        interrupted=interrupted,
+    )
+    doc["head"] = appruns.app_commit(prep.app_dir)  # the app repository's, when it is in one
+    doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
+    write_summary(out_dir, doc)
+    return PlanOutcome((result,), interrupted, doc["head"], summary=doc)
