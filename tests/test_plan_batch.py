@@ -18,9 +18,10 @@ import pytest
 from infra_fixtures import EXAMPLE_UNITS, commit_all, git, invoke, read_summary, units_by_path
 
 from tooling.core.gates import parse_policy
+from tooling.core.summary import Worktree
 from tooling.core.targets import select_targets
 from tooling.engine.batchplanner import run_batch
-from tooling.engine.summary import summary_document
+from tooling.engine.planfolder import summary_of
 from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io.workspace import Workspace
 
@@ -132,7 +133,7 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     per_unit_out = tmp_path / "per-unit"
     per_unit_out.mkdir()
     one_by_one = run_all(targets, per_unit_out, ws.tool_env, jobs=2, planner=plan_unit)
-    reference = summary_document(
+    reference = summary_of(
         one_by_one,
         base=None,
         head=summary["head"],
@@ -140,8 +141,8 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
         root=example_repo,
         policy=parse_policy(ws.policy),
         settings=ws.settings,
-        worktree=summary["worktree"],  # read by the plan before any tool ran
-    )
+        worktree=Worktree.from_json(summary["worktree"]),  # read by the plan before any tool ran
+    ).to_json()
     assert _shape(summary) == _shape(reference)
     for ours, theirs in zip(summary["units"], reference["units"], strict=True):
         for key in (

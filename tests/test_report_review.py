@@ -32,6 +32,7 @@ from tooling.commands import ci as flow
 from tooling.core import ci, pages, report, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import with_gates
+from tooling.core.summary import PlannedAgainst, Summary
 from tooling.io.forge import Forge
 
 SHA = "0123456789abcdef" * 2 + "01234567"
@@ -207,7 +208,8 @@ def test_every_alert_the_report_writes_renders_as_githubs_alert_not_as_its_marke
         else r
         for r in mixed()
     ]
-    text = report.render(results, settings={"embedded_default": True}, interrupted=True)
+    embedded = PlannedAgainst("sandbox", "local", embedded_default=True, description="")
+    text = report.render(results, settings=embedded, interrupted=True)
     for marker in ("[!CAUTION]", "[!NOTE]", "[!WARNING]"):
         assert f"\n> {marker}\n" in text
     page = _html(text)
@@ -957,7 +959,7 @@ def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
             record.UnitApply("live/cloud/iam", "applied", ""),
         ]
     )
-    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, {"head": SHA}))
+    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, Summary(head=SHA)))
     assert page.count("<!--") == 1  # the report's own marker
     assert "</details>" not in page
     rows = [x for x in page.split("<tr>") if "<td" in x]

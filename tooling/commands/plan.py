@@ -103,7 +103,7 @@ def _show(
 
     results, change, head = list(outcome.results), outcome.change, outcome.head or ""
     page = _page_context(context, change, head, folder.path)
-    settings = (outcome.summary or {}).get("settings")
+    settings = outcome.summary.settings if outcome.summary is not None else None
 
     def rendered_within(budget: int) -> str:
         return report.render(

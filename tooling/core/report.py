@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tooling.core import mdtext, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
 from tooling.core.status import Status
+from tooling.core.summary import PlannedAgainst
 
 MARKER = "<!-- iac-tooling:plan-report -->"
 BUDGET = 65_536
@@ -263,11 +263,11 @@ def _mocked_sentence(r: Result) -> str:
     )
 
 
-def settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
+def settings_lines(settings: PlannedAgainst | None) -> list[str]:
     """What the run planned against (``settings`` of summary.json); a note for the embedded default."""
-    if not settings:
+    if settings is None:
         return []
-    if settings.get("embedded_default"):
+    if settings.embedded_default:
         return [
             "> [!NOTE]",
             "> Planned on the **embedded default**: module sources from the sandbox "
@@ -275,7 +275,7 @@ def settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
             "a plan of real infrastructure.",
             "",
         ]
-    return [f"Planned against: {str(settings.get('description', '')).removeprefix('using ')}.", ""]
+    return [f"Planned against: {settings.description.removeprefix('using ')}.", ""]
 
 
 def mocked_lines(results: Sequence[Result]) -> list[str]:
@@ -301,7 +301,7 @@ def render(
     *,
     head: str | None = None,
     base: str | None = None,
-    settings: Mapping[str, Any] | None = None,
+    settings: PlannedAgainst | None = None,
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
     interrupted: bool = False,

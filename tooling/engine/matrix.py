@@ -13,20 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import executors, shards
+from tooling.engine import planfolder
 from tooling.engine.detect import compute_affected, print_affected
-from tooling.io import artifacts
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 
 
 def _timings(path: Path | None) -> dict[str, float]:
     """Each unit's plan time in an earlier run's summary.json (``--timings``), read as
-    untrusted input (:data:`tooling.io.artifacts.SUMMARY`: a regular file of bounded
-    size matching summary.json's schema)."""
+    untrusted input (:func:`tooling.engine.planfolder.read_summary`: a regular file of
+    bounded size matching summary.json's schema)."""
     if path is None:
         return {}
-    doc = artifacts.read(path, artifacts.SUMMARY, source=f"--timings {path}")
-    return shards.unit_costs(doc)
+    return shards.unit_costs(planfolder.read_summary(path, source=f"--timings {path}"))
 
 
 def matrix(

@@ -32,7 +32,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from tooling.core import workcopy
 from tooling.core.targets import Target
@@ -430,14 +429,12 @@ def guarded(
 
 
 def armed_one(
-    ws: Workspace, unit: str, run_dir: Path, summary: Mapping[str, Any], env: Mapping[str, str]
+    ws: Workspace, unit: str, run_dir: Path, source: str | None, env: Mapping[str, str]
 ) -> dict[str, str]:
-    """``env`` armed for applying one unit of a plan ``summary`` (its module source is
-    the one planned)."""
-    planned = [u for u in summary.get("units", []) if isinstance(u, dict) and u.get("path") == unit]
-    source = planned[0].get("source") if planned else None
+    """``env`` armed for applying one unit whose module ``source`` is the one planned
+    (summary.json's)."""
     return armed(
-        [(unit, run_dir, str(source) if source else None)],
+        [(unit, run_dir, source or None)],
         env,
         root=ws.root,
         cache_dir=ws.settings.cache_dir,

@@ -14,10 +14,10 @@ from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.results import with_gates
 from tooling.core.settle import settled
 from tooling.core.status import Status
+from tooling.core.summary import AppRecord
 from tooling.core.targets import Target
-from tooling.engine import appruns, planstore
+from tooling.engine import appruns, planfolder, planstore
 from tooling.engine.plan.request import PlanContext, PlanOutcome, PlanRequest
-from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import plan_unit
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc
@@ -66,16 +66,18 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
         )
     policy = gates.parse_policy(ctx.policy)
     (result,) = with_gates([result], policy)
-    doc = summary_document(
-        [result],
-        base=None,
-        head="",
-        executor=None,
-        root=ctx.root,
-        policy=policy,
-        interrupted=interrupted,
+    summary = replace(
+        planfolder.summary_of(
+            [result],
+            base=None,
+            # the app repository's commit, when its folder is in one
+            head=appruns.app_commit(prep.app_dir),
+            executor=None,
+            root=ctx.root,
+            policy=policy,
+            interrupted=interrupted,
+        ),
+        app=AppRecord(prep.app, prep.app_dir.name, prep.state.to_json()),
     )
-    doc["head"] = appruns.app_commit(prep.app_dir)  # the app repository's, when it is in one
-    doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
-    write_summary(out_dir, doc)
-    return PlanOutcome((result,), interrupted, doc["head"], summary=doc)
+    planfolder.write_summary(out_dir, summary)
+    return PlanOutcome((result,), interrupted, summary.head, summary=summary)

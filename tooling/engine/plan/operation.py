@@ -28,14 +28,14 @@ from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.status import Status
+from tooling.core.summary import LegRecord
 from tooling.core.targets import Target, never_run_loops, select_targets, unit_target
-from tooling.engine import planstore, preflight
+from tooling.engine import planfolder, planstore, preflight
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.detect import print_affected, worktree_affected
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.engine.preplan import prepared
 from tooling.engine.reviewed import ReviewedPlans
-from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io import backends, git, outdir, proc
 from tooling.io.ui import say
@@ -153,7 +153,7 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
     gates = parse_policy(ctx.policy)
     results = _gated(results, ctx.policy, gates, differs)
     results = _with_sources_before(units.model_at, results, change)
-    summary = summary_document(
+    summary = planfolder.summary_of(
         results,
         base=change.base if change else None,
         head=head_sha,
@@ -166,7 +166,7 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
         planned_at=started,
         leg=_leg_record(request.leg),
     )
-    write_summary(out_dir, summary)
+    planfolder.write_summary(out_dir, summary)
     return PlanOutcome(
         tuple(results),
         interrupted,
@@ -242,9 +242,9 @@ def _gated(
     ]
 
 
-def _leg_record(leg: legs.Leg | None) -> dict[str, object] | None:
+def _leg_record(leg: legs.Leg | None) -> LegRecord | None:
     """summary.json's ``leg``: which leg of the matrix this folder holds (for the merge)."""
-    return legs.leg_record(leg.id, leg.index, leg.count, leg.units) if leg else None
+    return LegRecord(leg.id, leg.index, leg.count, leg.units) if leg else None
 
 
 def blocked_moves(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tooling.core.changes import Affected
     from tooling.core.legs import Leg
     from tooling.core.results import Result
+    from tooling.core.summary import Summary
     from tooling.engine.reviewed import ReviewedPlans
     from tooling.io.workspace import Workspace
 
@@ -136,7 +137,7 @@ class PlanOutcome:
     #: the commit planned (an app's: its repository's, None when its folder is in none)
     head: str | None
     #: summary.json as written (None for drift, which keeps no plan)
-    summary: Mapping[str, Any] | None = None
+    summary: Summary | None = None
     #: what the change affects (None when units were named, or all planned)
     change: Affected | None = None
     #: how many uncommitted changes of the working tree were planned
