@@ -8,10 +8,10 @@ same on both. It walks one chain, in order, and answers with the first step that
 the run was interrupted before this unit                    ``not-run``
 the folder's record says an earlier run applied it          ``applied`` (earlier)
 its plan had no changes                                     ``no-changes``
+a dependency failed, was refused or did not run             ``not-run``
 its plan failed, was blocked or was not planned             ``refused``
 its plan was withheld or excluded                           ``not-run``
 a dependency waits for approval                             ``waiting-approval``
-a dependency failed, was refused or did not run             ``not-run``
 the model cannot evaluate it (now, or when planned)         ``refused``
 the record's re-plan it waits with is not under cascade/    ``refused``
 nothing of the above: verify the saved plan                 (:attr:`Action.VERIFY`)
@@ -146,11 +146,18 @@ def decide(unit: Result, facts: Facts) -> Decision:
         return _record("applied", kept.reason, kept.gate, cascaded=kept.cascaded, earlier=True)
     if unit.status == Status.NO_CHANGES:
         return _record("no-changes", "", claimed)
+    # a dependency that did not apply in this run comes first: it is why its dependents
+    # stop, whatever their own plans (one planned against its missing outputs failed)
+    held = upstream_block(facts.upstream, "not-run")
+    if held is not None:
+        return _record(*held, claimed)
     if unit.status != Status.CHANGES:
         said = f"plan status is {unit.status}" + (f": {unit.error}" if unit.error else "")
         # a plan that failed leaves nothing to apply: a failure to act on
         return _record("refused" if unit.status in UNPLANNED else "not-run", said, claimed)
-    held = upstream_block(facts.upstream) or model_block(facts.model_error or unit.model_error)
+    held = upstream_block(facts.upstream, "waiting-approval") or model_block(
+        facts.model_error or unit.model_error
+    )
     if held is not None:
         return _record(*held, claimed)
     # a re-plan shown while this unit waited (made after its upstream applied) is the
@@ -227,15 +234,15 @@ def earlier_applied(
     )
 
 
-def upstream_block(upstream: Sequence[UnitApply]) -> tuple[str, str] | None:
-    """(result, reason) for a unit whose dependency this run did not apply: it waits
-    with a dependency that waits for approval, and is ``not-run`` after one that
-    failed, was refused or did not run. None: nothing upstream holds it."""
+def upstream_block(upstream: Sequence[UnitApply], result: str) -> tuple[str, str] | None:
+    """(``result``, reason) for a unit whose dependency this run did not apply: it is
+    ``not-run`` after one that failed, was refused or did not run, and waits with one
+    that waits for approval. None: no dependency holds it that way."""
     for dep in upstream:
-        if dep.result == "waiting-approval":
-            return "waiting-approval", f"its dependency {dep.path} waits for approval"
-        if dep.result in ("refused", "failed", "not-run"):
-            return "not-run", f"its dependency {dep.path} {dep.result.replace('-', ' ')}"
+        if result == "waiting-approval" and dep.result == "waiting-approval":
+            return result, f"its dependency {dep.path} waits for approval"
+        if result == "not-run" and dep.result in ("refused", "failed", "not-run"):
+            return result, f"its dependency {dep.path} {dep.result.replace('-', ' ')}"
     return None
 
 

@@ -7,10 +7,10 @@ the checks that read files and run processes are here):
 1. a unit the folder's record (``apply.json``) says was applied by an earlier
    run is reported as ``applied`` (``earlier``) and left alone; one an earlier
    run was killed while applying is settled from OpenTofu's own output;
-2. ``no-changes`` plans are reported and skipped; a unit whose plan failed, was
-   blocked or not planned is ``refused``, one withheld or excluded ``not-run``;
-3. a unit whose upstream failed, was refused or did not run is ``not-run``;
-   one whose upstream waits for approval waits too;
+2. ``no-changes`` plans are reported and skipped; a unit whose upstream failed,
+   was refused or did not run is ``not-run``;
+3. a unit whose plan failed, was blocked or not planned is ``refused``, one
+   withheld or excluded ``not-run``; one whose upstream waits for approval waits too;
 4. the binding is verified: the plan file's SHA-256 equals the one in the
    summary, HEAD is the commit the plans were made for, the tools are the
    versions the plans were made with, the state the plan file records is the
