@@ -119,7 +119,7 @@ def test_every_task_refuses_a_misspelt_policy_key_by_name_before_writing_anythin
     errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
     assert errors == [
         "error: policy.toml: [gates] has unknown key(s) node_type; "
-        "known keys: node_addresses, node_types. Fix the spelling"
+        "known keys: auto_state_actions, node_addresses, node_types. Fix the spelling"
     ], ran.output
     assert everything(misspelt, cache) == before
 

@@ -69,8 +69,8 @@ def units(c: Context, json_: bool = False) -> None:
     """Every unit: path, tier, executor, declared gate class, module source/ref, dependencies, files read, state key.
 
     The declared gate class is the unit's (or its tier's) `gate` local; a plan that
-    touches a node/VM, or deletes or replaces anything, waits for approval whatever
-    it declares.
+    touches a node/VM, or deletes, replaces, forgets or imports anything, waits for
+    approval whatever it declares.
     """
     from tooling.commands import listing
 

@@ -302,6 +302,7 @@ class Progress:
             c = result.counts
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
+                + "".join(f" {k} {c[k]}" for k in ("forget", "import", "move") if c.get(k))
                 if result.status in (Status.CHANGES, Status.NO_CHANGES)
                 else (result.error or "").splitlines()[0][:120]
                 if result.error
