@@ -310,7 +310,7 @@ def test_the_warning_block_lists_every_forget_import_and_move_by_unit() -> None:
         ],
         NODES,
     )
-    assert report.warnings(results) == [
+    assert review.warnings(results) == [
         "- 📤 **forget** (left in place, no longer managed by OpenTofu) in `live/cloud/a` (2): "
         '`terraform_data.record["api"]`, `terraform_data.record["www"]`. '
         "Why: the resource was removed from the configuration",
@@ -376,7 +376,7 @@ def test_summary_json_keeps_imports_and_moves_and_reads_them_back() -> None:
     back = [Result.from_json(json.loads(json.dumps(u))) for u in units]
     # the report made from summary.json (the legs' merged comment) warns of the same
     # resources (summary.json keeps no reason: the "Why" stays in the leg's own report)
-    assert report.warnings(back) == [w.split(". Why: ")[0] for w in report.warnings(results)]
+    assert review.warnings(back) == [w.split(". Why: ")[0] for w in review.warnings(results)]
 
 
 # --------------------------------------------------------------------------- drift and approval
