@@ -398,6 +398,38 @@ def test_what_plan_refuses_in_a_unit_the_model_cannot_evaluate_is_named_by_check
     }, doctor["findings"]
 
 
+#: evaluable: an echo-only run_cmd and a command function, nothing missing
+WITH_COMMANDS = 'locals {\n  who = run_cmd("echo", "me")\n  cmd = get_terraform_command()\n}\n\n'
+
+
+def test_what_plan_refuses_in_a_unit_the_model_evaluates_is_named_by_doctor_as_check_names_it(
+    tmp_path: Path, tools: None
+) -> None:
+    """Doctor is where an adopting team looks first: what plan will refuse is there, at
+    the same file and line as check's violation, before any plan is tried."""
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    (live / "policy.toml").write_text(ADOPTED.replace('executor = "lan"', 'executor = "hosted"'))
+    _app(live / "dev" / "cmd", "cmd", WITH_COMMANDS)
+    check = iac(live, "check", "--json")
+    named = {
+        (f"{v['file']}:{v['line']}", v["rule"])
+        for v in json.loads(check.stdout)["violations"]
+        if v["file"].startswith("dev/cmd/")
+    }
+    assert named == {
+        ("dev/cmd/terragrunt.hcl:6", "run-at-parse"),
+        ("dev/cmd/terragrunt.hcl:7", "command-dependent"),
+    }, check.output
+    doctor = iac(live, "doctor", "--json")
+    assert doctor.returncode == 1, doctor.output  # plan would refuse the unit: not ready
+    refused = {
+        (f["where"], f["what"].split(":", 2)[1].strip())
+        for f in json.loads(doctor.stdout)["findings"]
+        if f["level"] == "needs" and f["what"].startswith("plan refuses it")
+    }
+    assert refused == named, doctor.stdout
+
+
 def test_a_routed_blind_unit_is_planned_waiting_for_a_human_and_its_leg_plans_the_others(
     tmp_path: Path, tools: None
 ) -> None:
