@@ -152,12 +152,24 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         found.live,
         ((u.path, u.state_key, u.executor) for u in units if u.executor != UNRESOLVED_EXECUTOR),
     )
+    policy = _policy(root)
     if roots:
         # the tiers as they will be once pasted: each root names its units' default tier
         tiers = tuple((folder, folder.rsplit("/", 1)[-1]) for folder, _, _ in roots)
         with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
         units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
-        found = replace(found, roots=roots)
+        # each root with an executor is a layer: the roots its units reach already are
+        # the repository's own terms (a new reach across roots is then for review)
+        layers = [folder for folder, _, executor in roots if executor is not None]
+        depends = layoutguess.root_dependencies(
+            layers, ((u.path, (*u.dependencies, *u.reads)) for u in units)
+        )
+        found = replace(found, roots=roots, depends=depends)
+    else:
+        check = policy.get("check", {})
+        declared = isinstance(check, dict) and "foundation_state_prefix" in check
+        prefix = None if declared else _common_state_prefix(found.live, units, check)
+        found = replace(found, state_prefix=prefix, check_declared="check" in policy)
     return replace(
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
@@ -166,16 +178,34 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     )
 
 
+def _policy(root: Path) -> dict[str, Any]:
+    """policy.toml's tables as they are ({} when absent or unreadable: doctor says why)."""
+    from tooling.io import config
+
+    try:
+        data = config.read_policy(root)
+    except ToolingError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _common_state_prefix(live: tuple[str, ...], units: list[Any], check: object) -> str | None:
+    """The folder all the units' state keys start with, when it is not their live
+    folder's (a local backend's path is left out: check matches its folders anywhere)."""
+    app = check.get("app_state_prefix", "apps/") if isinstance(check, dict) else "apps/"
+    keys = [
+        (u.path, u.state_key)
+        for u in units
+        if u.state_key is not None and u.state_backend != "local" and not u.error
+    ]
+    return layoutguess.common_state_prefix(live, keys, app if isinstance(app, str) else "apps/")
+
+
 def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The executors ``units`` run on that policy.toml does not declare, each with the
     runner labels suggested for it (``matrix`` refuses a unit whose executor is not
     declared): doctor's block declares them (and never one declared already)."""
-    from tooling.io import config
-
-    try:
-        declared = config.read_policy(root).get("executors", {})
-    except ToolingError:
-        declared = {}
+    declared = _policy(root).get("executors", {})
     if not isinstance(declared, dict):
         declared = {}
     out = []
