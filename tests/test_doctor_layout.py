@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke, make_example_repo
+from test_adopt_layouts import iac
 from test_crosscheck import CORPUS
 
 from tooling.core import layoutguess
@@ -266,3 +267,33 @@ def test_the_suggested_prefix_and_dependencies_print_as_policy_toml_reads_them()
     assert prefixed.to_json()["foundation_state_prefix"] == "terraform/"
     added = replace(prefixed, check_declared=True)
     assert "check" not in tomllib.loads(added.toml()) and "foundation_state_prefix" in added.toml()
+
+
+def test_the_file_a_unit_includes_is_read_from_its_text_too() -> None:
+    texts = [
+        'include "root" {\n  path = find_in_parent_folders("main.hcl")\n}\n'
+        'locals {\n  a = read_terragrunt_config(find_in_parent_folders("account.hcl"))\n}\n',
+        'include {\n  path = "${find_in_parent_folders("common.hcl")}"\n}\n',
+        "include {\n  path = find_in_parent_folders()\n}\n",
+    ]
+    assert layoutguess.parent_file_names(texts) == {"main.hcl", "common.hcl"}
+
+
+def test_doctor_names_the_root_file_units_include_when_the_model_cannot_evaluate_them(
+    tmp_path: Path,
+) -> None:
+    """The units include ``main.hcl``, which reads a file a setup step creates: doctor
+    names ``main.hcl`` as the root file, not a ``root.hcl`` to create."""
+    repo = tmp_path / "org"
+    (repo / "acct" / "net").mkdir(parents=True)
+    (repo / "main.hcl").write_text(
+        'locals {\n  config = yamldecode(file(find_in_parent_folders("config.yaml")))\n}\n'
+    )
+    (repo / "acct" / "net" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("main.hcl")\n}\n'
+    )
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "units include main.hcl")
+    doc = json.loads(iac(repo, "doctor", "--json").stdout)
+    assert doc["suggested_layout"]["root_file"] == "main.hcl", doc
+    assert "create it" not in doc["suggested_layout"]["toml"]

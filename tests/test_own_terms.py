@@ -216,6 +216,27 @@ def test_doctor_suggests_the_state_prefix_every_key_starts_with(
 # --- 5: a project root below git's top level ----------------------------------------
 
 
+def test_doctor_at_git_s_top_level_names_every_other_project_root_it_leaves_out(
+    tmp_path: Path, tools: None
+) -> None:
+    """Two project roots side by side (``infra/`` and ``labs/``, each a root
+    ``terragrunt.hcl`` its units include): the first is suggested, the other named."""
+    top = tmp_path / "two"
+    for root, unit in (("infra", "api"), ("labs", "vpc/iac")):
+        (top / root).mkdir(parents=True)
+        (top / root / "terragrunt.hcl").write_text(ROOT_TERRAGRUNT)
+        _app(top / root / unit, unit)
+    shutil.copy2(REPO / ".tool-versions", top / ".tool-versions")
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "two project roots")
+    doc = json.loads(iac(top, "doctor", "--json").stdout)
+    found = {f["where"]: (f["level"], f["what"]) for f in doc["findings"]}
+    assert found["infra"][0] == "needs" and "the project root" in found["infra"][1]
+    assert found["labs"][0] == "note", doc["findings"]
+    assert "another project root" in found["labs"][1] and "run doctor in labs/" in found["labs"][1]
+    assert doc["suggested_layout"]["live"] == ["api"]
+
+
 def test_the_pins_at_git_s_top_level_serve_a_project_root_below_it(
     tmp_path: Path, tools: None
 ) -> None:

@@ -86,6 +86,13 @@ def project_root_below(root: Path) -> str | None:
     """The folder below ``root`` holding the root file its units include (a ``root.hcl``,
     else a ``terragrunt.hcl`` with units below it), the shallowest; None when ``root``
     holds one itself or none is found."""
+    found = project_roots_below(root)
+    return found[0] if found else None
+
+
+def project_roots_below(root: Path) -> list[str]:
+    """Every folder below ``root`` holding a root file its units include, shallowest
+    first, none inside another; [] when ``root`` holds one itself."""
     files = repository_files(root)
     units = {p.rsplit("/", 1)[0] for p in files if p.endswith("/" + UNIT_FILE)}
     found = []
@@ -93,12 +100,16 @@ def project_root_below(root: Path) -> str | None:
         folder, _, name = path.rpartition("/")
         if not folder:
             if name == ROOT_FILE or (name == UNIT_FILE and units):
-                return None
+                return []
             continue
         legacy = name == UNIT_FILE and any(u.startswith(folder + "/") for u in units)
         if name == ROOT_FILE or legacy:
             found.append(folder)
-    return min(found, key=lambda f: (f.count("/"), f), default=None)
+    out: list[str] = []
+    for folder in sorted(set(found), key=lambda f: (f.count("/"), f)):
+        if not any(folder.startswith(f + "/") for f in out):
+            out.append(folder)
+    return out
 
 
 def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
@@ -140,6 +151,12 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     units = list(model.units.values()) if model else []
     units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
+    # a unit the model cannot evaluate still names the file it includes
+    included |= layoutguess.parent_file_names(
+        (root / p).read_text(encoding="utf-8", errors="replace")
+        for p in files
+        if p.endswith("/" + UNIT_FILE) and p.startswith(tuple(f + "/" for f in live))
+    )
     found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
         # a folder whose units do not include the root file is not live (test fixtures...);
@@ -362,7 +379,8 @@ def run(root: Path, *, as_json: bool) -> int:
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
     top = root
-    below = None if (root / POLICY_FILE).is_file() else project_root_below(root)
+    roots = [] if (root / POLICY_FILE).is_file() else project_roots_below(root)
+    below = roots[0] if roots else None
     if below is not None:
         root = root / below  # the project root: the folder of the root file units include
     try:
@@ -382,6 +400,16 @@ def run(root: Path, *, as_json: bool) -> int:
                 f"the project root, below {top.name}/: the units include its root file; "
                 f"paste the layout below into {below}/{POLICY_FILE} (every command then finds "
                 f"it from here too)",
+            )
+        )
+    for other in roots[1:]:
+        findings.append(
+            Finding(
+                "note",
+                other,
+                f"another project root (its units include its root file), left out of "
+                f"{below}'s layout: run doctor in {other}/ to adopt it on its own (once both "
+                "have a policy.toml, commands run in each one's folder, not at git's top level)",
             )
         )
     findings += diagnose(root, layout, model)

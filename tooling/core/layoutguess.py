@@ -196,6 +196,18 @@ def root_file(files: Iterable[str], included: Iterable[str] = ()) -> str | None:
     return None
 
 
+#: an include's path found above the unit by literal name:
+#: ``path = find_in_parent_folders("main.hcl")`` (or inside "${...}")
+_PARENT_FILE = re.compile(r'\bpath\s*=\s*(?:"\$\{\s*)?find_in_parent_folders\(\s*"([^"/$]+)"')
+
+
+def parent_file_names(texts: Iterable[str]) -> set[str]:
+    """The file names unit files (``texts``) include through ``find_in_parent_folders``,
+    read from the text alone: what a unit includes even when the model cannot evaluate
+    it (a file its root reads is missing until a setup step, say)."""
+    return {name for text in texts for name in _PARENT_FILE.findall(text)}
+
+
 def state_roots(
     live: Iterable[str], units: Iterable[tuple[str, str | None, str]]
 ) -> tuple[tuple[str, str, str | None], ...]:
