@@ -235,7 +235,9 @@ def doctor(c: Context, path: str = "", json_: bool = False) -> None:
     Read-only. Exit 1 when something must be done first. Last, the [layout] found
     here to paste into policy.toml as it is (the live folders, the root file and,
     for environments keeping their state under their own folder, a
-    [layout.roots."FOLDER"] table each); docs/adopt.md walks through it.
+    [layout.roots."FOLDER"] table each, with the roots its units depend on;
+    [check] foundation_state_prefix when every state key starts with one other
+    folder); docs/adopt.md walks through it.
     """
     from tooling.commands.doctor import run as examine
 

@@ -86,6 +86,13 @@ def project_root_below(root: Path) -> str | None:
     """The folder below ``root`` holding the root file its units include (a ``root.hcl``,
     else a ``terragrunt.hcl`` with units below it), the shallowest; None when ``root``
     holds one itself or none is found."""
+    found = project_roots_below(root)
+    return found[0] if found else None
+
+
+def project_roots_below(root: Path) -> list[str]:
+    """Every folder below ``root`` holding a root file its units include, shallowest
+    first, none inside another; [] when ``root`` holds one itself."""
     files = repository_files(root)
     units = {p.rsplit("/", 1)[0] for p in files if p.endswith("/" + UNIT_FILE)}
     found = []
@@ -93,12 +100,16 @@ def project_root_below(root: Path) -> str | None:
         folder, _, name = path.rpartition("/")
         if not folder:
             if name == ROOT_FILE or (name == UNIT_FILE and units):
-                return None
+                return []
             continue
         legacy = name == UNIT_FILE and any(u.startswith(folder + "/") for u in units)
         if name == ROOT_FILE or legacy:
             found.append(folder)
-    return min(found, key=lambda f: (f.count("/"), f), default=None)
+    out: list[str] = []
+    for folder in sorted(set(found), key=lambda f: (f.count("/"), f)):
+        if not any(folder.startswith(f + "/") for f in out):
+            out.append(folder)
+    return out
 
 
 def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
@@ -140,6 +151,12 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     units = list(model.units.values()) if model else []
     units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
+    # a unit the model cannot evaluate still names the file it includes
+    included |= layoutguess.parent_file_names(
+        (root / p).read_text(encoding="utf-8", errors="replace")
+        for p in files
+        if p.endswith("/" + UNIT_FILE) and p.startswith(tuple(f + "/" for f in live))
+    )
     found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
         # a folder whose units do not include the root file is not live (test fixtures...);
@@ -152,12 +169,24 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         found.live,
         ((u.path, u.state_key, u.executor) for u in units if u.executor != UNRESOLVED_EXECUTOR),
     )
+    policy = _policy(root)
     if roots:
         # the tiers as they will be once pasted: each root names its units' default tier
         tiers = tuple((folder, folder.rsplit("/", 1)[-1]) for folder, _, _ in roots)
         with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
         units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
-        found = replace(found, roots=roots)
+        # each root with an executor is a layer: the roots its units reach already are
+        # the repository's own terms (a new reach across roots is then for review)
+        layers = [folder for folder, _, executor in roots if executor is not None]
+        depends = layoutguess.root_dependencies(
+            layers, ((u.path, (*u.dependencies, *u.reads)) for u in units)
+        )
+        found = replace(found, roots=roots, depends=depends)
+    else:
+        check = policy.get("check", {})
+        declared = isinstance(check, dict) and "foundation_state_prefix" in check
+        prefix = None if declared else _common_state_prefix(found.live, units, check)
+        found = replace(found, state_prefix=prefix, check_declared="check" in policy)
     return replace(
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
@@ -166,16 +195,34 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     )
 
 
+def _policy(root: Path) -> dict[str, Any]:
+    """policy.toml's tables as they are ({} when absent or unreadable: doctor says why)."""
+    from tooling.io import config
+
+    try:
+        data = config.read_policy(root)
+    except ToolingError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _common_state_prefix(live: tuple[str, ...], units: list[Any], check: object) -> str | None:
+    """The folder all the units' state keys start with, when it is not their live
+    folder's (a local backend's path is left out: check matches its folders anywhere)."""
+    app = check.get("app_state_prefix", "apps/") if isinstance(check, dict) else "apps/"
+    keys = [
+        (u.path, u.state_key)
+        for u in units
+        if u.state_key is not None and u.state_backend != "local" and not u.error
+    ]
+    return layoutguess.common_state_prefix(live, keys, app if isinstance(app, str) else "apps/")
+
+
 def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The executors ``units`` run on that policy.toml does not declare, each with the
     runner labels suggested for it (``matrix`` refuses a unit whose executor is not
     declared): doctor's block declares them (and never one declared already)."""
-    from tooling.io import config
-
-    try:
-        declared = config.read_policy(root).get("executors", {})
-    except ToolingError:
-        declared = {}
+    declared = _policy(root).get("executors", {})
     if not isinstance(declared, dict):
         declared = {}
     out = []
@@ -332,7 +379,8 @@ def run(root: Path, *, as_json: bool) -> int:
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
     top = root
-    below = None if (root / POLICY_FILE).is_file() else project_root_below(root)
+    roots = [] if (root / POLICY_FILE).is_file() else project_roots_below(root)
+    below = roots[0] if roots else None
     if below is not None:
         root = root / below  # the project root: the folder of the root file units include
     try:
@@ -352,6 +400,16 @@ def run(root: Path, *, as_json: bool) -> int:
                 f"the project root, below {top.name}/: the units include its root file; "
                 f"paste the layout below into {below}/{POLICY_FILE} (every command then finds "
                 f"it from here too)",
+            )
+        )
+    for other in roots[1:]:
+        findings.append(
+            Finding(
+                "note",
+                other,
+                f"another project root (its units include its root file), left out of "
+                f"{below}'s layout: run doctor in {other}/ to adopt it on its own (once both "
+                "have a policy.toml, commands run in each one's folder, not at git's top level)",
             )
         )
     findings += diagnose(root, layout, model)
