@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tooling.core import executors, shards
+from tooling.core import shards
 from tooling.errors import ToolingError
+from tooling.model.policy import policy_from
 
 Graph = Mapping[str, Sequence[str]]
 
@@ -227,13 +228,13 @@ def test_max_legs_in_policy_must_be_1_to_256(raw: Any) -> None:
     with pytest.raises(
         ToolingError, match=r"\[executors.hosted\] max_legs must be a whole number from 1 to 256"
     ):
-        executors.parse({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
+        policy_from({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
 
 
 def test_max_legs_in_policy_is_read_and_defaults_to_one() -> None:
-    parsed = executors.parse(
+    parsed = policy_from(
         {"executors": {"hosted": {"runs_on": ["a"], "max_legs": 16}, "lan": {"runs_on": ["b"]}}}
-    )
+    ).executors
     assert (parsed["hosted"].max_legs, parsed["lan"].max_legs) == (16, 1)
 
 

@@ -19,31 +19,14 @@ changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" once.
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-from tooling.model.policyfile import refuse_unknown_keys
-
-if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imports neither
+if TYPE_CHECKING:  # only deciding a gate reads a plan
     from tooling.core.planjson import PlanSummary
-
-
-@dataclass(frozen=True)
-class GatePolicy:
-    """``[gates]`` of policy.toml: the resource types and addresses that count as nodes/VMs."""
-
-    node_types: tuple[str, ...] = ()
-    node_addresses: tuple[str, ...] = ()
-
-    def touches_node(self, rtype: str, address: str) -> bool:
-        return any(fnmatch.fnmatchcase(rtype, p) for p in self.node_types) or any(
-            fnmatch.fnmatchcase(address, p) for p in self.node_addresses
-        )
+    from tooling.model.policy import GatePolicy
 
 
 @dataclass(frozen=True)
@@ -55,24 +38,6 @@ class Gate:
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reasons": list(self.reasons)}
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
-    """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
-    gates = data.get("gates", {})
-    if not isinstance(gates, dict):
-        raise ToolingError(
-            "policy.toml: [gates] must be a table with node_types and node_addresses"
-        )
-    out: list[tuple[str, ...]] = []
-    for key in ("node_types", "node_addresses"):
-        value = gates.get(key, ())
-        if not isinstance(value, list | tuple) or not all(isinstance(p, str) and p for p in value):
-            raise ToolingError(f"policy.toml: [gates] {key} must be a list of patterns (strings)")
-        out.append(tuple(value))
-    refuse_unknown_keys(gates, ("node_types", "node_addresses"), "[gates]")
-    return GatePolicy(out[0], out[1])
 
 
 def decide(

@@ -27,10 +27,10 @@ from typing import Any
 
 from tooling.core import shards
 from tooling.core.changes import Affected
-from tooling.core.executors import MAX_LEGS
 from tooling.core.results import Result
 from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
+from tooling.model.policy import MAX_LEGS
 
 _LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
 #: the fields every leg must agree on: what the plans were made from

@@ -59,7 +59,7 @@ from typing import Any
 
 from tooling.core import applypolicy, binding, declared, encryption, review
 from tooling.core.approval import against_reviewed, cascade_wait
-from tooling.core.gates import Gate, decide, parse_policy, reasons_text
+from tooling.core.gates import Gate, decide, reasons_text
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
     MARKS,
@@ -121,7 +121,7 @@ class Applier:
         # an artifact downloaded from the pull request's run: checked before it is used
         self.summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
         now, planned_at = datetime.now(UTC), self.summary.get("planned_at")
-        applypolicy.refuse_stale(planned_at, now, ws.policy, str(summary_path))
+        applypolicy.refuse_stale(planned_at, now, ws.policy.apply, str(summary_path))
         if self.summary.get("interrupted"):
             # not the set a reviewer approved: some units stopped half way, and the
             # units after them were never planned
@@ -136,8 +136,8 @@ class Applier:
             raise ToolingError(dirty)
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
-        self.policy = parse_policy(ws.policy)
-        self.declared = declared.parse_policy(ws.policy)  # policy.toml [sensitive_attributes]
+        #: policy.toml, as the task's preamble read it
+        self.policy = ws.policy
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
@@ -306,7 +306,7 @@ class Applier:
             declared=gate_class,
             summary=summary,
             destroy=unit.destroy,
-            policy=self.policy,
+            policy=self.policy.gates,
         )
         if self.reviewed is not None and unit.path not in self._differs:
             self._differs[unit.path] = self.reviewed.differences(
@@ -373,6 +373,7 @@ class Applier:
             path,
             unit.tier,
             self.armed(path, run_dir),
+            self.policy,
         )
         if not problems:
             unbound = applysafety.unbound_plan(
@@ -401,7 +402,7 @@ class Applier:
         if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
             self.record(path, "refused", unreadable, gate=claimed)
             return
-        secrets.register(declared.values_in_plan(shown, self.declared))  # policy.toml's list
+        secrets.register(declared.values_in_plan(shown, self.policy.sensitive_attributes))
         reviewed = summarize(shown)
         if not reviewed.has_changes:
             self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
@@ -462,7 +463,7 @@ class Applier:
         out = self.dir / "cascade"
         target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.env, declared=self.declared)
+        fresh = plan_unit(target, out, self.env, policy=self.policy)
         if fresh.status == Status.ERROR:
             self.record(
                 path,
@@ -479,7 +480,7 @@ class Applier:
                 declared=model_unit.gate,
                 summary=fresh.summary,
                 destroy=False,
-                policy=self.policy,
+                policy=self.policy.gates,
             ),
             self._differs.get(path),
         )

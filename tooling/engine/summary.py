@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.core.gates import GatePolicy
 from tooling.core.results import Result, with_gates
 from tooling.errors import ToolingError
 from tooling.io import outdir
 from tooling.io.config import Settings
+from tooling.model.policy import GatePolicy
 
 SUMMARY_VERSION = 1
 

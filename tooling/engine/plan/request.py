@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooling.io.config import Settings
+from tooling.model.policy import Policy
 from tooling.model.repo import Model
 
 if TYPE_CHECKING:
@@ -95,8 +96,8 @@ class PlanContext:
     root: Path
     #: the settings as the environment gives them (state, module sources, caches)
     settings: Settings
-    #: policy.toml, read and checked by the task's preamble
-    policy: Mapping[str, Any]
+    #: policy.toml, read and checked once by the task's preamble
+    policy: Policy
     #: its units (None for an app's plan, which reads none)
     units: UnitsContext | None = None
 
