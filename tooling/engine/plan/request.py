@@ -73,8 +73,6 @@ class UnitsContext:
 
     #: the working tree's model
     model: Model
-    #: the live folders (policy.toml ``[layout]``)
-    live: tuple[str, ...]
     #: the project root below git's top level ("" at the top)
     git_prefix: str
     #: the settings as they apply to this repository (what summary.json records)
@@ -110,7 +108,6 @@ class PlanContext:
         ws.check_tools()  # checked by the task's preamble already: the workspace checks once
         units = UnitsContext(
             model=ws.current_model,
-            live=ws.layout.live,
             git_prefix=ws.git_prefix,
             run_settings=ws.run_settings,
             model_at=lambda rev: ws.model(ws.tree_at(rev)),
