@@ -275,7 +275,10 @@ def test_a_backend_generated_by_remote_state_is_declared_by_the_root_file(
     (copy / ".terraform").mkdir(parents=True)
     for name in ("backend.tf", "old.tf"):
         (copy / name).write_text(f"{workcopies.SIGNATURE} 1234\n")
-    workcopies.prepare([("dev/app", tmp_path / "dev" / "app")], config.load(), tmp_path)
+    root_file = config.read_policy(tmp_path).layout.root_file
+    workcopies.prepare(
+        [("dev/app", tmp_path / "dev" / "app")], config.load(), tmp_path, root_file=root_file
+    )
     assert (copy / "backend.tf").is_file()
     assert not (copy / "old.tf").exists()
     said = capsys.readouterr()

@@ -379,7 +379,7 @@ def test_audit_records_their_schema_accepts_are_listed_and_checked_in_lines(
 @given(page=_valid("apipage"))
 def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page: Any) -> None:
     from tooling.core import runners
-    from tooling.core.executors import Executor
+    from tooling.model.policy import Executor
 
     listed = page if isinstance(page, list) else page.get("runners") or []
     if not isinstance(listed, list):

@@ -512,10 +512,10 @@ def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> N
 
     from tooling.core import declared
     from tooling.core.redact import Redactor
-    from tooling.model.policyfile import check_tables
+    from tooling.model.policy import policy_from
 
-    policy = check_tables(tomllib.loads(POLICY_TOML))
-    found = declared.values_in_plan(CONTAINER_PLAN, declared.parse_policy(policy))
+    policy = policy_from(tomllib.loads(POLICY_TOML))
+    found = declared.values_in_plan(CONTAINER_PLAN, policy.sensitive_attributes)
     (vms,) = [r for r in mixed() if r.path == "live/cluster/vms"]
     shown = Redactor.of(found)(CONTAINER_TEXT)
     text = report.render([dataclasses.replace(vms, plan_text=shown)])
@@ -528,13 +528,13 @@ def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> N
 
 
 def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
-    from tooling.core import declared
     from tooling.errors import ToolingError
+    from tooling.model.policy import policy_from
 
     with pytest.raises(
         ToolingError, match=r"\[sensitive_attributes\] docker_container must be a list"
     ):
-        declared.parse_policy({"sensitive_attributes": {"docker_container": "env"}})
+        policy_from({"sensitive_attributes": {"docker_container": "env"}})
 
 
 # --------------------------------------------------------------------------- with the real tools

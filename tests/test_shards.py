@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from schema_check import summary_doc, summary_unit
 
-from tooling.core import executors, shards
+from tooling.core import shards
 from tooling.core.summary import Summary
 from tooling.errors import ToolingError
+from tooling.model.policy import policy_from
 
 
 def _summary(*times: tuple[str, float]) -> Summary:
@@ -228,13 +229,13 @@ def test_max_legs_in_policy_must_be_1_to_256(raw: Any) -> None:
     with pytest.raises(
         ToolingError, match=r"\[executors.hosted\] max_legs must be a whole number from 1 to 256"
     ):
-        executors.parse({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
+        policy_from({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
 
 
 def test_max_legs_in_policy_is_read_and_defaults_to_one() -> None:
-    parsed = executors.parse(
+    parsed = policy_from(
         {"executors": {"hosted": {"runs_on": ["a"], "max_legs": 16}, "lan": {"runs_on": ["b"]}}}
-    )
+    ).executors
     assert (parsed["hosted"].max_legs, parsed["lan"].max_legs) == (16, 1)
 
 

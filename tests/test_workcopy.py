@@ -15,6 +15,7 @@ from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units
 from tooling.core import workcopy
 from tooling.core.workcopy import Expected
 from tooling.model import hcl
+from tooling.model.layout import ROOT_FILE
 
 DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"
@@ -195,7 +196,9 @@ def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_
     manifest = tmp_path / "manifest" / "m.bin"
     manifest.parent.mkdir()
     manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
-    armed = workcopies.armed([], {}, root=tmp_path, cache_dir=tmp_path / "cache")
+    armed = workcopies.armed(
+        [], {}, root=tmp_path, root_file=ROOT_FILE, cache_dir=tmp_path / "cache"
+    )
     hook = [*json.loads(armed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
     token = armed[workcopies.MARK_ENV]
     mark = copy / ".terraform" / f"iac-checked-{token}"

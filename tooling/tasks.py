@@ -21,15 +21,15 @@ from pathlib import Path
 from invoke.collection import Collection
 from invoke.context import Context
 
-from tooling.cli import run, task, use_usage_exit_codes, workspace
+from tooling.cli import project, run, task, use_usage_exit_codes, workspace
 
 
 def _project_root() -> Path:
     """The repository the task runs in (the nearest folder above the current one holding
-    the root file and live folders), else the current folder."""
-    from tooling.io.workspace import nearest_root
-
-    return nearest_root(Path.cwd()) or Path.cwd()
+    the root file and live folders, as the task's preamble found it), else the current
+    folder."""
+    found = project()
+    return found.root if found is not None else Path.cwd()
 
 
 #: --reviewed of plan and apply

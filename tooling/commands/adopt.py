@@ -265,10 +265,10 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         hint = did_you_mean(path, model.units) or " See `invoke units`."
         raise UsageError(f"{unit}: no unit at {path}.{hint}")
     refuse_unparsable(model, [path])
-    refuse_bad_names(model, [path], live=ws.layout.live, policy=ws.policy)
+    refuse_bad_names(model, [path], policy=ws.policy)
     refuse_before_terragrunt(model, [path], root=ws.root, policy=ws.policy, doing="adopt")
     unit_dir = ws.root / path
-    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
+    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env, ws.policy)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,11 +20,11 @@ from typing import Any
 
 from tooling.core import layoutguess
 from tooling.errors import ToolingError, UsageError
-from tooling.io import git
-from tooling.io.workspace import mark_private, read_layout
+from tooling.io import config, git
+from tooling.io.workspace import mark_private
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
-from tooling.model.policyfile import POLICY_FILE
+from tooling.model.policy import POLICY_FILE, Policy, policy_from
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.stacks import generated_unit, is_stack_file
 from tooling.model.trees import SKIP_DIRS
@@ -141,8 +142,10 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     return [u for u in generated.model.units.values() if generated_unit(u.path) and not u.error]
 
 
-def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
-    """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
+def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutguess.Suggestion:
+    """The ``[layout]`` the repository's files suggest (units read with it, for the tiers),
+    and the executors its units name that ``policy`` does not declare."""
+    layout = policy.layout
     files = repository_files(root)
     catalog = layoutguess.catalog_folders(_stack_texts(root, files))
     live = layoutguess.live_folders(files, catalog) or layout.live
@@ -169,7 +172,6 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         found.live,
         ((u.path, u.state_key, u.executor) for u in units if u.executor != UNRESOLVED_EXECUTOR),
     )
-    policy = _policy(root)
     if roots:
         # the tiers as they will be once pasted: each root names its units' default tier
         tiers = tuple((folder, folder.rsplit("/", 1)[-1]) for folder, _, _ in roots)
@@ -183,48 +185,46 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         )
         found = replace(found, roots=roots, depends=depends)
     else:
-        check = policy.get("check", {})
+        tables = _policy_tables(root)
+        check = tables.get("check", {})
         declared = isinstance(check, dict) and "foundation_state_prefix" in check
-        prefix = None if declared else _common_state_prefix(found.live, units, check)
-        found = replace(found, state_prefix=prefix, check_declared="check" in policy)
+        app = policy.check.app_state_prefix
+        prefix = None if declared else _common_state_prefix(found.live, units, app)
+        found = replace(found, state_prefix=prefix, check_declared="check" in tables)
     return replace(
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
         left_out=layoutguess.left_out(files, found.live, catalog),
-        executors=_executors(root, units),
+        executors=_executors(policy, units),
     )
 
 
-def _policy(root: Path) -> dict[str, Any]:
-    """policy.toml's tables as they are ({} when absent or unreadable: doctor says why)."""
-    from tooling.io import config
-
+def _policy_tables(root: Path) -> dict[str, Any]:
+    """policy.toml's tables as written ({} when absent or unreadable: doctor says why):
+    which keys the file sets, where the typed policy holds only their values."""
     try:
-        data = config.read_policy(root)
-    except ToolingError:
+        data = tomllib.loads((root / POLICY_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _common_state_prefix(live: tuple[str, ...], units: list[Any], check: object) -> str | None:
+def _common_state_prefix(live: tuple[str, ...], units: list[Any], app: str) -> str | None:
     """The folder all the units' state keys start with, when it is not their live
     folder's (a local backend's path is left out: check matches its folders anywhere)."""
-    app = check.get("app_state_prefix", "apps/") if isinstance(check, dict) else "apps/"
     keys = [
         (u.path, u.state_key)
         for u in units
         if u.state_key is not None and u.state_backend != "local" and not u.error
     ]
-    return layoutguess.common_state_prefix(live, keys, app if isinstance(app, str) else "apps/")
+    return layoutguess.common_state_prefix(live, keys, app)
 
 
-def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The executors ``units`` run on that policy.toml does not declare, each with the
+def _executors(policy: Policy, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The executors ``units`` run on that ``policy`` does not declare, each with the
     runner labels suggested for it (``matrix`` refuses a unit whose executor is not
     declared): doctor's block declares them (and never one declared already)."""
-    declared = _policy(root).get("executors", {})
-    if not isinstance(declared, dict):
-        declared = {}
+    declared = policy.executors
     out = []
     for name in sorted({u.executor for u in units if u.executor != UNRESOLVED_EXECUTOR}):
         if name not in declared:
@@ -232,8 +232,10 @@ def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]
     return tuple(out)
 
 
-def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
-    """The findings for the repository at ``root`` (``model`` None when there are no units)."""
+def diagnose(root: Path, policy: Policy, model: Model | None) -> list[Finding]:
+    """The findings for the repository at ``root`` under its ``policy`` (``model`` None when
+    there are no units)."""
+    layout = policy.layout
     out: list[Finding] = []
     if not (root / "policy.toml").is_file():
         out.append(
@@ -352,21 +354,16 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                             f"(e.g. {shared_name(layout)})",
                         )
                     )
-        out += _plan_refusals(root, model)
+        out += _plan_refusals(root, policy, model)
     return out
 
 
-def _plan_refusals(root: Path, model: Model) -> list[Finding]:
+def _plan_refusals(root: Path, policy: Policy, model: Model) -> list[Finding]:
     """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
     functions, dependency outputs outside ``inputs``), one finding each, where it is."""
-    from tooling.core.checksettings import parse_policy
     from tooling.engine.refusals import refused_lines
-    from tooling.io import config
 
-    try:
-        allowed = parse_policy(config.read_policy(root)).allowed_run_at_parse
-    except ToolingError:
-        allowed = {}
+    allowed = policy.check.allowed_run_at_parse
     out = []
     for line in refused_lines(root, model, list(model.units), allowed):
         where, _, what = line.partition(": ")
@@ -374,7 +371,10 @@ def _plan_refusals(root: Path, model: Model) -> list[Finding]:
     return out
 
 
-def run(root: Path, *, as_json: bool) -> int:
+def run(root: Path, *, as_json: bool, policy: Policy | None = None) -> int:
+    """``invoke doctor``: examine the repository at ``root``, whose policy.toml is
+    ``policy`` when the task's preamble read it (None: read here, and a policy.toml
+    that cannot be read is a finding, the defaults read in its place)."""
     if not root.is_dir():
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
@@ -383,13 +383,14 @@ def run(root: Path, *, as_json: bool) -> int:
     below = roots[0] if roots else None
     if below is not None:
         root = root / below  # the project root: the folder of the root file units include
-    try:
-        layout = read_layout(root)
-    except ToolingError as exc:
-        findings = [Finding("needs", "policy.toml", str(exc))]
-        layout = Layout()
-    else:
-        findings = []
+    findings: list[Finding] = []
+    if policy is None or below is not None:
+        try:
+            policy = config.read_policy(root)
+        except ToolingError as exc:
+            findings.append(Finding("needs", POLICY_FILE, str(exc)))
+            policy = policy_from({})  # what a repository without policy.toml reads
+    layout = policy.layout
     existing = tuple(d for d in layout.live if (root / d).is_dir())
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
     if below is not None and not (root / POLICY_FILE).is_file():
@@ -412,8 +413,8 @@ def run(root: Path, *, as_json: bool) -> int:
                 "have a policy.toml, commands run in each one's folder, not at git's top level)",
             )
         )
-    findings += diagnose(root, layout, model)
-    suggestion = suggest_layout(root, layout, model)
+    findings += diagnose(root, policy, model)
+    suggestion = suggest_layout(root, policy, model)
     for folder, paths in suggestion.left_out:
         findings.append(
             Finding(

@@ -48,9 +48,8 @@ def parse_jobs(text: str) -> int | None:
 
 def known_executors(ws: Workspace, model: Model) -> set[str]:
     """The executors policy.toml declares and the ones the units name."""
-    from tooling.core import executors
 
-    return set(executors.parse(ws.policy)) | {u.executor for u in model.units.values()}
+    return set(ws.policy.executors) | {u.executor for u in model.units.values()}
 
 
 def plan(

@@ -28,39 +28,14 @@ unit that changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" o
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-from tooling.model.policyfile import refuse_unknown_keys
-
-if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imports neither
+if TYPE_CHECKING:  # only deciding a gate reads a plan
     from tooling.core.planjson import PlanSummary
-
-
-#: what OpenTofu can do to the state alone, the real resource left as it is
-STATE_ACTIONS = ("forget", "import", "move")
-#: ``[gates] auto_state_actions`` when policy.toml does not set it
-DEFAULT_AUTO_STATE_ACTIONS = ("move",)
-
-
-@dataclass(frozen=True)
-class GatePolicy:
-    """``[gates]`` of policy.toml: the resource types and addresses that count as nodes/VMs,
-    and the state actions (:data:`STATE_ACTIONS`) that need no human on their own."""
-
-    node_types: tuple[str, ...] = ()
-    node_addresses: tuple[str, ...] = ()
-    auto_state_actions: tuple[str, ...] = DEFAULT_AUTO_STATE_ACTIONS
-
-    def touches_node(self, rtype: str, address: str) -> bool:
-        return any(fnmatch.fnmatchcase(rtype, p) for p in self.node_types) or any(
-            fnmatch.fnmatchcase(address, p) for p in self.node_addresses
-        )
+    from tooling.model.policy import GatePolicy
 
 
 @dataclass(frozen=True)
@@ -72,30 +47,6 @@ class Gate:
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reasons": list(self.reasons)}
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
-    """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
-    gates = data.get("gates", {})
-    if not isinstance(gates, dict):
-        raise ToolingError(
-            "policy.toml: [gates] must be a table with node_types and node_addresses"
-        )
-    out: list[tuple[str, ...]] = []
-    for key in ("node_types", "node_addresses"):
-        value = gates.get(key, ())
-        if not isinstance(value, list | tuple) or not all(isinstance(p, str) and p for p in value):
-            raise ToolingError(f"policy.toml: [gates] {key} must be a list of patterns (strings)")
-        out.append(tuple(value))
-    auto = gates.get("auto_state_actions", list(DEFAULT_AUTO_STATE_ACTIONS))
-    if not isinstance(auto, list | tuple) or not all(a in STATE_ACTIONS for a in auto):
-        raise ToolingError(
-            f"policy.toml: [gates] auto_state_actions must be a list of {', '.join(STATE_ACTIONS)} "
-            f"(found {auto!r}): the state actions that apply without a human on their own"
-        )
-    refuse_unknown_keys(gates, ("node_types", "node_addresses", "auto_state_actions"), "[gates]")
-    return GatePolicy(out[0], out[1], tuple(dict.fromkeys(auto)))
 
 
 def decide(
@@ -165,7 +116,7 @@ _STATE_WHY = {
 
 
 def state_changes(summary: PlanSummary) -> dict[str, list[str]]:
-    """The addresses each state action (:data:`STATE_ACTIONS`) of ``summary`` touches: a
+    """The addresses each state action (:data:`tooling.model.policy.STATE_ACTIONS`) of ``summary`` touches: a
     forget by the address forgotten, a move as ``OLD -> NEW``."""
     return {
         "forget": [c.address for c in summary.forgotten],

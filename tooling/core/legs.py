@@ -27,11 +27,11 @@ from typing import Any
 
 from tooling.core import shards
 from tooling.core.changes import Affected
-from tooling.core.executors import MAX_LEGS
 from tooling.core.record import ApplyRecord
 from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
+from tooling.model.policy import MAX_LEGS
 
 _LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
 

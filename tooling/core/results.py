@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tooling.core.gates import Gate, GatePolicy, decide
+from tooling.core.gates import Gate, decide
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.status import Status as Status  # re-exported: the results' statuses
+from tooling.model.policy import GatePolicy
 
 
 @dataclass(frozen=True)

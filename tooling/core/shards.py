@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tooling.core.changes import Affected
-from tooling.core.executors import MAX_LEGS as MAX_LEGS  # policy.toml's max_legs bound
 from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
+from tooling.model.policy import MAX_LEGS
 
 
 @dataclass(frozen=True)

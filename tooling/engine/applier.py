@@ -61,7 +61,7 @@ from pathlib import Path
 from tooling.core import applypolicy, binding, declared, encryption, review
 from tooling.core.applydecision import Action, Facts, Verified, binding_problems, decide
 from tooling.core.approval import against_reviewed, cascade_wait
-from tooling.core.gates import Gate, parse_policy
+from tooling.core.gates import Gate
 from tooling.core.gates import decide as decide_gate
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
@@ -120,7 +120,7 @@ class Applier:
         # an artifact downloaded from the pull request's run: checked before it is used
         self.summary: Summary = planfolder.read_summary(summary_path)
         applypolicy.refuse_stale(
-            self.summary.planned_at, datetime.now(UTC), ws.policy, str(summary_path)
+            self.summary.planned_at, datetime.now(UTC), ws.policy.apply, str(summary_path)
         )
         if self.summary.interrupted:
             # not the set a reviewer approved: some units stopped half way, and the
@@ -136,8 +136,8 @@ class Applier:
             raise ToolingError(dirty)
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
-        self.policy = parse_policy(ws.policy)
-        self.declared = declared.parse_policy(ws.policy)  # policy.toml [sensitive_attributes]
+        #: policy.toml, as the task's preamble read it
+        self.policy = ws.policy
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
@@ -288,7 +288,7 @@ class Applier:
             declared=gate_class,
             summary=summary,
             destroy=unit.destroy,
-            policy=self.policy,
+            policy=self.policy.gates,
         )
         if self.reviewed is not None and unit.path not in self._differs:
             self._differs[unit.path] = self.reviewed.differences(
@@ -365,6 +365,7 @@ class Applier:
             path,
             unit.tier,
             self.armed(path, run_dir),
+            self.policy,
         )
         if not problems:
             unbound = applysafety.unbound_plan(
@@ -385,7 +386,7 @@ class Applier:
         # what the apply's output may echo: the plan's sensitive values and its upstreams'
         if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
             return Verified((unreadable,))
-        secrets.register(declared.values_in_plan(shown, self.declared))  # policy.toml's list
+        secrets.register(declared.values_in_plan(shown, self.policy.sensitive_attributes))
         reviewed = summarize(shown)
         if not reviewed.has_changes:
             return Verified(plan=reviewed)
@@ -419,7 +420,7 @@ class Applier:
         out = self.dir / "cascade"
         target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.env, declared=self.declared)
+        fresh = plan_unit(target, out, self.env, policy=self.policy)
         if fresh.status == Status.ERROR:
             self.record(
                 UnitApply(
@@ -438,7 +439,7 @@ class Applier:
                 declared=model_unit.gate,
                 summary=fresh.summary,
                 destroy=False,
-                policy=self.policy,
+                policy=self.policy.gates,
             ),
             self._differs.get(path),
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +26,6 @@ from tooling.core.apps import (
     CONFIG_SUFFIXES,
     OVERRIDE_FILE,
     OVERRIDE_HEADER,
-    AppPolicy,
     AppState,
     Found,
     apply_args,
@@ -35,7 +34,6 @@ from tooling.core.apps import (
     foundation_buckets,
     init_args,
     override_text,
-    parse_policy,
     plan_args,
     plan_problems,
     refuse,
@@ -45,7 +43,6 @@ from tooling.core.apps import (
     state_for,
     state_problems,
 )
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.declared import values_in_plan
 from tooling.core.record import ApplyRun, UnitApply
 from tooling.core.results import Result, Status
@@ -56,6 +53,7 @@ from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
+from tooling.model.policy import AppPolicy, Policy
 
 
 def scan_config(app_dir: Path) -> list[Found]:
@@ -148,13 +146,13 @@ def prepare(
     *,
     root: Path,
     settings: config.Settings,
-    policy: Mapping[str, Any],
+    policy: Policy,
 ) -> Prepared:
     """Name, state location and configuration checks: everything before tofu runs (the
     tools are checked by the task's preamble). ``root``: the foundation's repository,
     ``policy``: its policy.toml."""
     name = check_name(app)
-    app_policy = parse_policy(policy)
+    app_policy = policy.app_tier()
     app_dir = resolve_dir(directory)
     state = state_for(name, root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
@@ -271,7 +269,7 @@ def _verified(ws: Workspace, prep: Prepared, plan_file: Path) -> Verified:
         return Verified(tuple(refused))
     shown = show(prep, plan_file)
     secrets.register(redact.sensitive_in_plan(shown))
-    secrets.register(values_in_plan(shown, parse_declared(ws.policy)))
+    secrets.register(values_in_plan(shown, ws.policy.sensitive_attributes))
     refused = plan_problems(shown, prep.policy)
     if refused:
         return Verified(tuple(refused))
@@ -283,6 +281,6 @@ def _verified(ws: Workspace, prep: Prepared, plan_file: Path) -> Verified:
         declared=prep.policy.gate,
         summary=reviewed,
         destroy=False,
-        policy=gates.parse_policy(ws.policy),
+        policy=ws.policy.gates,
     )
     return Verified(plan=reviewed, gate=gate)

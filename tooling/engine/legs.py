@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import legs, report
-from tooling.core.executors import MAX_LEGS
 from tooling.core.results import Result
 from tooling.core.summary import Summary
 from tooling.engine import planfolder
 from tooling.errors import ToolingError, UsageError
 from tooling.io import artifacts, outdir
 from tooling.io.ui import say, show
+from tooling.model.policy import MAX_LEGS
 
 #: the most files and folders the merge walks in one leg's folder: 20,000 units (the most a
 #: summary.json lists), each with its folders and its few files

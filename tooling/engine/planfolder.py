@@ -19,13 +19,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tooling.core.gates import GatePolicy
 from tooling.core.record import ApplyRecord
 from tooling.core.results import Result, with_gates
 from tooling.core.summary import LegRecord, PlannedAgainst, Summary, Worktree
 from tooling.errors import ToolingError
 from tooling.io import artifacts, outdir
 from tooling.io.config import Settings
+from tooling.model.policy import GatePolicy
 
 SUMMARY = "summary.json"
 RECORD = "apply.json"

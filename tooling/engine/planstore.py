@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import encryption, redact
-from tooling.core.declared import Declared, values_in_plan
+from tooling.core.declared import values_in_plan
 from tooling.core.planjson import PlanSummary, from_stream, summarize
 from tooling.core.status import Status
 from tooling.engine import planfolder, secrets
 from tooling.errors import ToolingError
 from tooling.io import terragrunt
+from tooling.model.policy import Declared
 
 #: a unit's saved plan in a plan folder, beside its plan.txt and plan.log
 PLAN_NAME = "plan.tfplan"

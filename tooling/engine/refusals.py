@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy, Policy
 from tooling.model.repo import Model
 
 
@@ -35,20 +35,15 @@ def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan"
         )
 
 
-def refuse_bad_names(
-    model: Model, paths: Sequence[str], *, live: Sequence[str], policy: Mapping[str, Any]
-) -> None:
+def refuse_bad_names(model: Model, paths: Sequence[str], *, policy: Policy) -> None:
     """Fail closed before any state key is used or command built when a unit to plan has a
-    folder name outside the naming rule (``invoke check`` names the same units); ``live``:
-    the live folders, ``policy``: policy.toml."""
+    folder name outside the naming rule (``invoke check`` names the same units) of
+    ``policy`` (its live folders, its ``[check] unit_name_pattern``)."""
     from tooling.core import names
 
     wanted = set(paths)
-    bad = [
-        b
-        for b in names.bad_unit_names(model.units, live, names.pattern_from(policy))
-        if b.path in wanted
-    ]
+    live, pattern = policy.layout.live, policy.check.unit_name_pattern
+    bad = [b for b in names.bad_unit_names(model.units, live, pattern) if b.path in wanted]
     if bad:
         raise ToolingError(
             "cannot plan: a unit's folder name is not allowed (the previous report is kept):\n  "
@@ -63,7 +58,7 @@ def refuse_before_terragrunt(
     paths: Sequence[str],
     *,
     root: Path,
-    policy: Mapping[str, Any],
+    policy: Policy,
     doing: str = "plan",
 ) -> None:
     """Fail closed before any Terragrunt process parses the units to plan when one of the
@@ -74,10 +69,7 @@ def refuse_before_terragrunt(
     parse, the verifier's render included, would run the command; the render resolves
     a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
     may read any file: then every HCL file of the repository is read for calls."""
-    from tooling.core.checksettings import parse_policy
-
-    allowed = parse_policy(policy).allowed_run_at_parse
-    found = refused_lines(root, model, paths, allowed)
+    found = refused_lines(root, model, paths, policy.check.allowed_run_at_parse)
     if found:
         raise ToolingError(
             f"cannot {doing}: configuration that would run a command while Terragrunt parses "
@@ -95,7 +87,6 @@ def refused_lines(
     ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does):
     every rule of the registry that runs at ``Stage.BEFORE_TERRAGRUNT``, on the text of
     the files those units read."""
-    from tooling.core.checksettings import CheckPolicy
     from tooling.core.rules import registry
     from tooling.core.rules.rule import Context, Stage
     from tooling.core.rules.snapshot import Snapshot

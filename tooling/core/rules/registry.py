@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules import (
     bootstrap,
     config_only,
@@ -32,6 +31,7 @@ from tooling.core.rules.resolved import static_units
 from tooling.core.rules.rule import Context, Rule, Stage, UnitFacts, UnitRender
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 #: every rule, in the order of docs/rules.md

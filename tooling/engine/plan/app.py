@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from tooling.core import gates
 from tooling.core.apps import APPS_PREFIX, EXECUTOR, TIER
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.results import with_gates
 from tooling.core.settle import settled
 from tooling.core.status import Status
@@ -50,8 +48,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
             appruns.backend_override(prep.app_dir, prep.state.backend),
             proc.forwarding_interrupts("the app plan"),
         ):
-            declared = parse_declared(ctx.policy)  # policy.toml [sensitive_attributes]
-            result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
+            result = plan_unit(target, out_dir, prep.env, policy=ctx.policy, command=command)
     except ToolingError as exc:
         result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
@@ -64,7 +61,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
             plan_sha256=None,
             error="refused: " + "; ".join(command.refused),
         )
-    policy = gates.parse_policy(ctx.policy)
+    policy = ctx.policy.gates
     (result,) = with_gates([result], policy)
     summary = replace(
         planfolder.summary_of(
