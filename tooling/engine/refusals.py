@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tooling.core.targets import Target
 from tooling.errors import ToolingError
 from tooling.model.repo import Model
 
@@ -23,7 +25,7 @@ def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan"
         dict.fromkeys(
             str(u.error)
             for u in model.units.values()
-            if u.path in wanted and "HCL syntax error" in (u.error or "")
+            if u.path in wanted and _UNREADABLE in (u.error or "")
         )
     )
     if broken:
@@ -33,6 +35,43 @@ def refuse_unparsable(model: Model, paths: Sequence[str], *, doing: str = "plan"
             + ":\n  "
             + "\n  ".join(broken)
         )
+
+
+#: the mark of a unit whose file HCL refuses (the model's error says so, with file:line)
+_UNREADABLE = "HCL syntax error"
+
+
+def refused_unit_files(model: Model, paths: Sequence[str]) -> dict[str, str]:
+    """The units among ``paths`` whose configuration HCL refuses (a syntax error, bytes
+    that are not UTF-8, an attribute set twice: :func:`tooling.model.hcl.parse`), each
+    with the error naming file:line, and the units among ``paths`` that depend on one
+    (Terragrunt parses a dependency's configuration for its dependents): each is
+    refused alone, the other units go on."""
+    broken = {p: u.error for p, u in model.units.items() if u.error and _UNREADABLE in u.error}
+    out: dict[str, str] = {}
+    for path in paths:
+        if path in broken:
+            out[path] = str(broken[path])
+        elif broken and path in model.units:
+            upstream = sorted(d for d in model.upstream(path) if d in broken)
+            if upstream:
+                out[path] = (
+                    f"its dependency {upstream[0]} cannot be read, and Terragrunt parses it for "
+                    f"this unit: {broken[upstream[0]]}"
+                )
+    return out
+
+
+def refuse_unreadable_alone(model: Model, targets: Sequence[Target]) -> list[Target]:
+    """``targets``, those :func:`refused_unit_files` names settled as errors with the
+    reason (never planned), the others as they were."""
+    refused = refused_unit_files(model, [t.path for t in targets if not t.preset])
+    return [
+        replace(t, preset="error", preset_reason=f"refused: {refused[t.path]}")
+        if t.path in refused
+        else t
+        for t in targets
+    ]
 
 
 def refuse_bad_names(
