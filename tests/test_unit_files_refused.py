@@ -197,6 +197,33 @@ def test_a_file_with_a_bom_reads_as_terragrunt_reads_it(example_repo: Path, tmp_
     assert not marker.exists()
 
 
+def test_a_nul_byte_hides_no_command_in_a_dependency_terragrunt_parses(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """Terragrunt reads on after a NUL byte in a comment; a syntax tree would end there.
+    dns (refused: a NUL byte) is gitops' dependency: gitops' plan would make Terragrunt
+    parse dns, so the command after the NUL is found before any Terragrunt process."""
+    marker = tmp_path / "ran.txt"
+    _bytes(
+        example_repo,
+        DNS_FILE,
+        COMMENT,
+        b'# \x00\nlocals {\n  x = run_cmd("sh", "-c", "echo ran >> '
+        + str(marker).encode()
+        + b'")\n}\n#',
+    )
+    commit_all(example_repo, "a NUL byte, then a command")
+    checked = invoke(example_repo, "check")
+    assert checked.returncode == 1
+    assert f"{DNS_FILE}:2: hcl-syntax: HCL syntax error (a NUL byte)" in checked.output
+    ran = invoke(
+        example_repo, "plan", "--unit", "live/cluster/gitops", "--out", str(tmp_path / "out")
+    )
+    assert ran.returncode == 1, ran.output
+    assert f"{DNS_FILE}:4: run-at-parse: run_cmd()" in ran.stderr
+    assert not marker.exists(), "Terragrunt parsed dns: its command ran"
+
+
 def test_a_tier_file_that_is_not_utf8_refuses_every_unit_including_it(
     example_repo: Path, tmp_path: Path
 ) -> None:

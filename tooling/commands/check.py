@@ -114,6 +114,7 @@ def find_apps(root: Path, folders: Sequence[Path]) -> list[AppWorkspace]:
 def context(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = None) -> Context:
     """What the rules read of the repository at ``root``: policy.toml, its files, its model
     (or why it could not be read) and its app workspaces."""
+    from tooling.engine.inplay import escapes_from
     from tooling.model.layout import layout_from
     from tooling.model.repo import WorkTree, load
 
@@ -124,14 +125,23 @@ def context(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = N
     error: ToolingError | None = None
     layout = layout_from(data)
     live = tuple(d for d in layout.live if (root / d).is_dir())
+    prefix = git.prefix(root)
     if live:
         try:
-            model = load(WorkTree(root, live, git.prefix(root), layout.default_tiers), cache_dir)
+            model = load(WorkTree(root, live, prefix, layout.default_tiers), cache_dir)
         except ToolingError as exc:
             error = exc
     workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
+    top = root.parents[len(prefix.split("/")) - 1] if prefix else root
     return registry.check_context(
-        pol, snap, model=model, model_error=error, apps=workspaces, root_file=layout.root_file
+        pol,
+        snap,
+        model=model,
+        model_error=error,
+        apps=workspaces,
+        root_file=layout.root_file,
+        git_prefix=prefix,
+        escapes=escapes_from(root, top),
     )
 
 

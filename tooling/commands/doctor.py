@@ -312,16 +312,16 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
 def _plan_refusals(root: Path, model: Model) -> list[Finding]:
     """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
     functions, dependency outputs outside ``inputs``), one finding each, where it is."""
-    from tooling.core.checksettings import parse_policy
+    from tooling.core.checksettings import CheckPolicy, parse_policy
     from tooling.engine.refusals import refused_lines
     from tooling.io import config
 
     try:
-        allowed = parse_policy(config.read_policy(root)).allowed_run_at_parse
+        pol = parse_policy(config.read_policy(root))
     except ToolingError:
-        allowed = {}
+        pol = CheckPolicy()
     out = []
-    for line in refused_lines(root, model, list(model.units), allowed):
+    for line in refused_lines(root, model, list(model.units), pol):
         where, _, what = line.partition(": ")
         out.append(Finding("needs", where, f"plan refuses it: {what}"))
     return out

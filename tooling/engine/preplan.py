@@ -45,7 +45,12 @@ def prepared(
             model, [t.path for t in targets if not t.destroy], live=units.live, policy=ctx.policy
         )
         refuse_before_terragrunt(
-            model, [t.path for t in targets if not t.destroy], root=ctx.root, policy=ctx.policy
+            model,
+            [t.path for t in targets if not t.destroy],
+            root=ctx.root,
+            policy=ctx.policy,
+            run_dirs={t.path: t.run_dir for t in targets if not t.destroy},
+            git_prefix=units.git_prefix,
         )
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan

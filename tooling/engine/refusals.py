@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tooling.core.checksettings import CheckPolicy
 from tooling.core.targets import Target
 from tooling.errors import ToolingError
 from tooling.model.repo import Model
@@ -104,23 +105,30 @@ def refuse_before_terragrunt(
     root: Path,
     policy: Mapping[str, Any],
     doing: str = "plan",
+    run_dirs: Mapping[str, Path] | None = None,
+    git_prefix: str | None = None,
 ) -> None:
-    """Fail closed before any Terragrunt process parses the units to plan when one of the
-    files they read calls ``run_cmd`` (not allowlisted), a function that tells the
-    render from the plan, or reads a dependency's outputs outside ``inputs``
-    (``run-at-parse``, ``command-dependent``, ``dependency-outside-inputs``: the same
-    rules as ``invoke check``, which the plan does not wait for). Terragrunt's first
-    parse, the verifier's render included, would run the command; the render resolves
-    a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate
-    may read any file: then every HCL file of the repository is read for calls."""
+    """Fail closed before any Terragrunt process parses the units to plan when a file
+    Terragrunt will parse for them (their closure: :mod:`tooling.engine.inplay`) breaks a
+    rule that runs before Terragrunt: it calls ``run_cmd`` (not allowlisted) or a
+    function that tells the render from the plan, reads a dependency's outputs outside
+    ``inputs`` (the same rules as ``invoke check``, which the plan does not wait for), or
+    lies outside the repository (a dependency outside the live folders, a configuration
+    read outside the repository). Terragrunt's first parse, the verifier's render
+    included, would run the command; the render resolves a dependency's outputs to its
+    mocks, the plan to the real values. A unit the model cannot evaluate may read any
+    file: then every HCL file of the repository is read for calls. ``run_dirs``: where
+    Terragrunt runs each unit (a stack's generated unit: in its scratch copy)."""
     from tooling.core.checksettings import parse_policy
 
-    allowed = parse_policy(policy).allowed_run_at_parse
-    found = refused_lines(root, model, paths, allowed)
+    found = refused_lines(
+        root, model, paths, parse_policy(policy), run_dirs=run_dirs, git_prefix=git_prefix
+    )
     if found:
         raise ToolingError(
             f"cannot {doing}: configuration that would run a command while Terragrunt parses "
-            "it, or read differently in the verifier's render and in the plan"
+            "it, read differently in the verifier's render and in the plan, or lies outside "
+            "the repository"
             + (" (the previous report is kept)" if doing == "plan" else "")
             + ":\n  "
             + "\n  ".join(found)
@@ -128,39 +136,52 @@ def refuse_before_terragrunt(
 
 
 def refused_lines(
-    root: Path, model: Model, paths: Sequence[str], allowed: Mapping[str, str]
+    root: Path,
+    model: Model,
+    paths: Sequence[str],
+    policy: CheckPolicy,
+    *,
+    run_dirs: Mapping[str, Path] | None = None,
+    git_prefix: str | None = None,
 ) -> list[str]:
     """What :func:`refuse_before_terragrunt` refuses for the units ``paths``, one
     ``file:line: rule: ...`` line each (``invoke doctor`` lists them before a plan does):
-    every rule of the registry that runs at ``Stage.BEFORE_TERRAGRUNT``, on the text of
-    the files those units read."""
-    from tooling.core.checksettings import CheckPolicy
+    every rule of the registry that runs at ``Stage.BEFORE_TERRAGRUNT``, on the files
+    Terragrunt will parse for those units and on where they lie."""
     from tooling.core.rules import registry
     from tooling.core.rules.rule import Context, Stage
     from tooling.core.rules.snapshot import Snapshot
+    from tooling.engine.inplay import in_play
+    from tooling.io import git
 
-    files: dict[str, None] = {}
-    everything = False
-    for path in paths:
-        unit = model.units.get(path)
-        if unit is None:
-            continue
-        files[f"{path}/terragrunt.hcl"] = None
-        files.update((r, None) for r in unit.reads if not r.endswith("/"))
-        everything = everything or bool(unit.error)
-    if everything:
-        files.update((f, None) for f in _hcl_files(root))
+    prefix = git.prefix(root) if git_prefix is None else git_prefix
+    top = root
+    for _ in [p for p in prefix.split("/") if p]:
+        top = top.parent
+    found = in_play(
+        model,
+        [p for p in paths if p in model.units],
+        root=root,
+        run_dirs=run_dirs or {},
+        live=policy.live,
+        git_prefix=prefix,
+        git_top=top,
+    )
+    files = dict.fromkeys(found.closure.files)
+    if found.blind:
+        files.update((f, None) for f in _hcl_files(found.root))
     texts: dict[str, str] = {}
     for rel in files:
         try:
             # surrogateescape: the rules read the file's very bytes back
-            texts[rel] = (root / rel).read_bytes().decode("utf-8", "surrogateescape")
+            texts[rel] = (found.root / rel).read_bytes().decode("utf-8", "surrogateescape")
         except OSError:
             continue  # a file gone or unreadable: Terragrunt says so itself
     ctx = Context(
-        policy=CheckPolicy(allowed_run_at_parse=allowed),
+        policy=policy,
         snap=Snapshot.of(texts),
         hcl_files=tuple(texts),
+        closure=found.closure,
     )
     return list(dict.fromkeys(str(v) for v in registry.run(Stage.BEFORE_TERRAGRUNT, ctx)))
 

@@ -12,12 +12,14 @@ its section in docs/rules.md and a broken repository in ``tests/check_corpus/``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tooling.core.checksettings import CheckPolicy
+from tooling.core.closure import parse_closure
 from tooling.core.rules import (
     bootstrap,
+    closure,
     config_only,
     enforce,
     facts,
@@ -51,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     hidden.COMPUTED_REFS,
     hidden.HOOK_BLOCKS,
     hidden.PARSE_TIME,
+    closure.CLOSURE,
     enforce.GENERATE,
     enforce.STATE,
     enforce.ROLE,
@@ -93,11 +96,26 @@ def check_context(
     model_error: ToolingError | None = None,
     apps: Sequence[AppWorkspace] = (),
     root_file: str = "root.hcl",
+    git_prefix: str = "",
+    escapes: Callable[[str], str | None] | None = None,
 ) -> Context:
     """The context of ``invoke check``: the repository's files, its model (or why it could
-    not be read), its app workspaces, the Terragrunt files the text rules read and each
-    unit's static form."""
+    not be read), its app workspaces, the Terragrunt files the text rules read, each
+    unit's static form and what Terragrunt parses for every unit (``git_prefix``: the
+    project root below git's top level; ``escapes``: where a file that is a symbolic
+    link leaving the repository points)."""
+    closure = None
+    if model is not None:
+        closure = parse_closure(
+            model,
+            model.order,
+            live=policy.live,
+            git_prefix=git_prefix,
+            text=lambda p: snap.text(p) if p in snap.paths else None,
+            escapes=escapes or (lambda _p: None),
+        )
     return Context(
+        closure=closure,
         policy=policy,
         root_file=root_file,
         snap=snap,
