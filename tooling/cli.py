@@ -322,12 +322,13 @@ def workspace() -> Any:
     secret variables' names read once per task (outside a task, each call finds it anew)."""
     if _RUN.ws is not None:
         return _RUN.ws
-    from tooling.engine import secrets
+    from tooling.engine import secrets, stackscreen
     from tooling.io.binpath import ensure_bin_dir_on_path
     from tooling.io.workspace import Workspace, mark_private
 
     ensure_bin_dir_on_path()
-    ws = Workspace.here(Path.cwd())
+    # no stack is generated (Terragrunt parses its files) before they are scanned
+    ws = Workspace.here(Path.cwd(), stack_screen=stackscreen.screen)
     mark_private(ws.root)  # before anything is written there
     secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]
     if _RUN.active:

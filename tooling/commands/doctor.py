@@ -116,13 +116,22 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     at hand or a stack does not generate (doctor needs no tool)."""
     if not any(is_stack_file(p) for p in files):
         return []
-    from tooling.io import stacks, terragrunt
+    from tooling.engine import stackscreen
+    from tooling.io import config, git, stacks, terragrunt
     from tooling.io.binpath import ensure_bin_dir_on_path
 
     ensure_bin_dir_on_path()
     mark_private(root)  # the scratch copy goes in .iac/, which git then ignores
     try:
-        generated = stacks.generate(root, live, terragrunt.base_env({}), None)
+        generated = stacks.generate(
+            root,
+            live,
+            terragrunt.base_env({}),
+            None,
+            screen=stackscreen.screen,
+            git_prefix=git.prefix(root),
+            policy=config.read_policy(root),
+        )
     except (ToolingError, OSError):
         return []
     if generated is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from tooling.model.gitpaths import in_repository
 from tooling.model.repo import UNIT_FILE, Model
+from tooling.model.stacks import StackSource
 from tooling.model.trees import in_live, skipped
 
 #: what a :class:`Leaf` is: a dependency outside the live folders, a configuration read
@@ -47,6 +48,8 @@ class ParseClosure:
     units: tuple[str, ...]
     files: tuple[str, ...]
     leaves: tuple[Leaf, ...] = ()
+    #: the sources the stacks among them fetch (:func:`tooling.model.stacks.stack_closure`)
+    stack_sources: tuple[StackSource, ...] = ()
 
 
 def outside_repository(path: str, git_prefix: str) -> bool:

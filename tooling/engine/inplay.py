@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tooling.core.closure import ParseClosure, parse_closure
 from tooling.model.repo import UNIT_FILE, Model, Unit, WorkTree
+from tooling.model.stacks import is_stack_file, stack_closure
 
 #: folders Terragrunt's discovery does not walk
 _UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform"})
@@ -158,5 +159,14 @@ def in_play(
         text=text,
         escapes=escapes_from(read_root, git_top),
     )
+    stacks = [f for f in closure.files if is_stack_file(f)]
+    if stacks:  # what generated the units in play: its sources are judged again
+        from tooling.model.configfiles import Loader
+        from tooling.model.parsecache import ParseCache
+
+        loader = Loader(WorkTree(read_root, live, git_prefix), ParseCache(None))
+        made = stack_closure(loader, stacks)
+        more = [f for f in made.files if f not in closure.files]
+        closure = replace(closure, files=(*closure.files, *more), stack_sources=made.sources)
     blind = blind or any(model.units[u].error for u in closure.units if u in model.units)
     return InPlay(closure, read_root, blind)

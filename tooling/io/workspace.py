@@ -18,7 +18,7 @@ from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
-    from tooling.io.stacks import Generated
+    from tooling.io.stacks import Generated, StackScreen
     from tooling.io.toolchain import InstalledTool
 
 
@@ -130,6 +130,10 @@ class Workspace:
 
     root: Path
     settings: config.Settings = field(default_factory=config.load)
+    #: what scans the stacks before ``terragrunt stack generate`` parses them
+    #: (:func:`tooling.engine.stackscreen.screen`, which the command line gives); None:
+    #: no stack is generated (its units stay unread, with the reason)
+    stack_screen: StackScreen | None = None
 
     #: the models of git revisions read in this run, by the tree's fingerprint
     _revision_models: dict[str, Model] = field(default_factory=dict, init=False, repr=False)
@@ -139,8 +143,10 @@ class Workspace:
         self.root = self.root.resolve()
 
     @classmethod
-    def here(cls, start: Path | None = None) -> Workspace:
-        return cls(find_root(start))
+    def here(
+        cls, start: Path | None = None, *, stack_screen: StackScreen | None = None
+    ) -> Workspace:
+        return cls(find_root(start), stack_screen=stack_screen)
 
     @property
     def cache_dir(self) -> Path:
@@ -257,7 +263,14 @@ class Workspace:
         env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
         try:
             return stacks.generate(
-                self.root, self.layout.live, env, self.cache_dir, self.layout.default_tiers
+                self.root,
+                self.layout.live,
+                env,
+                self.cache_dir,
+                self.layout.default_tiers,
+                screen=self.stack_screen,
+                git_prefix=self.git_prefix,
+                policy=self.policy,
             )
         except ToolingError as exc:
             # the stack units keep their error: any change selects them, their plan fails visibly

@@ -19,7 +19,7 @@ from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm
 from tooling.model.gitpaths import in_repository, top_level
 from tooling.model.parsecache import ParseCache
-from tooling.model.sources import parse_source
+from tooling.model.sources import local_source_dir, parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import (
@@ -30,22 +30,6 @@ from tooling.model.units import (
     Unit,
     dag_order,
 )
-
-#: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)
-_REMOTE_PREFIXES = ("github.com/", "git@", "bitbucket.org/", "gitlab.com/")
-
-
-def local_source_dir(source: str) -> str | None:
-    """The folder of a local module source (``./m``, ``../m``, ``m``, ``/abs``), or None if remote."""
-    if "::" in source or "://" in source or source.startswith(_REMOTE_PREFIXES):
-        return None
-    first = source.split("/", 1)[0]
-    if "." in first and first not in (".", "..") and "/" in source:
-        return None  # a host name: go-getter's S3/GCS and other detectors
-    path = source.split("?", 1)[0]
-    if "//" in path:  # "dir//subdir": the whole folder is copied
-        path = path.split("//", 1)[0]
-    return path
 
 
 def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
