@@ -339,16 +339,17 @@ def workspace() -> Any:
     (outside a task, each call finds it anew)."""
     if _RUN.ws is not None:
         return _RUN.ws
-    from tooling.engine import secrets
+    from tooling.engine import secrets, stackscreen
     from tooling.io.binpath import ensure_bin_dir_on_path
     from tooling.io.workspace import Workspace, mark_private
 
     ensure_bin_dir_on_path()
     found = _RUN.project if _RUN.active else None
+    # no stack is generated (Terragrunt parses its files) before they are scanned
     if found is not None:
-        ws = Workspace(found.root, policy=found.policy)
+        ws = Workspace(found.root, policy=found.policy, stack_screen=stackscreen.screen)
     else:  # outside a repository (the error names the folder), or outside a task
-        ws = Workspace.here(Path.cwd())
+        ws = Workspace.here(Path.cwd(), stack_screen=stackscreen.screen)
     mark_private(ws.root)  # before anything is written there
     secrets.use_rule(ws.policy.secrets)  # which environment variables are secret: [secrets]
     if _RUN.active:

@@ -121,7 +121,11 @@ def context(
     """What the rules read of the repository at ``root``: policy.toml (``policy``, the
     task's; None: read from ``root``), its files, its model (or why it could not be read)
     and its app workspaces."""
+    from tooling.engine.inplay import escapes_from
+    from tooling.model.configfiles import Loader
+    from tooling.model.parsecache import ParseCache
     from tooling.model.repo import WorkTree, load
+    from tooling.model.stacks import StackSource, stack_closure, stack_files
 
     if policy is None:  # no task's preamble read it (the pre-commit hook, a test)
         policy = config.read_policy(root)
@@ -131,14 +135,32 @@ def context(
     error: ToolingError | None = None
     layout = policy.layout
     live = tuple(d for d in layout.live if (root / d).is_dir())
+    prefix = git.prefix(root)
+    sources: tuple[StackSource, ...] = ()
+    generation_reads: tuple[str, ...] = ()
     if live:
+        tree = WorkTree(root, live, prefix, layout.default_tiers)
         try:
-            model = load(WorkTree(root, live, git.prefix(root), layout.default_tiers), cache_dir)
+            model = load(tree, cache_dir)
         except ToolingError as exc:
             error = exc
+        stacks = stack_files(tree)
+        if stacks:  # what `terragrunt stack generate` would fetch
+            made = stack_closure(Loader(tree, ParseCache(None)), stacks)
+            sources, generation_reads = made.sources, made.files
     workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
+    top = root.parents[len(prefix.split("/")) - 1] if prefix else root
     return registry.check_context(
-        pol, snap, model=model, model_error=error, apps=workspaces, root_file=layout.root_file
+        pol,
+        snap,
+        model=model,
+        model_error=error,
+        apps=workspaces,
+        root_file=layout.root_file,
+        git_prefix=prefix,
+        escapes=escapes_from(root, top),
+        stack_sources=sources,
+        stack_files=generation_reads,
     )
 
 

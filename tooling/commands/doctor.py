@@ -128,13 +128,22 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     at hand or a stack does not generate (doctor needs no tool)."""
     if not any(is_stack_file(p) for p in files):
         return []
-    from tooling.io import stacks, terragrunt
+    from tooling.engine import stackscreen
+    from tooling.io import config, git, stacks, terragrunt
     from tooling.io.binpath import ensure_bin_dir_on_path
 
     ensure_bin_dir_on_path()
     mark_private(root)  # the scratch copy goes in .iac/, which git then ignores
     try:
-        generated = stacks.generate(root, live, terragrunt.base_env({}), None)
+        generated = stacks.generate(
+            root,
+            live,
+            terragrunt.base_env({}),
+            None,
+            screen=stackscreen.screen,
+            git_prefix=git.prefix(root),
+            policy=config.read_policy(root),
+        )
     except (ToolingError, OSError):
         return []
     if generated is None:
@@ -363,9 +372,9 @@ def _plan_refusals(root: Path, policy: Policy, model: Model) -> list[Finding]:
     functions, dependency outputs outside ``inputs``), one finding each, where it is."""
     from tooling.engine.refusals import refused_lines
 
-    allowed = policy.check.allowed_run_at_parse
+    pol = policy.check
     out = []
-    for line in refused_lines(root, model, list(model.units), allowed):
+    for line in refused_lines(root, model, list(model.units), pol):
         where, _, what = line.partition(": ")
         out.append(Finding("needs", where, f"plan refuses it: {what}"))
     return out

@@ -38,7 +38,7 @@ def worktree_digest(diff: str, untracked: Sequence[tuple[str, bytes]]) -> str:
     """``sha256:…`` of the uncommitted difference: ``git diff HEAD --binary`` and each
     untracked file (path and content, sorted by path)."""
     digest = hashlib.sha256()
-    digest.update(diff.encode())
+    digest.update(diff.encode("utf-8", "surrogateescape"))
     for path, content in sorted(untracked):
         digest.update(b"\0untracked\0" + path.encode() + b"\0")
         digest.update(hashlib.sha256(content).digest())

@@ -1,5 +1,5 @@
 """What ``invoke plan`` and ``invoke drift`` do before the first plan starts, in one order:
-refuse unparsable units, refuse bad unit names, refuse files that would run a command
+settle the units whose file HCL refuses as errors of their own, refuse bad unit names, refuse files that would run a command
 while Terragrunt parses them, the preflight (with the units rendered
 meanwhile), the working copies prepared, the report folder reset, the working-copy
 check armed; then the plans run with interrupts forwarded (:func:`prepared`)."""
@@ -16,7 +16,7 @@ from tooling.engine.plan.request import PlanContext
 from tooling.engine.refusals import (
     refuse_bad_names,
     refuse_before_terragrunt,
-    refuse_unparsable,
+    refuse_unreadable_alone,
 )
 from tooling.io import backends, outdir, proc
 from tooling.model.evaluator import READ_CYCLE
@@ -38,11 +38,17 @@ def prepared(
     a run refused here keeps the last report, and removes no working copy's files."""
     units = ctx.of_units()
     model = units.model
+    # a unit whose file HCL refuses is an error of its own: the other units go on
+    targets = refuse_unreadable_alone(model, targets)
     try:
-        refuse_unparsable(model, [t.path for t in targets])
         refuse_bad_names(model, [t.path for t in targets if not t.destroy], policy=ctx.policy)
         refuse_before_terragrunt(
-            model, [t.path for t in targets if not t.destroy], root=ctx.root, policy=ctx.policy
+            model,
+            [t.path for t in targets if not t.destroy],
+            root=ctx.root,
+            policy=ctx.policy,
+            run_dirs={t.path: t.run_dir for t in targets if not t.destroy},
+            git_prefix=units.git_prefix,
         )
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan

@@ -18,7 +18,7 @@ from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
-    from tooling.io.stacks import Generated
+    from tooling.io.stacks import Generated, StackScreen
     from tooling.io.toolchain import InstalledTool
 
 
@@ -153,7 +153,11 @@ class Workspace:
     once per run."""
 
     def __init__(
-        self, root: Path, settings: config.Settings | None = None, policy: Policy | None = None
+        self,
+        root: Path,
+        settings: config.Settings | None = None,
+        policy: Policy | None = None,
+        stack_screen: StackScreen | None = None,
     ) -> None:
         # Absolute, always: the state path and the plans' locations derive from it.
         self.root = root.resolve()
@@ -163,11 +167,17 @@ class Workspace:
         self.policy = policy if policy is not None else config.read_policy(self.root)
         #: the models of git revisions read in this run, by the tree's fingerprint
         self._revision_models: dict[str, Model] = {}
+        #: what scans the stacks before ``terragrunt stack generate`` parses them
+        #: (:func:`tooling.engine.stackscreen.screen`, which the command line gives); None:
+        #: no stack is generated (its units stay unread, with the reason)
+        self.stack_screen = stack_screen
 
     @classmethod
-    def here(cls, start: Path | None = None) -> Workspace:
+    def here(
+        cls, start: Path | None = None, *, stack_screen: StackScreen | None = None
+    ) -> Workspace:
         project = find_project(start)
-        return cls(project.root, policy=project.policy)
+        return cls(project.root, policy=project.policy, stack_screen=stack_screen)
 
     @property
     def cache_dir(self) -> Path:
@@ -282,7 +292,14 @@ class Workspace:
         env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
         try:
             return stacks.generate(
-                self.root, self.layout.live, env, self.cache_dir, self.layout.default_tiers
+                self.root,
+                self.layout.live,
+                env,
+                self.cache_dir,
+                self.layout.default_tiers,
+                screen=self.stack_screen,
+                git_prefix=self.git_prefix,
+                policy=self.policy,
             )
         except ToolingError as exc:
             # the stack units keep their error: any change selects them, their plan fails visibly

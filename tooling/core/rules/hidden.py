@@ -372,8 +372,8 @@ PARSE_TIME = Rule(
     keeps_unreadable=True,
     notes={
         Stage.BEFORE_TERRAGRUNT: (
-            "yes, on the text of every file the planned units read (every HCL file of "
-            "the repository when one of them cannot be evaluated)"
+            "yes, on the text of every file Terragrunt will parse for the units in play "
+            "(every HCL file of the repository when one of them cannot be evaluated)"
         ),
         Stage.AT_EXECUTION: (
             "through the plan: a saved plan is applied only on the commit it was planned on"
