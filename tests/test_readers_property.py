@@ -389,3 +389,21 @@ def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page
         "hosted": Executor("hosted", ("ubuntu-latest",)),
     }
     _ends_well_on(lambda: runners.render(runners.report(executors, listed)))
+
+
+@pytest.mark.parametrize(
+    ("doc", "leg"),
+    [
+        # an entry named by a line feed that lists no units
+        ({"include": [{"executor": "\n", "leg": "\n"}]}, "\n"),
+        # a leg id of the form EXECUTOR-N-of-COUNT whose executor holds a line feed
+        ({"include": [{"executor": "a\nb", "leg": "a\nb-3-of-2", "units": ["u"]}]}, "a\nb-3-of-2"),
+        ({"include": [{"executor": "a\nb", "leg": "a\nb-1-of-1x", "units": ["u"]}]}, "a\nb-1-of-1x"),
+    ],
+)
+def test_a_leg_named_with_a_line_feed_is_refused_on_one_line(doc: Any, leg: str) -> None:
+    from tooling.core import legs
+
+    with pytest.raises(ToolingError) as caught:
+        legs.leg_of(doc, leg)
+    assert "\n" not in str(caught.value), str(caught.value)

@@ -116,12 +116,12 @@ def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
     found = _LEG_ID.fullmatch(str(entry["leg"]))
     if not found or found.group(1) != entry.get("executor"):
         raise ToolingError(
-            f"leg {leg}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
+            f"leg {escape_line(leg)}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
             "pass the matrix as `invoke matrix` wrote it"
         )
     index, count = int(found.group(2)), int(found.group(3))
     if not 1 <= index <= count:
-        raise ToolingError(f"leg {leg}: leg {index} of {count} does not exist")
+        raise ToolingError(f"leg {escape_line(leg)}: leg {index} of {count} does not exist")
     return index, count
 
 

@@ -215,7 +215,7 @@ def leg_units(doc: Mapping[str, Any], leg: str) -> tuple[str, list[str]]:
         if name == leg:
             units = entry.get("units")
             if not isinstance(units, list) or not all(isinstance(u, str) for u in units):
-                raise ToolingError(f"leg {leg} of the matrix has no list of units")
+                raise ToolingError(f"leg {escape_line(leg)} of the matrix has no list of units")
             return str(entry.get("executor")), list(units)
     raise ToolingError(
         f"--leg {escape_line(leg)}: the matrix has no such leg (legs: {escape_line(', '.join(ids)) or 'none'})"
