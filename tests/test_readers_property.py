@@ -398,7 +398,10 @@ def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page
         ({"include": [{"executor": "\n", "leg": "\n"}]}, "\n"),
         # a leg id of the form EXECUTOR-N-of-COUNT whose executor holds a line feed
         ({"include": [{"executor": "a\nb", "leg": "a\nb-3-of-2", "units": ["u"]}]}, "a\nb-3-of-2"),
-        ({"include": [{"executor": "a\nb", "leg": "a\nb-1-of-1x", "units": ["u"]}]}, "a\nb-1-of-1x"),
+        (
+            {"include": [{"executor": "a\nb", "leg": "a\nb-1-of-1x", "units": ["u"]}]},
+            "a\nb-1-of-1x",
+        ),
     ],
 )
 def test_a_leg_named_with_a_line_feed_is_refused_on_one_line(doc: Any, leg: str) -> None:
