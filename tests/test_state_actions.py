@@ -18,7 +18,7 @@ from tooling.core import drift as drift_report
 from tooling.core import report, review
 from tooling.core.approval import differences, reviewed_differences
 from tooling.core.gates import decide
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, summarize
+from tooling.core.planjson import COUNT_KEYS, PlanSummary, from_stream, summarize
 from tooling.core.results import Result, with_gates
 from tooling.errors import ToolingError
 from tooling.model.policy import GatePolicy, policy_from
@@ -128,6 +128,35 @@ def test_every_state_action_is_counted_and_a_plan_only_of_them_has_changes(
     assert summary.counts == {**dict.fromkeys(COUNT_KEYS, 0), **counted}
     assert summary.has_changes
     assert result(plan).status == "changes"
+
+
+def test_the_machine_readable_stream_of_a_forget_never_stands_for_an_empty_plan() -> None:
+    """As the pinned OpenTofu prints a forget-only plan (``plan -json``): the planned
+    change and a ``change_summary`` of zeros but ``forget``."""
+    summary_line = {
+        "type": "change_summary",
+        "changes": {
+            "add": 0,
+            "change": 0,
+            "import": 0,
+            "remove": 0,
+            "forget": 2,
+            "operation": "plan",
+        },
+    }
+    planned = {
+        "type": "planned_change",
+        "change": {"resource": {"addr": 'terraform_data.record["api"]'}, "action": "remove"},
+    }
+    assert from_stream(json.dumps(summary_line)) is None
+    assert (
+        from_stream(
+            json.dumps(planned)
+            + "\n"
+            + json.dumps({**summary_line, "changes": {**summary_line["changes"], "forget": 0}})
+        )
+        is None
+    )
 
 
 def test_a_forget_keeps_its_action_and_the_replacement_that_forgets_is_named_so() -> None:
