@@ -17,6 +17,7 @@ from tooling.engine.refusals import (
     refuse_bad_names,
     refuse_before_terragrunt,
     refuse_unreadable_alone,
+    refuse_when_none_readable,
 )
 from tooling.io import backends, outdir, proc
 from tooling.model.evaluator import READ_CYCLE
@@ -39,7 +40,7 @@ def prepared(
     units = ctx.of_units()
     model = units.model
     # a unit whose file HCL refuses is an error of its own: the other units go on
-    targets = refuse_unreadable_alone(model, targets)
+    given, targets = targets, refuse_unreadable_alone(model, targets)
     try:
         refuse_bad_names(model, [t.path for t in targets if not t.destroy], policy=ctx.policy)
         refuse_before_terragrunt(
@@ -50,6 +51,7 @@ def prepared(
             run_dirs={t.path: t.run_dir for t in targets if not t.destroy},
             git_prefix=units.git_prefix,
         )
+        refuse_when_none_readable(given, targets)
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan
         root_file = ctx.policy.layout.root_file

@@ -74,6 +74,24 @@ def refuse_unreadable_alone(model: Model, targets: Sequence[Target]) -> list[Tar
     ]
 
 
+def refuse_when_none_readable(
+    before: Sequence[Target], after: Sequence[Target], *, doing: str = "plan"
+) -> None:
+    """Fail closed, before the report folder is touched (the previous report is kept),
+    when :func:`refuse_unreadable_alone` (``before`` → ``after``) settled every unit that
+    was left to ``doing``: nothing would run; each file:line is named."""
+    settled = [
+        (t.preset_reason or "").removeprefix("refused: ")
+        for t, was in zip(after, before, strict=True)
+        if t.preset and not was.preset
+    ]
+    if settled and all(t.preset for t in after):
+        raise ToolingError(
+            f"cannot {doing}: the configuration of every unit to {doing} cannot be read "
+            "(the previous report is kept):\n  " + "\n  ".join(settled)
+        )
+
+
 def refuse_bad_names(model: Model, paths: Sequence[str], *, policy: Policy) -> None:
     """Fail closed before any state key is used or command built when a unit to plan has a
     folder name outside the naming rule (``invoke check`` names the same units) of
