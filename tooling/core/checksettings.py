@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooling.core.names import DEFAULT_PATTERN, SETTING, pattern_from
+from tooling.core.redact import EnvRule
+from tooling.core.redact import parse_policy as secret_names
 from tooling.errors import ToolingError
 from tooling.model.layout import layout_from
 from tooling.model.policydata import interpreted
@@ -81,6 +83,8 @@ class CheckPolicy:
     live: tuple[str, ...] = ("live",)
     #: live roots with a state prefix of their own ([layout.roots]): (folder, prefix)
     root_prefixes: tuple[tuple[str, str], ...] = ()
+    #: which environment variables hold secrets, by name (policy.toml ``[secrets]``)
+    secrets: EnvRule = field(default_factory=EnvRule)
 
     @property
     def foundation_prefix(self) -> tuple[str, ...]:
@@ -246,6 +250,7 @@ def parse_policy(data: Mapping[str, Any]) -> CheckPolicy:
         root_prefixes=tuple(
             (r.path, r.state_prefix) for r in layout.roots if r.state_prefix is not None
         ),
+        secrets=secret_names(data),
     )
 
 
