@@ -101,7 +101,11 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
         start, c0 = time.perf_counter(), cpu()
         if verified:  # as engine/preplan.py orders it: the check armed, then the render
             env = workcopies.arm_for(
-                all_targets, env, root=ws.root, cache_dir=ws.settings.cache_dir
+                all_targets,
+                env,
+                root=ws.root,
+                root_file=ws.layout.root_file,
+                cache_dir=ws.settings.cache_dir,
             )
             preflight_rendered(context, all_targets, dict(env), jobs=jobs)
         else:
@@ -113,10 +117,10 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0
         if kind == "per_unit":
             for t in all_targets:
-                result = plan_unit(t, out, env)
+                result = plan_unit(t, out, env, policy=ws.policy)
                 assert result.status in ("changes", "no-changes"), result.error
         else:
-            results = run_batch(all_targets, out, env, jobs=jobs)
+            results = run_batch(all_targets, out, env, jobs=jobs, policy=ws.policy)
             assert all(r.status in ("changes", "no-changes") for r in results), [
                 r.error for r in results
             ]

@@ -71,12 +71,13 @@ def main() -> None:
         units = [(p, root / p, model.units[p].source) for p in model.order]
         base = ws.tool_env
         cache = ws.settings.cache_dir
+        root_file = ws.layout.root_file
 
-        prepare = [
-            timed(lambda: workcopies.armed(units, base, root=root, cache_dir=cache))
-            for _ in range(args.repeat)
-        ]
-        armed = workcopies.armed(units, base, root=root, cache_dir=cache)
+        def arm() -> dict[str, str]:
+            return workcopies.armed(units, base, root=root, root_file=root_file, cache_dir=cache)
+
+        prepare = [timed(arm) for _ in range(args.repeat)]
+        armed = arm()
         hook = json.loads(armed[workcopies.HOOK_ENV])
 
         # warm-up: every working copy initialised, the hook passing

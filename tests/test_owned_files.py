@@ -60,7 +60,7 @@ def test_a_unit_whose_declared_side_needs_the_reserved_name_is_refused_naming_th
     ws = Workspace(example_repo)
     unit = ws.model().units[DNS]
     with pytest.raises(ToolingError) as raised:
-        verify.before_plan(example_repo / DNS, DNS, unit.tier, ws.tool_env)
+        verify.before_plan(example_repo / DNS, DNS, unit.tier, ws.tool_env, ws.policy)
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(f"{DNS}/.iac-declared.hcl: ")
@@ -70,12 +70,12 @@ def test_a_unit_whose_declared_side_needs_the_reserved_name_is_refused_naming_th
     # the other units are rendered (each on its own) as before
     dirs = [(example_repo / p).resolve() for p in ("live/cloud/dns", "live/cloud/iam")]
     with pytest.raises(ToolingError, match="not the pipeline's"):
-        verify.render_tree(
-            example_repo.resolve(), dirs, ws.tool_env, verify.settings_of(example_repo)
-        )
+        verify.render_tree(example_repo.resolve(), dirs, ws.tool_env, ws.policy)
     _my_files_are_intact(example_repo)
     iam = ws.model().units["live/cloud/iam"]
-    verify.before_plan(example_repo / "live/cloud/iam", "live/cloud/iam", iam.tier, ws.tool_env)
+    verify.before_plan(
+        example_repo / "live/cloud/iam", "live/cloud/iam", iam.tier, ws.tool_env, ws.policy
+    )
     assert not (example_repo / "live/cloud/iam" / verify.DECLARED_CONFIG).exists()
 
 

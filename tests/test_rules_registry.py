@@ -177,7 +177,7 @@ import sys
 from pathlib import Path
 
 from tooling.commands.check import context
-from tooling.core.checksettings import CheckPolicy
+from tooling.model.policy import CheckPolicy
 from tooling.engine.refusals import refused_lines
 
 root = Path(sys.argv[1])

@@ -15,6 +15,7 @@ from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units
 from tooling.core import workcopy
 from tooling.core.workcopy import Expected
 from tooling.model import hcl
+from tooling.model.layout import ROOT_FILE
 
 DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"
@@ -195,7 +196,9 @@ def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_
     manifest = tmp_path / "manifest" / "m.bin"
     manifest.parent.mkdir()
     manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
-    armed = workcopies.armed([], {}, root=tmp_path, cache_dir=tmp_path / "cache")
+    armed = workcopies.armed(
+        [], {}, root=tmp_path, root_file=ROOT_FILE, cache_dir=tmp_path / "cache"
+    )
     hook = [*json.loads(armed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
     token = armed[workcopies.MARK_ENV]
     mark = copy / ".terraform" / f"iac-checked-{token}"
@@ -300,11 +303,11 @@ def test_a_units_hook_labelled_like_root_hcls_check_is_refused(
     example_repo: Path, tmp_path: Path
 ) -> None:
     unit = example_repo / DNS / "terragrunt.hcl"
-    unit.write_text(
-        unit.read_text()
-        + '\nterraform {\n  before_hook "iac_working_copy" {\n    commands = ["plan"]\n'
-        + '    execute  = ["true"]\n  }\n}\n'
-    )
+    # in the unit's one terraform block (a second block is refused as HCL before this rule)
+    hook = '  before_hook "iac_working_copy" {\n    commands = ["plan"]\n    execute  = ["true"]\n  }\n'
+    text = unit.read_text()
+    assert text.count("terraform {\n") == 1
+    unit.write_text(text.replace("terraform {\n", "terraform {\n" + hook, 1))
     (example_repo / DNS / "extra.tf").write_text(EVIL)
     commit_all(example_repo, "a unit replacing the check, and code beside it")
     out = tmp_path / "out"

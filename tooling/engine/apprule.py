@@ -9,19 +9,17 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from tooling.core import appverify
 from tooling.core.apps import AppState, Found
-from tooling.core.checksettings import parse_policy
+from tooling.model.policy import Policy
 
 
-def before_tofu(
-    policy: Mapping[str, Any], found: Sequence[Found], env: Mapping[str, str]
-) -> list[str]:
+def before_tofu(policy: Policy, found: Sequence[Found], env: Mapping[str, str]) -> list[str]:
     """Problems of what tofu would run with: the inherited environment (``env`` is the
-    pipeline's own for tofu, added to this process's) and the remote module sources."""
-    allowed = parse_policy(policy).allowed_module_sources
+    pipeline's own for tofu, added to this process's) and the remote module sources
+    (``[check] allowed_module_sources``)."""
+    allowed = policy.check.allowed_module_sources
     return appverify.env_problems({**os.environ, **env}, env) + appverify.module_problems(
         found, allowed
     )

@@ -17,6 +17,7 @@ from tooling.engine.refusals import (
     refuse_bad_names,
     refuse_before_terragrunt,
     refuse_unreadable_alone,
+    refuse_when_none_readable,
 )
 from tooling.io import backends, outdir, proc
 from tooling.model.evaluator import READ_CYCLE
@@ -39,11 +40,9 @@ def prepared(
     units = ctx.of_units()
     model = units.model
     # a unit whose file HCL refuses is an error of its own: the other units go on
-    targets = refuse_unreadable_alone(model, targets)
+    given, targets = targets, refuse_unreadable_alone(model, targets)
     try:
-        refuse_bad_names(
-            model, [t.path for t in targets if not t.destroy], live=units.live, policy=ctx.policy
-        )
+        refuse_bad_names(model, [t.path for t in targets if not t.destroy], policy=ctx.policy)
         refuse_before_terragrunt(
             model,
             [t.path for t in targets if not t.destroy],
@@ -52,16 +51,19 @@ def prepared(
             run_dirs={t.path: t.run_dir for t in targets if not t.destroy},
             git_prefix=units.git_prefix,
         )
+        refuse_when_none_readable(given, targets)
         # the run's environment, the check armed, before the render: a unit's get_env
         # reads the same values in the verifier's render as in its plan
+        root_file = ctx.policy.layout.root_file
         armed_env = workcopies.arm_for(
-            targets, env, root=ctx.root, cache_dir=ctx.settings.cache_dir
+            targets, env, root=ctx.root, root_file=root_file, cache_dir=ctx.settings.cache_dir
         )
         renders = preflight_rendered(ctx, targets, dict(armed_env), jobs=jobs)
         workcopies.prepare(
             [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
             ctx.settings,
             ctx.root,
+            root_file=root_file,
             declared={
                 t.path: backends.from_render(renders[t.run_dir.resolve()][0])
                 for t in targets
@@ -73,6 +75,7 @@ def prepared(
             targets,
             env,
             root=ctx.root,
+            root_file=root_file,
             cache_dir=ctx.settings.cache_dir,
             reads={p: u.reads for p, u in model.units.items()},
             armed_env=armed_env,
@@ -98,7 +101,9 @@ def preflight_rendered(
         if unit.error and READ_CYCLE in unit.error
     )
     with ThreadPoolExecutor(max_workers=1) as pool:
-        rendering = pool.submit(verify.prerender, [(d, p) for d, p, _ in planned], env, jobs=jobs)
+        rendering = pool.submit(
+            verify.prerender, [(d, p) for d, p, _ in planned], env, ctx.policy, jobs=jobs
+        )
         try:
             preflight.check(
                 [(t.path, t.executor) for t in targets], policy=ctx.policy, settings=ctx.settings

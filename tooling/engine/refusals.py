@@ -8,11 +8,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.targets import Target
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy, Policy
 from tooling.model.repo import Model
 
 
@@ -75,20 +74,33 @@ def refuse_unreadable_alone(model: Model, targets: Sequence[Target]) -> list[Tar
     ]
 
 
-def refuse_bad_names(
-    model: Model, paths: Sequence[str], *, live: Sequence[str], policy: Mapping[str, Any]
+def refuse_when_none_readable(
+    before: Sequence[Target], after: Sequence[Target], *, doing: str = "plan"
 ) -> None:
+    """Fail closed, before the report folder is touched (the previous report is kept),
+    when :func:`refuse_unreadable_alone` (``before`` → ``after``) settled every unit that
+    was left to ``doing``: nothing would run; each file:line is named."""
+    settled = [
+        (t.preset_reason or "").removeprefix("refused: ")
+        for t, was in zip(after, before, strict=True)
+        if t.preset and not was.preset
+    ]
+    if settled and all(t.preset for t in after):
+        raise ToolingError(
+            f"cannot {doing}: the configuration of every unit to {doing} cannot be read "
+            "(the previous report is kept):\n  " + "\n  ".join(settled)
+        )
+
+
+def refuse_bad_names(model: Model, paths: Sequence[str], *, policy: Policy) -> None:
     """Fail closed before any state key is used or command built when a unit to plan has a
-    folder name outside the naming rule (``invoke check`` names the same units); ``live``:
-    the live folders, ``policy``: policy.toml."""
+    folder name outside the naming rule (``invoke check`` names the same units) of
+    ``policy`` (its live folders, its ``[check] unit_name_pattern``)."""
     from tooling.core import names
 
     wanted = set(paths)
-    bad = [
-        b
-        for b in names.bad_unit_names(model.units, live, names.pattern_from(policy))
-        if b.path in wanted
-    ]
+    live, pattern = policy.layout.live, policy.check.unit_name_pattern
+    bad = [b for b in names.bad_unit_names(model.units, live, pattern) if b.path in wanted]
     if bad:
         raise ToolingError(
             "cannot plan: a unit's folder name is not allowed (the previous report is kept):\n  "
@@ -103,7 +115,7 @@ def refuse_before_terragrunt(
     paths: Sequence[str],
     *,
     root: Path,
-    policy: Mapping[str, Any],
+    policy: Policy,
     doing: str = "plan",
     run_dirs: Mapping[str, Path] | None = None,
     git_prefix: str | None = None,
@@ -119,10 +131,8 @@ def refuse_before_terragrunt(
     mocks, the plan to the real values. A unit the model cannot evaluate may read any
     file: then every HCL file of the repository is read for calls. ``run_dirs``: where
     Terragrunt runs each unit (a stack's generated unit: in its scratch copy)."""
-    from tooling.core.checksettings import parse_policy
-
     found = refused_lines(
-        root, model, paths, parse_policy(policy), run_dirs=run_dirs, git_prefix=git_prefix
+        root, model, paths, policy.check, run_dirs=run_dirs, git_prefix=git_prefix
     )
     if found:
         raise ToolingError(

@@ -14,19 +14,17 @@ fails visibly, ``invoke check`` names the file and line); the others are generat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from tooling.core.checksettings import parse_policy
 from tooling.core.closure import READ, Leaf, ParseClosure, outside_repository
 from tooling.core.rules import registry
 from tooling.core.rules.rule import Context, Stage
 from tooling.core.rules.snapshot import Snapshot
-from tooling.errors import ToolingError
 from tooling.io.stacks import NOT_GENERATED
 from tooling.model.configfiles import Loader
 from tooling.model.parsecache import ParseCache
+from tooling.model.policy import Policy
 from tooling.model.repo import WorkTree
 from tooling.model.stacks import stack_closure
 
@@ -35,17 +33,14 @@ def screen(
     root: Path,
     live: tuple[str, ...],
     git_prefix: str,
-    policy: Mapping[str, Any],
+    policy: Policy,
     stacks: Sequence[str],
 ) -> dict[str, str]:
     """{stack file: why it may not be generated} for the ``stacks`` of the working tree
     at ``root`` (the others are absent): the violations of the rules that run before
     Terragrunt, on every file ``terragrunt stack generate`` parses for it and on the
     sources it fetches, one ``file:line: rule: ...`` each."""
-    try:
-        pol = parse_policy(policy)
-    except ToolingError as exc:
-        return {stack: f"{NOT_GENERATED}policy.toml cannot be read ({exc})" for stack in stacks}
+    pol = policy.check
     loader = Loader(WorkTree(root, live, git_prefix), ParseCache(None))
     out: dict[str, str] = {}
     for stack in stacks:

@@ -39,22 +39,19 @@ import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tooling.core import envsize, executors, rendergroups
-from tooling.core.checksettings import CheckPolicy, parse_policy
-from tooling.core.executors import Executor
 from tooling.core.rules import enforce, registry
 from tooling.core.rules.rule import UnitFacts
 from tooling.core.rules.snapshot import Violation
 from tooling.engine import preflight
 from tooling.errors import ToolingError
-from tooling.io import config, proc, terragrunt
+from tooling.io import proc, terragrunt
 from tooling.model.declared import declared as declared_by_root
-from tooling.model.layout import layout_from
+from tooling.model.policy import CheckPolicy, Policy
 
 #: the file written beside a unit for one render: it includes what may declare generated files
 DECLARED_CONFIG = ".iac-declared.hcl"
@@ -65,30 +62,6 @@ DECLARED_HEADER = (
 )
 _LOCK = threading.Lock()
 Pair = tuple[dict[str, Any], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the verifier reads once per repository: the policy and the root file's name."""
-
-    policy: CheckPolicy
-    root_file: str
-    executors: Mapping[str, Executor]
-
-
-_SETTINGS: dict[Path, Settings] = {}
-
-
-def settings_of(root: Path) -> Settings:
-    """policy.toml's ``[check]`` and ``[layout]`` of the repository at ``root`` (read once)."""
-    key = root.resolve()
-    with _LOCK:
-        if key not in _SETTINGS:
-            data = config.read_policy(key)
-            _SETTINGS[key] = Settings(
-                parse_policy(data), layout_from(data).root_file, executors.parse(data)
-            )
-        return _SETTINGS[key]
 
 
 def repo_root(run_dir: Path, unit_path: str) -> Path:
@@ -118,6 +91,11 @@ def _allowed_files(root: Path, policy: CheckPolicy) -> list[Path]:
     return found
 
 
+def _declared_config(root: Path, policy: Policy) -> str:
+    """:func:`declared_text` for the repository at ``root`` under ``policy``."""
+    return declared_text(policy.layout.root_file, _allowed_files(root, policy.check))
+
+
 def _sources(run_dir: Path, root: Path) -> dict[str, str]:
     """The unit's file and the .hcl files of the folders above it (to name lines)."""
     out: dict[str, str] = {}
@@ -138,7 +116,7 @@ FROM_MODEL = "iac_from_model"
 
 
 def model_declared(
-    root: Path, unit_path: str, env: Mapping[str, str], conf: Settings
+    root: Path, unit_path: str, env: Mapping[str, str], policy: Policy
 ) -> dict[str, Any] | None:
     """What the root file (and the allowlisted files) declare for the unit, worked out by
     the model (:mod:`tooling.model.declared`) instead of a second Terragrunt process;
@@ -146,8 +124,8 @@ def model_declared(
     refuse is judged again against Terragrunt's own render (:func:`judged`)."""
     if not unit_path:
         return None
-    files = [conf.root_file] + [
-        p.relative_to(root).as_posix() for p in _allowed_files(root, conf.policy)
+    files = [policy.layout.root_file] + [
+        p.relative_to(root).as_posix() for p in _allowed_files(root, policy.check)
     ]
     # Terragrunt's process sees our environment plus ``env``: the model reads the same
     found = declared_by_root(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
@@ -221,21 +199,21 @@ def _render_declared(
 
 
 def judged(
-    run_dir: Path, pair: Pair, facts: UnitFacts, conf: Settings, env: Mapping[str, str]
+    run_dir: Path, pair: Pair, facts: UnitFacts, policy: Policy, env: Mapping[str, str]
 ) -> list[Violation]:
     """The unit's violations; where the declared side came from the model and finds any,
     Terragrunt renders what the root file declares and that render decides."""
-    found = registry.verify(pair[0], pair[1], facts, conf.policy)
+    found = registry.verify(pair[0], pair[1], facts, policy.check)
     if found and pair[1].get(FROM_MODEL):
         # both sides rendered again under one environment (the unit's side may have been
         # rendered before the run armed its working-copy hook)
         root = repo_root(run_dir, facts.path)
-        text = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+        text = _declared_config(root, policy)
         again = (
             terragrunt.render_json(run_dir, env),
             _render_declared(run_dir, env, text, facts.path),
         )
-        found = registry.verify(again[0], again[1], facts, conf.policy)
+        found = registry.verify(again[0], again[1], facts, policy.check)
     return found
 
 
@@ -283,7 +261,7 @@ def _units_below(folder: str, cap: int) -> int:
 
 
 def _render_grouped(
-    root: Path, dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
+    root: Path, dirs: Sequence[Path], env: Mapping[str, str], policy: Policy
 ) -> dict[Path, Pair]:
     """:func:`render_tree` from the folders :func:`rendergroups.render_groups` picks (one
     unless the common folder holds many units nobody asked for); a group whose render
@@ -295,12 +273,12 @@ def _render_grouped(
     out: dict[Path, Pair] = {}
     for members in groups.values():
         with contextlib.suppress(ToolingError):
-            out.update(render_tree(root, [Path(m) for m in members], env, conf))
+            out.update(render_tree(root, [Path(m) for m in members], env, policy))
     return out
 
 
 def render_units(
-    units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
 ) -> dict[Path, Pair]:
     """Both sides of each ``(run_dir, path)`` unit (its render, what the root file
     declares): one ``render --all`` per folder tree (two when the model cannot work out
@@ -313,22 +291,16 @@ def render_units(
             trees.setdefault(repo_root(run_dir, path).resolve(), []).append(run_dir)
     alone: list[tuple[Path, Path]] = []
     for root, dirs in trees.items():
-        conf = settings_of(root)
-        out.update(_render_grouped(root, dirs, env, conf))
+        out.update(_render_grouped(root, dirs, env, policy))
         alone += [(root, d) for d in dirs if d.resolve() not in out]
 
     def one(item: tuple[Path, Path]) -> tuple[Path, Pair | None]:
         root, run_dir = item
-        conf = settings_of(root)
         try:
             unit_path = _unit_path(root, run_dir)
-            model = model_declared(root, unit_path, env, conf)
+            model = model_declared(root, unit_path, env, policy)
             return run_dir.resolve(), _render_pair(
-                run_dir,
-                env,
-                declared_text(conf.root_file, _allowed_files(root, conf.policy)),
-                model,
-                unit_path,
+                run_dir, env, _declared_config(root, policy), model, unit_path
             )
         except ToolingError:
             return run_dir.resolve(), None
@@ -342,13 +314,13 @@ def render_units(
 
 
 def prerender(
-    units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
 ) -> dict[Path, Pair]:
     """:func:`render_units`, kept for the plans of this run: each unit's next
     :func:`before_plan` (or batch verification) uses its render once instead of rendering
     again. Plans change no state, so what Terragrunt resolves is the same at the plan.
     Never used on apply, where an upstream's apply may change what a unit resolves."""
-    found = render_units(units, env, jobs=jobs)
+    found = render_units(units, env, policy, jobs=jobs)
     with _LOCK:
         _PRERENDERED.update(found)
     return found
@@ -390,17 +362,17 @@ def roles_of(
     return out
 
 
-def _renders(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> tuple[Pair, Path, Settings]:
-    """Both renders of the unit (kept by :func:`prerender`, or made now), its repository
-    and that repository's settings."""
+def _renders(
+    run_dir: Path, unit_path: str, env: Mapping[str, str], policy: Policy
+) -> tuple[Pair, Path]:
+    """Both renders of the unit (kept by :func:`prerender`, or made now) and its repository."""
     root = repo_root(run_dir, unit_path)
-    conf = settings_of(root)
     kept = _take(run_dir)
     if kept is None:
-        declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
-        model = model_declared(root, unit_path, env, conf) if run_dir.is_dir() else None
+        declared = _declared_config(root, policy)
+        model = model_declared(root, unit_path, env, policy) if run_dir.is_dir() else None
         kept = _render_pair(run_dir, env, declared, model, unit_path)
-    return kept, root, conf
+    return kept, root
 
 
 def _unit_path(root: Path, run_dir: Path) -> str:
@@ -411,19 +383,21 @@ def _unit_path(root: Path, run_dir: Path) -> str:
         return ""
 
 
-def violations(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[Violation]:
+def violations(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> list[Violation]:
     """The unit's violations of the rule, as Terragrunt resolves its configuration now
     (or as :func:`prerender` found it before this run's first plan)."""
-    return _checked(run_dir, unit_path, tier, env)[0]
+    return _checked(run_dir, unit_path, tier, env, policy)[0]
 
 
 def _checked(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
 ) -> tuple[list[Violation], dict[str, Any]]:
     """The unit's violations and its render."""
-    pair, root, conf = _renders(run_dir, unit_path, env)
-    facts = UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-    return judged(run_dir, pair, facts, conf, env), pair[0]
+    pair, root = _renders(run_dir, unit_path, env, policy)
+    facts = UnitFacts(unit_path, tier, policy.layout.root_file, _sources(run_dir, root))
+    return judged(run_dir, pair, facts, policy, env), pair[0]
 
 
 def _system_limit(name: str, default: int) -> int:
@@ -459,10 +433,12 @@ def environment_problem(
     )
 
 
-def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> None:
+def before_plan(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> None:
     """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
     rule, and when its inputs are too large for the environment of a process."""
-    found, rendered = _checked(run_dir, unit_path, tier, env)
+    found, rendered = _checked(run_dir, unit_path, tier, env, policy)
     if found:
         raise ToolingError(enforce.refusal(unit_path, found))
     too_large = environment_problem(unit_path, rendered, env)
@@ -470,23 +446,25 @@ def before_plan(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]
         raise ToolingError(too_large)
 
 
-def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str]) -> list[str]:
+def before_apply(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> list[str]:
     """Why the unit may not be applied now (empty: it keeps the rule); always a new render."""
     _take(run_dir)
     try:
-        pair, root, conf = _renders(run_dir, unit_path, env)
+        pair, root = _renders(run_dir, unit_path, env, policy)
         rendered = pair[0]
         name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
         executor = (
-            executors.get(conf.executors, name, what=preflight.ENV_EXECUTOR) if name else None
+            executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR) if name else None
         )
-        facts = UnitFacts(unit_path, tier, conf.root_file, _sources(run_dir, root))
-        found = judged(run_dir, pair, facts, conf, env)
+        facts = UnitFacts(unit_path, tier, policy.layout.root_file, _sources(run_dir, root))
+        found = judged(run_dir, pair, facts, policy, env)
     except ToolingError as exc:
         return [str(exc)]
     # the role the unit runs as, from this render: the executor's own or allowlisted
     roles = preflight.role_problems(
-        [(unit_path, tier, enforce.role_of(rendered))], executor, conf.policy
+        [(unit_path, tier, enforce.role_of(rendered))], executor, policy.check
     )
     too_large = environment_problem(unit_path, rendered, env)
     return (
@@ -497,7 +475,7 @@ def before_apply(run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str
 
 
 def verify_many(
-    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], *, jobs: int
+    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
 ) -> dict[str, str]:
     """Verify ``(run_dir, path, tier)`` units: path -> why it is refused.
 
@@ -510,19 +488,18 @@ def verify_many(
         trees.setdefault(repo_root(item[0], item[1]).resolve(), []).append(item)
     alone: list[tuple[Path, str, str]] = []
     for root, items in trees.items():
-        conf = settings_of(root)
         renders = {k: v for k, v in ((i[0].resolve(), _take(i[0])) for i in items) if v}
         missing = [i[0] for i in items if i[0].resolve() not in renders]
         if missing:  # a unit left without a render is verified on its own below
-            renders.update(_render_grouped(root, missing, env, conf))
+            renders.update(_render_grouped(root, missing, env, policy))
         for run_dir, path, tier in items:
             pair = renders.get(run_dir.resolve())
             if pair is None:
                 alone.append((run_dir, path, tier))
                 continue
-            facts = UnitFacts(path, tier, conf.root_file, _sources(run_dir, root))
+            facts = UnitFacts(path, tier, policy.layout.root_file, _sources(run_dir, root))
             try:
-                found = judged(run_dir, pair, facts, conf, env)
+                found = judged(run_dir, pair, facts, policy, env)
             except ToolingError:
                 alone.append((run_dir, path, tier))  # verified on its own, which names the error
                 continue
@@ -535,7 +512,7 @@ def verify_many(
     def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
         run_dir, path, tier = item
         try:
-            before_plan(run_dir, path, tier, env)
+            before_plan(run_dir, path, tier, env, policy)
         except ToolingError as exc:
             return path, str(exc)
         return path, None
@@ -556,17 +533,17 @@ DECLARED_OUT = ".iac-declared-{token}.json"
 
 
 def render_tree(
-    root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], conf: Settings
+    root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], policy: Policy
 ) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
     """Both sides of every unit in ``run_dirs``: one ``terragrunt render --all`` of the
     units and what the root file declares from the model (:func:`model_declared`), or,
     when the model cannot work it out for every unit, a second ``render --all`` of the
     declared file, in parallel; from the folder holding them all: run dir -> (rendered,
     declared). Every file written for it is removed before it returns, and nothing else."""
-    declared = declared_text(conf.root_file, _allowed_files(root, conf.policy))
+    declared = _declared_config(root, policy)
     dirs = [d.resolve() for d in run_dirs]
     # what the root file declares per unit, from the model: then one render --all, not two
-    models = {d: model_declared(root, _unit_path(root, d), env, conf) for d in dirs}
+    models = {d: model_declared(root, _unit_path(root, d), env, policy) for d in dirs}
     exact = all(m is not None for m in models.values())
     base = Path(os.path.commonpath([str(d) for d in dirs]))
     with _LOCK:

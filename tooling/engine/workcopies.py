@@ -32,7 +32,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from tooling.core import workcopy
 from tooling.core.targets import Target
@@ -43,7 +42,6 @@ from tooling.io import backends, config, git, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
-from tooling.model.layout import ROOT_FILE, layout_from
 from tooling.model.sources import parse_source, remote_url
 
 CACHE = ".terragrunt-cache"
@@ -136,16 +134,17 @@ def _selected(settings: config.Settings, declared: backends.Backend | None) -> t
 def prepare(
     units: Iterable[tuple[str, Path]],
     settings: config.Settings,
-    root: Path | None = None,
+    root: Path,
     *,
+    root_file: str,
     declared: Mapping[str, backends.Backend | None] | None = None,
 ) -> None:
     """Before planning ``units`` (path, folder): refuse a working copy on another backend
     than the one Terragrunt resolves for the unit (``declared``: from its render; a unit
     missing there is compared with the tooling's settings), then remove the stale
-    generated files of the rest (each is named). ``root``: the repository, whose root.hcl
-    declares the generated files that are not stale."""
-    generated = root_generated(root) if root is not None else frozenset()
+    generated files of the rest (each is named). ``root``: the repository, whose root file
+    (``root_file``, policy.toml ``[layout]``) declares the generated files that are not stale."""
+    generated = root_generated(root, root_file)
     problems: list[str] = []
     stale: list[Stale] = []
     for unit, unit_dir in units:
@@ -162,12 +161,11 @@ def prepare(
             stale.extend(stale_files(unit, unit_dir, generated))
     if problems:
         raise ToolingError("\n".join(problems))
-    named = root_file_of(root) if root is not None else ROOT_FILE
     for item in stale:
         item.file.unlink(missing_ok=True)
         say(
             f"{item.unit}: removed {item.file.name} from its working copy: a generated file "
-            f"{named} does not declare (left by an earlier run, e.g. on another branch)"
+            f"{root_file} does not declare (left by an earlier run, e.g. on another branch)"
         )
 
 
@@ -191,17 +189,10 @@ HOOK_WRAPPER = (
 )
 
 
-def root_file_of(root: Path) -> str:
-    """The name of the repository's Terragrunt root file (policy.toml ``[layout] root_file``)."""
-    try:
-        return layout_from(config.read_policy(root)).root_file
-    except ToolingError:  # refused by name where the policy is validated
-        return ROOT_FILE
-
-
-def root_generated(root: Path) -> frozenset[str]:
-    """The file names the generate blocks of the root file declare (literals only)."""
-    path = root / root_file_of(root)
+def root_generated(root: Path, root_file: str) -> frozenset[str]:
+    """The file names the generate blocks of the root file (``root_file`` at ``root``)
+    declare (literals only)."""
+    path = root / root_file
     try:
         body = hcl.parse(path.read_bytes(), str(path))
     except (OSError, ToolingError):
@@ -313,11 +304,12 @@ def armed(
     env: Mapping[str, str],
     *,
     root: Path,
+    root_file: str,
     cache_dir: Path,
     unreadable: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
-    source). A unit whose expectation cannot be worked out (a tag that does not exist,
+    source); ``root_file``: the repository's (policy.toml ``[layout]``). A unit whose expectation cannot be worked out (a tag that does not exist,
     a source that is no git tag, a unit the model cannot evaluate: ``unreadable``, its
     error) is in the manifest with why: the hook refuses it.
 
@@ -327,7 +319,7 @@ def armed(
     units = list(units)
     repos = _Repos(cache_dir, env)
     repos.ask(source for _, _, source in units)
-    generated = root_generated(root)
+    generated = root_generated(root, root_file)
     manifest: dict[str, Expected] = {}
     for unit, unit_dir, source in units:
         try:
@@ -358,12 +350,11 @@ def armed(
 
 
 def overridden(
-    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path
+    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path, root_file: str
 ) -> dict[str, str]:
-    """The units one of whose HCL files (root.hcl aside) declares a hook labelled like
-    root.hcl's check: Terragrunt would run that one instead."""
+    """The units one of whose HCL files (the root file aside) declares a hook labelled
+    like root.hcl's check: Terragrunt would run that one instead."""
     out: dict[str, str] = {}
-    root_file = root_file_of(root)
     for unit in units:
         for rel in reads.get(unit, ()):
             if not rel.endswith(".hcl") or rel == root_file:
@@ -381,7 +372,12 @@ def overridden(
 
 
 def arm_for(
-    targets: Sequence[Target], env: Mapping[str, str], *, root: Path, cache_dir: Path
+    targets: Sequence[Target],
+    env: Mapping[str, str],
+    *,
+    root: Path,
+    root_file: str,
+    cache_dir: Path,
 ) -> dict[str, str]:
     """``env`` armed (:func:`armed`) for the plan's ``targets`` that are not preset: the
     environment of every Terragrunt process of the run, the verifier's render included,
@@ -391,7 +387,9 @@ def arm_for(
     if not todo:
         return dict(env)
     unreadable = {t.path: t.model_error for t in targets if t.model_error}
-    return armed(todo, env, root=root, cache_dir=cache_dir, unreadable=unreadable)
+    return armed(
+        todo, env, root=root, root_file=root_file, cache_dir=cache_dir, unreadable=unreadable
+    )
 
 
 def guarded(
@@ -399,6 +397,7 @@ def guarded(
     env: Mapping[str, str],
     *,
     root: Path,
+    root_file: str,
     cache_dir: Path,
     reads: Mapping[str, Sequence[str]],
     armed_env: dict[str, str] | None = None,
@@ -411,7 +410,7 @@ def guarded(
     if not todo:
         return list(targets), dict(env)
     if armed_env is None:
-        armed_env = arm_for(targets, env, root=root, cache_dir=cache_dir)
+        armed_env = arm_for(targets, env, root=root, root_file=root_file, cache_dir=cache_dir)
     refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
@@ -420,7 +419,8 @@ def guarded(
     )
     for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
         refused[unit] = committed
-    for unit, why in overridden([t.path for t in targets if not t.preset], reads, root).items():
+    units = [t.path for t in targets if not t.preset]
+    for unit, why in overridden(units, reads, root, root_file).items():
         refused[unit] = why
     out = [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
@@ -430,15 +430,14 @@ def guarded(
 
 
 def armed_one(
-    ws: Workspace, unit: str, run_dir: Path, summary: Mapping[str, Any], env: Mapping[str, str]
+    ws: Workspace, unit: str, run_dir: Path, source: str | None, env: Mapping[str, str]
 ) -> dict[str, str]:
-    """``env`` armed for applying one unit of a plan ``summary`` (its module source is
-    the one planned)."""
-    planned = [u for u in summary.get("units", []) if isinstance(u, dict) and u.get("path") == unit]
-    source = planned[0].get("source") if planned else None
+    """``env`` armed for applying one unit whose module ``source`` is the one planned
+    (summary.json's)."""
     return armed(
-        [(unit, run_dir, str(source) if source else None)],
+        [(unit, run_dir, source or None)],
         env,
         root=ws.root,
+        root_file=ws.layout.root_file,
         cache_dir=ws.settings.cache_dir,
     )

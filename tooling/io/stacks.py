@@ -25,9 +25,9 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tooling.io import proc, terragrunt
+from tooling.model.policy import Policy, policy_from
 from tooling.model.repo import Model, WorkTree, load
 from tooling.model.stacks import STACK_DIR, generated_unit, stack_files
 from tooling.model.trees import SKIP_DIRS
@@ -69,9 +69,7 @@ def copy_tree(src: Path, dest: Path) -> None:
 #: decides, before ``terragrunt stack generate`` parses them, which stacks may be
 #: generated: (root, live folders, git prefix, policy.toml, stack files) -> {stack file:
 #: why it may not} (:func:`tooling.engine.stackscreen.screen`)
-StackScreen = Callable[
-    [Path, tuple[str, ...], str, Mapping[str, Any], Sequence[str]], Mapping[str, str]
-]
+StackScreen = Callable[[Path, tuple[str, ...], str, Policy, Sequence[str]], Mapping[str, str]]
 
 #: how the reason a stack was not generated starts (its units' error)
 NOT_GENERATED = "not generated: "
@@ -88,7 +86,7 @@ def generate(
     *,
     screen: StackScreen | None = None,
     git_prefix: str = "",
-    policy: Mapping[str, Any] | None = None,
+    policy: Policy | None = None,
 ) -> Generated | None:
     """Generate every stack of the working tree at ``root`` in a scratch copy; None if there is none.
 
@@ -101,7 +99,7 @@ def generate(
     if not stacks:
         return None
     refused = (
-        dict(screen(root, live, git_prefix, policy or {}, stacks))
+        dict(screen(root, live, git_prefix, policy or policy_from({}), stacks))
         if screen is not None
         else dict.fromkeys(stacks, UNSCREENED)
     )

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.closure import ParseClosure, parse_closure
 from tooling.core.rules import (
     bootstrap,
@@ -37,6 +36,7 @@ from tooling.core.rules.resolved import static_units
 from tooling.core.rules.rule import Context, Rule, Stage, UnitFacts, UnitRender
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 from tooling.model.stacks import StackSource
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.closure import ParseClosure
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 
