@@ -173,3 +173,58 @@ def test_a_literal_map_of_module_variables_still_plans(example_repo: Path, tmp_p
     assert invoke(example_repo, "check").returncode == 0
     ran = invoke(example_repo, "plan", "--unit", DNS, "--out", str(tmp_path / "out"))
     assert ran.returncode == 0, ran.output
+
+
+# --------------------------------------------------------------------------- the hook itself
+
+
+def test_the_working_copy_check_starts_with_a_clean_environment_whatever_a_unit_sets(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """Past the rules (Terragrunt run directly, as a rule that missed would let it): a
+    unit's ``env_vars`` put ``LD_PRELOAD`` of a committed library in the environment of
+    root.hcl's hook. The check starts through a statically linked launcher with an
+    environment of its own: the library is loaded in no process, and the check still
+    runs (it leaves its mark, holding Terragrunt's process id)."""
+    import os
+
+    from tooling.engine import workcopies
+    from tooling.io.workspace import Workspace
+
+    marker = tmp_path / "loaded.txt"
+    unit = "live/cloud/hooked"
+    (example_repo / "testmods" / "hooked").mkdir(parents=True)
+    (example_repo / "testmods" / "hooked" / "main.tf").write_text(
+        'resource "terraform_data" "x" {\n  input = "x"\n}\n'
+    )
+    (example_repo / unit).mkdir(parents=True)
+    (example_repo / unit / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        'terraform {\n  source = "${get_repo_root()}/testmods/hooked"\n\n'
+        '  extra_arguments "env" {\n    commands = ["init", "plan"]\n'
+        '    env_vars = { LD_PRELOAD = "${get_terragrunt_dir()}/lib/libx.so" }\n  }\n}\n'
+    )
+    build_library(example_repo / unit / "lib" / "libx.so", marker)
+    commit_all(example_repo, "a unit preloading a committed library")
+    ws = Workspace(example_repo)
+    source = ws.model().units[unit].source
+    env = workcopies.armed(
+        [(unit, example_repo / unit, source)],
+        ws.tool_env,
+        root=example_repo,
+        root_file="root.hcl",
+        cache_dir=tmp_path / "cache",
+    )
+    ran = subprocess.run(
+        ["terragrunt", "plan", "-input=false", "--non-interactive", "--no-color"],
+        cwd=example_repo / unit,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert not marker.exists(), f"the library was loaded: {marker.read_text()}"
+    marks = list((example_repo / unit).glob(".terragrunt-cache/*/*/.terraform/iac-checked-*"))
+    assert len(marks) == 1, "the working-copy check did not run"
+    assert marks[0].name == f"iac-checked-{env[workcopies.MARK_ENV]}"

@@ -28,8 +28,9 @@ from tooling.core.closure import ParseClosure, parse_closure
 from tooling.model.repo import UNIT_FILE, Model, Unit, WorkTree
 from tooling.model.stacks import is_stack_file, stack_closure
 
-#: folders Terragrunt's discovery does not walk
-_UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform"})
+#: folders Terragrunt's discovery does not walk, and the tooling's own (``.iac``: scratch
+#: copies of the repository's files, read in place, and base revisions' checkouts)
+_UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform", ".iac"})
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,9 @@ def in_play(
 ) -> InPlay:
     """The units ``paths`` (with their ``run_dirs``) in play: the closure of them, of every
     unit below the folder a ``--all`` command starts from, and of their dependencies."""
-    dirs = [run_dirs.get(p, root / p) for p in paths if p in model.units]
-    trees = {tree_of(d, p) for p, d in zip(paths, dirs, strict=False)}
+    pairs = [(p, run_dirs.get(p, root / p)) for p in paths if p in model.units]
+    dirs = [d for _p, d in pairs]
+    trees = {tree_of(d, p) for p, d in pairs}
     read_root = next((t for t in trees if t.resolve() != root.resolve()), root)
     start = list(paths)
     extra: dict[str, Unit] = {}
