@@ -124,3 +124,42 @@ def env_reads(data: bytes, tree: Any = None) -> list[tuple[str | None, int, bool
         variable = _literal_string(data, first) if first is not None else None
         out.append((variable, node.start_point[0] + 1, _presence_test(data, node)))
     return out
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a JSON value (keys included), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def json_templates(data: bytes) -> list[tuple[int, bytes]]:
+    """The templates of a Terragrunt configuration in JSON (``*.hcl.json``: Terragrunt
+    evaluates every string holding ``${`` or ``%{`` as a template, so ``"${run_cmd(...)}"``
+    runs), each as HCL bytes the scanners read (one attribute holding a heredoc of the
+    template), with the 1-based line of the JSON file it comes from (where the string's
+    start is found, else 1). Bytes that are not JSON yield none: Terragrunt refuses them."""
+    import json
+
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return []
+    text = data.decode("utf-8", "replace")
+    out: list[tuple[int, bytes]] = []
+    for string in _strings(document):
+        if "${" not in string and "%{" not in string:
+            continue
+        marker = "EOT"
+        while marker in string:
+            marker += "X"
+        encoded = json.dumps(string)[1:-1]
+        at = text.find(encoded[:40]) if encoded else -1
+        line = text.count("\n", 0, at) + 1 if at >= 0 else 1
+        hcl = f"x = <<{marker}\n{string}\n{marker}\n".encode()
+        out.append((line, hcl))
+    return out

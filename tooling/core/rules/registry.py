@@ -138,6 +138,12 @@ def check_context(
                 [
                     *config_only.hcl_files(model, policy, snap),
                     *(f for f in stack_files if f in snap.paths),
+                    # what the units read that Terragrunt parses too (a JSON configuration)
+                    *(
+                        f
+                        for f in (closure.files if closure else ())
+                        if f.endswith(".json") and f in snap.paths
+                    ),
                 ]
             )
         ),

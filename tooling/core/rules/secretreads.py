@@ -18,7 +18,7 @@ from __future__ import annotations
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Violation
 from tooling.model.hcl import syntax_tree
-from tooling.model.hclscan import env_reads, function_calls
+from tooling.model.hclscan import env_reads, function_calls, json_templates
 
 _FIX = (
     "do not read it in Terragrunt configuration: let the job set TF_VAR_<variable> from "
@@ -27,7 +27,14 @@ _FIX = (
 
 
 def secret_reads(path: str, data: bytes, ctx: Context) -> list[Violation]:
-    """The secret reads of one HCL file (``path`` in the repository, its bytes)."""
+    """The secret reads of one HCL file (``path`` in the repository, its bytes); of a
+    configuration in JSON, those in its strings' templates (:func:`json_templates`)."""
+    if path.endswith(".json"):
+        return [
+            Violation(path, line, v.rule, v.message, v.fix)
+            for line, template in json_templates(data)
+            for v in secret_reads(path + ".hcl", template, ctx)
+        ]
     rule = ctx.policy.secrets
     tree = syntax_tree(data)
     out: list[Violation] = []
