@@ -266,3 +266,26 @@ def test_a_dependency_in_the_live_folders_still_plans(repo: Path, tmp_path: Path
     assert ran.returncode == 0, ran.output
     statuses = {p: u["status"] for p, u in units_by_path(read_summary(out)).items()}
     assert statuses == {"live/cluster/gitops": "changes", "live/cloud/registry": "changes"}
+
+
+def test_a_command_in_a_json_configuration_read_by_a_unit_is_refused(
+    repo: Path, tmp_path: Path
+) -> None:
+    """``read_terragrunt_config`` parses a ``*.hcl.json`` too, and evaluates every string
+    holding ``${`` as a template: ``"${run_cmd(...)}"`` runs there."""
+    marker = tmp_path / "ran.txt"
+    (repo / DNS / "cfg.hcl.json").write_text(
+        json.dumps({"locals": {"x": f'${{run_cmd("sh", "-c", "echo ran >> {marker}")}}'}})
+    )
+    edit(
+        repo,
+        DNS_FILE,
+        INPUTS,
+        f'locals {{\n  cfg = read_terragrunt_config("cfg.hcl.json")\n}}\n\n{INPUTS}',
+    )
+    commit_all(repo, "a JSON configuration that runs a command")
+    checked = invoke(repo, "check")
+    assert f"{DNS}/cfg.hcl.json:1: run-at-parse: run_cmd()" in checked.output
+    for args in (("plan", "--unit", DNS, "--out"), ("plan", "--all", "--out")):
+        ran = _run(repo, tmp_path, args)
+        _refused(ran, tmp_path, marker, f"{DNS}/cfg.hcl.json:1: run-at-parse: run_cmd()")

@@ -203,9 +203,17 @@ def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_
     token = armed[workcopies.MARK_ENV]
     mark = copy / ".terraform" / f"iac-checked-{token}"
 
-    def run(command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        command: str, of: list[str] | None = None, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         env = {"PATH": os.environ["PATH"], "TG_CTX_COMMAND": command, **extra}
-        return subprocess.run(hook, cwd=copy, env=env, capture_output=True, text=True)
+        return subprocess.run(of or hook, cwd=copy, env=env, capture_output=True, text=True)
+
+    # another run's hook: armed with a token of its own
+    rearmed = workcopies.armed(
+        [], {}, root=tmp_path, root_file=ROOT_FILE, cache_dir=tmp_path / "cache"
+    )
+    other = [*json.loads(rearmed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
 
     (copy / ".terraform").mkdir()
     (copy / ".terraform" / "iac-checked-0ld").write_text("1\n")  # an earlier run's mark
@@ -215,12 +223,14 @@ def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_
 
     (copy / "extra.tf").write_text(EVIL)  # the copy no longer keeps the rule
     assert run("plan", IAC_WORKCOPY_MARK=token).returncode == 0  # same process, right after
-    for command, extra in [
-        ("apply", {"IAC_WORKCOPY_MARK": token}),  # apply is always checked
-        ("plan", {"IAC_WORKCOPY_MARK": "another0run"}),  # another run's token
-        ("plan", {}),  # not armed with a token
+    for command, of, extra in [
+        ("apply", hook, {"IAC_WORKCOPY_MARK": token}),  # apply is always checked
+        ("plan", other, {}),  # another run's token
+        # another run, whose environment names this run's token (a unit's env_vars): the
+        # check's environment is the launcher's, its token the one it was armed with
+        ("plan", other, {"IAC_WORKCOPY_MARK": token}),
     ]:
-        refused = run(command, **extra)
+        refused = run(command, of, **extra)
         assert refused.returncode == 1 and "extra.tf" in refused.stderr, (command, extra)
     mark.write_text("1\n")  # another process's mark
     refused = run("plan", IAC_WORKCOPY_MARK=token)

@@ -52,14 +52,16 @@ def setup(c: Context, pipeline: bool = False) -> None:
 
     For each tool: a cached build, else a binary of the right version on PATH,
     else the official release verified against its checksums, else a build from
-    the Go module. Links them into this Python environment's bin directory.
+    the Go module. Links them into this Python environment's bin directory. Builds
+    the working-copy check's launcher (iac-clean-exec, needs Go) once per machine.
     Idempotent: on a warm machine it takes well under a second.
     """
-    from tooling.io import toolchain
+    from tooling.io import cleanexec, toolchain
 
     def go() -> None:
         installed = toolchain.setup(_project_root(), test_tools=not pipeline)
         print(toolchain.summary_line(installed), file=sys.stderr)
+        cleanexec.launcher()  # the plans need it: a missing Go is named here, not mid-plan
 
     run(go)
 

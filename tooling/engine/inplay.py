@@ -8,9 +8,10 @@ units asked for:
   configuration for its outputs or mocks; :func:`tooling.core.closure.parse_closure`);
 - every unit below the folders a ``--all`` command of the run starts from: the
   verifier's ``terragrunt render --all`` runs from the folder holding the units it
-  renders (:func:`tooling.core.rendergroups.render_groups` may pick their common
-  folder), and Terragrunt's discovery parses every ``terragrunt.hcl`` below it, hidden
-  folders included (its caches, ``.terragrunt-cache`` and ``.terraform``, aside).
+  renders (:func:`tooling.engine.verify.render_groups_of`: their common folder, or
+  each one's parent when the common folder holds many units nobody asked for), and
+  Terragrunt's discovery parses every ``terragrunt.hcl`` below it, hidden folders
+  included (its caches, ``.terragrunt-cache`` and ``.terraform``, aside).
 
 A ``terragrunt.hcl`` found there that is no unit of the model (outside the live
 folders, in a hidden folder) is evaluated with the model's evaluator for its reads, so
@@ -28,8 +29,9 @@ from tooling.core.closure import ParseClosure, parse_closure
 from tooling.model.repo import UNIT_FILE, Model, Unit, WorkTree
 from tooling.model.stacks import is_stack_file, stack_closure
 
-#: folders Terragrunt's discovery does not walk
-_UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform"})
+#: folders Terragrunt's discovery does not walk, and the tooling's own (``.iac``: scratch
+#: copies of the repository's files, read in place, and base revisions' checkouts)
+_UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform", ".iac"})
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,6 @@ def terragrunt_files_below(base: Path) -> list[Path]:
         if UNIT_FILE in filenames:
             found.append(Path(dirpath, UNIT_FILE))
     return found
-
-
-def render_base(dirs: Sequence[Path]) -> Path | None:
-    """The widest folder a ``render --all`` of ``dirs`` may start from: their common
-    folder (:func:`tooling.core.rendergroups.render_groups` picks it, or folders below it)."""
-    return Path(os.path.commonpath([str(d) for d in dirs])) if dirs else None
 
 
 def escapes_from(root: Path, git_top: Path) -> Callable[[str], str | None]:
@@ -120,18 +116,19 @@ def in_play(
 ) -> InPlay:
     """The units ``paths`` (with their ``run_dirs``) in play: the closure of them, of every
     unit below the folder a ``--all`` command starts from, and of their dependencies."""
-    dirs = [run_dirs.get(p, root / p) for p in paths if p in model.units]
-    trees = {tree_of(d, p) for p, d in zip(paths, dirs, strict=False)}
+    pairs = [(p, run_dirs.get(p, root / p)) for p in paths if p in model.units]
+    dirs = [d for _p, d in pairs]
+    trees = {tree_of(d, p) for p, d in pairs}
     read_root = next((t for t in trees if t.resolve() != root.resolve()), root)
     start = list(paths)
     extra: dict[str, Unit] = {}
     blind = False
+    from tooling.engine.verify import render_groups_of
+
     for tree in trees:
-        in_tree = [d for d in dirs if d.resolve().is_relative_to(tree.resolve())]
-        base = render_base(in_tree)
-        if base is None or not base.is_dir():
-            continue
-        found = terragrunt_files_below(base)
+        in_tree = [d for d in dirs if d.resolve().is_relative_to(tree.resolve()) and d.is_dir()]
+        bases = [Path(b) for b in render_groups_of(in_tree)] if in_tree else []
+        found = [f for base in bases if base.is_dir() for f in terragrunt_files_below(base)]
         start += [
             p
             for f in found

@@ -197,11 +197,11 @@ def refused_lines(
 
 
 def _hcl_files(root: Path) -> list[str]:
-    """Every ``*.hcl`` file below ``root`` (hidden folders, Terragrunt's caches among them,
-    left out), as repository paths."""
+    """Every ``*.hcl`` and ``*.hcl.json`` file below ``root`` (hidden folders, Terragrunt's
+    caches among them, left out), as repository paths."""
     out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         here = Path(dirpath).relative_to(root)
-        out += [(here / n).as_posix() for n in filenames if n.endswith(".hcl")]
+        out += [(here / n).as_posix() for n in filenames if n.endswith((".hcl", ".hcl.json"))]
     return sorted(out)

@@ -260,16 +260,24 @@ def _units_below(folder: str, cap: int) -> int:
     return found
 
 
+def render_groups_of(dirs: Sequence[Path]) -> dict[str, list[str]]:
+    """The folders one ``render --all`` each starts from (or from a folder below), with
+    the unit folders of ``dirs`` (of one tree) each covers: what the verifier renders, and
+    so what Terragrunt parses (the scan before Terragrunt reads every unit below them:
+    :mod:`tooling.engine.inplay`)."""
+    return rendergroups.render_groups(
+        [d.resolve().as_posix() for d in dirs],
+        partial(_units_below, cap=len(dirs) + rendergroups.SLACK),
+    )
+
+
 def _render_grouped(
     root: Path, dirs: Sequence[Path], env: Mapping[str, str], policy: Policy
 ) -> dict[Path, Pair]:
     """:func:`render_tree` from the folders :func:`rendergroups.render_groups` picks (one
     unless the common folder holds many units nobody asked for); a group whose render
     fails is left out (its units are then rendered on their own, naming the error)."""
-    groups = rendergroups.render_groups(
-        [d.resolve().as_posix() for d in dirs],
-        partial(_units_below, cap=len(dirs) + rendergroups.SLACK),
-    )
+    groups = render_groups_of(dirs)
     out: dict[Path, Pair] = {}
     for members in groups.values():
         with contextlib.suppress(ToolingError):

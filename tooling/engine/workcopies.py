@@ -38,7 +38,7 @@ from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
 from tooling.engine import workcopy_hook
 from tooling.errors import ToolingError
-from tooling.io import backends, config, git, tags
+from tooling.io import backends, cleanexec, config, git, tags
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
@@ -172,6 +172,10 @@ def prepare(
 #: the environment variable root.hcl's before_hook reads: the command that checks a
 #: working copy (unset: the hook runs ``true``, e.g. for a plain ``terragrunt plan``)
 HOOK_ENV = "IAC_WORKCOPY_HOOK"
+
+#: what the check reads of the environment Terragrunt gives its hooks (the command the
+#: hook runs for); nothing else of it reaches the check
+HOOK_KEEP = ("TG_CTX_COMMAND",)
 
 #: the run's token in the name of the mark a passed check leaves before ``init``
 #: (:data:`tooling.commands.workcopy_hook.MARK_ENV`)
@@ -344,9 +348,16 @@ def armed(
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
+    token = secrets.token_hex(8)
     check = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
-    hook = ["/bin/sh", "-c", HOOK_WRAPPER, "iac-working-copy", *check]
-    return {**env, HOOK_ENV: json.dumps(hook), MARK_ENV: secrets.token_hex(8)}
+    # started with a clean environment (tooling.io.cleanexec): whatever a unit's env_vars
+    # put in Terragrunt's hook environment (LD_PRELOAD...) never reaches the check
+    hook = cleanexec.clean(
+        ["/bin/sh", "-c", HOOK_WRAPPER, "iac-working-copy", *check],
+        keep=HOOK_KEEP,
+        set_={MARK_ENV: token, "PATH": "/usr/bin:/bin"},
+    )
+    return {**env, HOOK_ENV: json.dumps(hook), MARK_ENV: token}
 
 
 def overridden(

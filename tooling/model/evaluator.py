@@ -88,14 +88,21 @@ class UnitEvaluator(FileFunctions):
 
     def refuse_outside(self, rel: str, file: ConfigFile, what: str, line: int = 0) -> None:
         """Refuse (recorded as read first: the rules name it) a configuration ``rel`` that
-        ``what`` in ``file`` parses outside the git repository: Terragrunt would parse a
-        file no review of the repository sees."""
+        ``what`` in ``file`` parses outside the git repository (Terragrunt would parse a
+        file no review of the repository sees), or one written in JSON (the model reads
+        HCL; the rules read its templates: :func:`tooling.model.hclscan.json_templates`)."""
+        where = f"{file.path}:{line}" if line else file.path
         if rel.startswith("../") and not in_repository(rel, self.loader.tree.git_prefix):
             self.reads[rel] = None
-            where = f"{file.path}:{line}" if line else file.path
             raise ToolingError(
                 f"{where}: {what} parses {rel}, outside the repository: no review or scan "
                 "of the repository sees it. Move it into the repository"
+            )
+        if rel.endswith(".json"):
+            self.reads[rel] = None
+            raise ToolingError(
+                f"{where}: {what} parses {rel}, a configuration in JSON, which the model does "
+                "not evaluate: write it in HCL"
             )
 
     # -- functions

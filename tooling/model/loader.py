@@ -51,8 +51,12 @@ def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
             )
         elif not isinstance(exc, ToolingError):
             exc = ToolingError(f"{unit_file}: cannot evaluate ({type(exc).__name__}: {exc})")
-        # what it was found to read outside the repository: the rules name it
-        outside = (r for r in ev.reads if r.startswith("../") and not in_repository(r, prefix))
+        # what it was found to read outside the repository, or in JSON: the rules name it
+        outside = (
+            r
+            for r in ev.reads
+            if (r.startswith("../") and not in_repository(r, prefix)) or r.endswith(".json")
+        )
         return unreadable_unit(
             unit_dir,
             tuple(sorted({unit_file, *outside})),

@@ -138,6 +138,9 @@ class CheckPolicy:
     live: tuple[str, ...] = (LIVE_DIR,)
     #: live roots with a state prefix of their own ([layout.roots]): (folder, prefix)
     root_prefixes: tuple[tuple[str, str], ...] = ()
+    #: ``[secrets]``: which environment variables hold secrets (no configuration reads
+    #: one: the rule ``secret-read``)
+    secrets: EnvRule = field(default_factory=lambda: EnvRule())
 
     @property
     def foundation_prefix(self) -> tuple[str, ...]:
@@ -595,6 +598,7 @@ def _check(document: Mapping[str, Any], layout: Layout) -> CheckPolicy:
         root_prefixes=tuple(
             (r.path, r.state_prefix) for r in layout.roots if r.state_prefix is not None
         ),
+        secrets=_secrets(document),
     )
 
 

@@ -255,7 +255,9 @@ def check_state(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
                         f"remove the argument; {facts.root_file} keys the state by the unit's path",
                     )
                 )
-        out += _env_violations(facts, name, block.get("env_vars") or {}, False)
+        env = block.get("env_vars")
+        if isinstance(env, Mapping):  # a computed map is env-vars' (tooling.core.rules.envvars)
+            out += _env_violations(facts, name, env, False)
     return out
 
 

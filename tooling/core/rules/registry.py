@@ -22,11 +22,13 @@ from tooling.core.rules import (
     closure,
     config_only,
     enforce,
+    envvars,
     facts,
     hidden,
     layers,
     pins,
     readable,
+    secretreads,
     state,
     tool_pins,
 )
@@ -56,6 +58,9 @@ RULES: tuple[Rule, ...] = (
     hidden.HOOK_BLOCKS,
     hidden.PARSE_TIME,
     closure.CLOSURE,
+    secretreads.SECRET_READS,
+    envvars.ENV_VARS,
+    envvars.ENV_VARS_RENDERED,
     enforce.GENERATE,
     enforce.STATE,
     enforce.ROLE,
@@ -133,6 +138,12 @@ def check_context(
                 [
                     *config_only.hcl_files(model, policy, snap),
                     *(f for f in stack_files if f in snap.paths),
+                    # what the units read that Terragrunt parses too (a JSON configuration)
+                    *(
+                        f
+                        for f in (closure.files if closure else ())
+                        if f.endswith(".json") and f in snap.paths
+                    ),
                 ]
             )
         ),
