@@ -9,12 +9,13 @@ evaluator so that the evaluator, the stacks and the loader form a chain, not a l
 
 from __future__ import annotations
 
+import os
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
 from tooling.model.exprs import norm, outer_calls
-from tooling.model.gitpaths import in_repository
+from tooling.model.gitpaths import in_repository, top_level
 from tooling.model.hcl import Body, Expr
 from tooling.model.parsecache import ParseCache
 from tooling.model.trees import Tree
@@ -66,6 +67,19 @@ class Loader:
                 # Terragrunt looks on above the project root, up to git's top level here
                 self._found[key] = self.find_up(norm(f"{directory or '.'}/.."), name)
         return self._found[key]
+
+    def find_above_repository(self, name: str) -> str | None:
+        """``name`` in a folder above git's top level, on disk (where Terragrunt's
+        ``find_in_parent_folders`` goes on looking), as a ``../`` path; else None."""
+        folder = posixpath.dirname(top_level(self.root_posix, self.tree.git_prefix))
+        while True:
+            candidate = posixpath.join(folder, name)
+            if os.path.lexists(candidate):
+                return posixpath.relpath(candidate, self.root_posix)
+            parent = posixpath.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
 
     def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:
         """The outermost read-function calls of a file (static, computed once per file)."""

@@ -10,7 +10,6 @@ scope it is evaluated in. Every file the configuration reads is recorded.
 from __future__ import annotations
 
 import fnmatch
-import os
 import posixpath
 from collections.abc import Sequence
 from typing import Any
@@ -136,7 +135,7 @@ class UnitEvaluator(FileFunctions):
             if not self.loader.tree.is_dir(found):
                 self.read(found)
             return self.abs(found)
-        above = self._found_above_repository(name)
+        above = self.loader.find_above_repository(name)
         if above is not None:
             # Terragrunt looks on above git's top level: what it would find there is outside
             self.refuse_outside(above, file, f"find_in_parent_folders({name!r})")
@@ -146,20 +145,6 @@ class UnitEvaluator(FileFunctions):
             f"{file.path}: find_in_parent_folders({name!r}) finds nothing above {file.scope.dir}. "
             "Create the file or fix the name."
         )
-
-    def _found_above_repository(self, name: str) -> str | None:
-        """``name`` in a folder above git's top level, on disk (where Terragrunt's
-        ``find_in_parent_folders`` goes on looking), as a ``../`` path; else None."""
-        top = top_level(self.loader.root_posix, self.loader.tree.git_prefix)
-        folder = posixpath.dirname(top)
-        while True:
-            candidate = posixpath.join(folder, name)
-            if os.path.lexists(candidate):
-                return posixpath.relpath(candidate, self.loader.root_posix)
-            parent = posixpath.dirname(folder)
-            if parent == folder:
-                return None
-            folder = parent
 
     def fn_get_terragrunt_dir(self, args: list[Any], file: ConfigFile) -> Any:
         return self.abs(file.scope.dir)
