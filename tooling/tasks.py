@@ -48,17 +48,21 @@ use_usage_exit_codes()
     }
 )
 def setup(c: Context, pipeline: bool = False) -> None:
-    """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions).
+    """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions), and
+    build the pipeline's guard (tooling/guard, with Go).
 
     For each tool: a cached build, else a binary of the right version on PATH,
     else the official release verified against its checksums, else a build from
-    the Go module. Links them into this Python environment's bin directory.
+    the Go module. Links them into this Python environment's bin directory. The
+    guard, which Terragrunt runs instead of OpenTofu to check each command, is built
+    from its source beside the pinned OpenTofu, once per version of that source.
     Idempotent: on a warm machine it takes well under a second.
     """
-    from tooling.io import toolchain
+    from tooling.io import guardbin, toolchain
 
     def go() -> None:
         installed = toolchain.setup(_project_root(), test_tools=not pipeline)
+        guardbin.ensure()
         print(toolchain.summary_line(installed), file=sys.stderr)
 
     run(go)

@@ -78,7 +78,7 @@ from tooling.core.record import (
 from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
 from tooling.core.targets import unit_target
-from tooling.engine import applysafety, planstore, secrets, verify, workcopies
+from tooling.engine import applysafety, execguard, planstore, secrets, verify
 from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.summary import planned_units
 from tooling.engine.unitplanner import learn_secrets, plan_unit
@@ -249,10 +249,22 @@ class Applier:
         return result, reason
 
     def armed(self, path: str, run_dir: Path) -> dict[str, str]:
-        """The environment a unit is verified and applied in: the working-copy check
-        armed for it (:func:`workcopies.armed_one`), once per unit and run."""
+        """The environment a unit is re-planned and applied in: the guard armed for it
+        (:func:`execguard.armed`: its module as planned, the units it reads outputs
+        from), once per unit and run."""
         if path not in self._armed:
-            self._armed[path] = workcopies.armed_one(self.ws, path, run_dir, self.summary, self.env)
+            planned = next((u for u in self.units if u.path == path), None)
+            base = str(self.summary.get("base"))
+            self._armed[path] = execguard.armed_unit(
+                path,
+                run_dir,
+                planned.source if planned is not None else None,
+                self.env,
+                cache_dir=self.ws.settings.cache_dir,
+                model=self.ws.model(self.ws.tree_at(base))
+                if planned is not None and planned.destroy
+                else self.model,
+            )
         return self._armed[path]
 
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
@@ -367,8 +379,7 @@ class Applier:
             tools_now=self.tools_now,
             tools_then=self.summary.get("tools") or {},
         ) or verify.before_apply(
-            # rendered in the environment the apply runs in (the check armed): a unit's
-            # get_env reads the same values in both
+            # its static form read again; the guard checks what the apply runs with
             run_dir,
             path,
             unit.tier,
@@ -462,7 +473,9 @@ class Applier:
         out = self.dir / "cascade"
         target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.env, declared=self.declared)
+        fresh = plan_unit(
+            target, out, self.armed(path, self.ws.run_dir(path)), declared=self.declared
+        )
         if fresh.status == Status.ERROR:
             self.record(
                 path,

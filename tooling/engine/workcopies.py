@@ -23,25 +23,19 @@ plan means:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from tooling.core import workcopy
 from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
-from tooling.engine import workcopy_hook
 from tooling.errors import ToolingError
 from tooling.io import backends, config, git, tags
 from tooling.io.ui import say
-from tooling.io.workspace import Workspace
 from tooling.model import hcl
 from tooling.model.layout import ROOT_FILE, layout_from
 from tooling.model.sources import parse_source, remote_url
@@ -171,26 +165,6 @@ def prepare(
         )
 
 
-#: the environment variable root.hcl's before_hook reads: the command that checks a
-#: working copy (unset: the hook runs ``true``, e.g. for a plain ``terragrunt plan``)
-HOOK_ENV = "IAC_WORKCOPY_HOOK"
-
-#: the run's token in the name of the mark a passed check leaves before ``init``
-#: (:data:`tooling.commands.workcopy_hook.MARK_ENV`)
-MARK_ENV = workcopy_hook.MARK_ENV
-
-#: the hook's wrapper: before ``plan``, when the check of the same Terragrunt process
-#: passed before ``init`` (its mark, named by this run's token, holds that process's
-#: id), nothing ran in between but OpenTofu's init, and the check is not run again;
-#: otherwise (``init``, ``apply``, a plan without an init, no mark or another
-#: process's) the check runs. A shell's start instead of the interpreter's.
-HOOK_WRAPPER = (
-    'm=".terraform/iac-checked-$IAC_WORKCOPY_MARK"; '
-    'if [ "$TG_CTX_COMMAND" = plan ] && [ -n "$IAC_WORKCOPY_MARK" ] && [ -f "$m" ]; then '
-    'read -r who < "$m"; [ "$who" = "$PPID" ] && exit 0; fi; exec "$@"'
-)
-
-
 def root_file_of(root: Path) -> str:
     """The name of the repository's Terragrunt root file (policy.toml ``[layout] root_file``)."""
     try:
@@ -215,7 +189,7 @@ def _wanted(path: str, subdir: str) -> bool:
     return workcopy.is_code(path.rsplit("/", 1)[-1]) or not subdir or path.startswith(f"{subdir}/")
 
 
-class _Repos:
+class Repos:
     """Module repositories asked once per run: their tags as listed now, and the
     trees of the commits they name (:func:`tags.mirror_now`, :func:`tags.tree_of`)."""
 
@@ -277,7 +251,7 @@ def _local_files(base: Path, subdir: str) -> dict[str, str]:
     return found
 
 
-def _split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
+def split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
     text = source.removeprefix("file://")
     base, sep, sub = text.partition("//")
     folder = Path(base) if base.startswith("/") else unit_dir / (base or ".")
@@ -285,7 +259,7 @@ def _split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
 
 
 def expectation(
-    unit: str, unit_dir: Path, source: str | None, repos: _Repos, generated: frozenset[str]
+    unit: str, unit_dir: Path, source: str | None, repos: Repos, generated: frozenset[str]
 ) -> Expected:
     """What the checkout of ``unit`` (module ``source``) must hold."""
     if source is None:  # no terraform.source: Terragrunt runs in the unit folder itself
@@ -293,7 +267,7 @@ def expectation(
     parsed = parse_source(source)
     subdir = (parsed.subdir or "").strip("/")
     if parsed.kind == "local":
-        folder, sub = _split_local(source, unit_dir)
+        folder, sub = split_local(source, unit_dir)
         if not folder.is_dir():
             raise ToolingError(f"the local module folder {folder} does not exist")
         return Expected(unit, str(folder), None, sub, _local_files(folder, sub), generated)
@@ -306,55 +280,6 @@ def expectation(
     commit, tree = repos.tree(url, parsed.ref)
     files = {p: sha for p, sha in tree.items() if _wanted(p, subdir)}
     return Expected(unit, f"{url}@{parsed.ref}", commit, subdir, files, generated)
-
-
-def armed(
-    units: Iterable[tuple[str, Path, str | None]],
-    env: Mapping[str, str],
-    *,
-    root: Path,
-    cache_dir: Path,
-    unreadable: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
-    source). A unit whose expectation cannot be worked out (a tag that does not exist,
-    a source that is no git tag, a unit the model cannot evaluate: ``unreadable``, its
-    error) is in the manifest with why: the hook refuses it.
-
-    The manifest (what each checkout must hold) is written under ``cache_dir``,
-    named by its content, so concurrent runs never share a file they disagree on.
-    """
-    units = list(units)
-    repos = _Repos(cache_dir, env)
-    repos.ask(source for _, _, source in units)
-    generated = root_generated(root)
-    manifest: dict[str, Expected] = {}
-    for unit, unit_dir, source in units:
-        try:
-            if unit in (unreadable or {}):
-                raise ToolingError(
-                    f"the model cannot evaluate this unit ({(unreadable or {})[unit]}), so its "
-                    "module is not known and its working copy cannot be compared with it; fix "
-                    "it (`invoke check` names the file and line) and plan again"
-                )
-            manifest[os.path.realpath(unit_dir)] = expectation(
-                unit, unit_dir, source, repos, generated
-            )
-        except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
-            manifest[os.path.realpath(unit_dir)] = Expected(
-                unit, str(source), None, "", {}, error=str(exc)
-            )
-    data = workcopy.manifest_bytes(manifest)
-    folder = cache_dir / "workcopy"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-    if not path.exists():  # named by its content: written once, atomically
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    check = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
-    hook = ["/bin/sh", "-c", HOOK_WRAPPER, "iac-working-copy", *check]
-    return {**env, HOOK_ENV: json.dumps(hook), MARK_ENV: secrets.token_hex(8)}
 
 
 def overridden(
@@ -380,65 +305,26 @@ def overridden(
     return out
 
 
-def arm_for(
-    targets: Sequence[Target], env: Mapping[str, str], *, root: Path, cache_dir: Path
-) -> dict[str, str]:
-    """``env`` armed (:func:`armed`) for the plan's ``targets`` that are not preset: the
-    environment of every Terragrunt process of the run, the verifier's render included,
-    so that no ``get_env`` in a unit reads one value where the rule is verified and
-    another where OpenTofu runs."""
-    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
-    if not todo:
-        return dict(env)
-    unreadable = {t.path: t.model_error for t in targets if t.model_error}
-    return armed(todo, env, root=root, cache_dir=cache_dir, unreadable=unreadable)
-
-
 def guarded(
-    targets: Sequence[Target],
-    env: Mapping[str, str],
-    *,
-    root: Path,
-    cache_dir: Path,
-    reads: Mapping[str, Sequence[str]],
-    armed_env: dict[str, str] | None = None,
-) -> tuple[list[Target], dict[str, str]]:
-    """The plan's ``targets`` and ``env`` with the working-copy check armed (``armed_env``
-    when :func:`arm_for` made it already): a unit whose working copy is committed to
-    git, or whose configuration replaces the check, is refused (an ``error``, never
-    planned)."""
-    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
+    targets: Sequence[Target], *, root: Path, reads: Mapping[str, Sequence[str]]
+) -> list[Target]:
+    """The plan's ``targets``, a unit whose working copy is committed to git, or whose
+    configuration declares a hook labelled like the old working-copy check, refused (an
+    ``error``, never planned)."""
+    todo = [t.path for t in targets if not t.preset]
     if not todo:
-        return list(targets), dict(env)
-    if armed_env is None:
-        armed_env = arm_for(targets, env, root=root, cache_dir=cache_dir)
+        return list(targets)
     refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
             root, "ls-files", "-z", "--", ":(glob)**/.terragrunt-cache/**", ok_codes=(0, 128)
         ).stdout
     )
-    for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
+    for unit, committed in workcopy.committed_caches(todo, tracked).items():
         refused[unit] = committed
-    for unit, why in overridden([t.path for t in targets if not t.preset], reads, root).items():
+    for unit, why in overridden(todo, reads, root).items():
         refused[unit] = why
-    out = [
+    return [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
         for t in targets
     ]
-    return out, armed_env
-
-
-def armed_one(
-    ws: Workspace, unit: str, run_dir: Path, summary: Mapping[str, Any], env: Mapping[str, str]
-) -> dict[str, str]:
-    """``env`` armed for applying one unit of a plan ``summary`` (its module source is
-    the one planned)."""
-    planned = [u for u in summary.get("units", []) if isinstance(u, dict) and u.get("path") == unit]
-    source = planned[0].get("source") if planned else None
-    return armed(
-        [(unit, run_dir, str(source) if source else None)],
-        env,
-        root=ws.root,
-        cache_dir=ws.settings.cache_dir,
-    )

@@ -23,6 +23,7 @@ from tooling.core.rules import (
     facts,
     hidden,
     layers,
+    passing,
     pins,
     readable,
     state,
@@ -53,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     hidden.PARSE_TIME,
     enforce.GENERATE,
     enforce.STATE,
+    passing.PASSING,
     enforce.ROLE,
     enforce.ERRORS,
     enforce.MOCKS,
@@ -121,7 +123,11 @@ def verify(
 _COLUMNS = (
     (Stage.CHECK, "`invoke check`"),
     (Stage.BEFORE_TERRAGRUNT, "before Terragrunt starts (`plan`, `drift`, `adopt`)"),
-    (Stage.AT_EXECUTION, "where OpenTofu runs (`plan`, `drift`, `adopt`, `apply`)"),
+    (
+        Stage.AT_EXECUTION,
+        "at the point of execution: each unit before its Terragrunt process (`plan`, `drift`, "
+        "`adopt`, `apply`), then the guard before each OpenTofu command",
+    ),
 )
 
 
