@@ -13,11 +13,16 @@ plan means:
   carry no signature (the stub ``.git`` Terragrunt leaves in a working copy is no
   repository, so git is never asked which files are the module's).
 - **a backend other than the configured one** (the one Terragrunt resolves for
-  the unit, from the render before the plans: a root file's ``remote_state`` or
+  the unit, from what the root file declares for it: a ``remote_state`` or
   generated backend; e.g. local state, then ``IAC_STATE_BUCKET`` set in the same
   checkout with the tooling's root.hcl): OpenTofu stops with "Backend
   configuration changed". The tooling stops first, naming the unit, both
   backends and the two ways on.
+
+It also works out what each unit's checkout must hold (:func:`expectation`: the
+module's files at the commit its tag names), which the guard compares with the
+copy before each OpenTofu command (:mod:`tooling.engine.execguard`), and refuses a
+working copy committed to git before Terragrunt could reuse it (:func:`guarded`).
 """
 
 from __future__ import annotations
@@ -118,7 +123,7 @@ def backend_problem(unit: str, copy_root: Path, found: str, where: str) -> str:
 
 def _selected(settings: config.Settings, declared: backends.Backend | None) -> tuple[str, str]:
     """(type, description) of the backend a unit's configuration selects: the one Terragrunt
-    resolves for it (``declared``, from its render), else the tooling's settings."""
+    resolves for it (``declared``, what the root file declares), else the tooling's settings."""
     if declared is not None:
         key = backends.state_key(declared)
         return declared.type, f"the {declared.type} backend" + (f" ({key})" if key else "")
@@ -135,7 +140,7 @@ def prepare(
     declared: Mapping[str, backends.Backend | None] | None = None,
 ) -> None:
     """Before planning ``units`` (path, folder): refuse a working copy on another backend
-    than the one Terragrunt resolves for the unit (``declared``: from its render; a unit
+    than the one Terragrunt resolves for the unit (``declared``: the root file's; a unit
     missing there is compared with the tooling's settings), then remove the stale
     generated files of the rest (each is named). ``root``: the repository, whose root.hcl
     declares the generated files that are not stale."""
