@@ -126,9 +126,10 @@ def guarded_units(
     model: Model,
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
+    known_forms: Mapping[str, UnitRender] | None = None,
 ) -> list[GuardedUnit]:
     """What each unit of ``units`` (path, folder, module source), and each unit they read
-    outputs from, may run with."""
+    outputs from, may run with (``known_forms``: static forms the caller worked out)."""
     every = closure(units, model)
     repos = workcopies.Repos(cache_dir, env)
     repos.ask(source for _, _, source in every)
@@ -136,10 +137,13 @@ def guarded_units(
     roots: dict[Path, list[str]] = {}
     for path, run_dir, _ in every:
         roots.setdefault(verify.repo_root(run_dir, path), []).append(path)
-    forms: dict[str, UnitRender] = {}
+    forms: dict[str, UnitRender] = dict(known_forms or {})
     for where, paths in roots.items():
-        with contextlib.suppress(ToolingError):
-            forms.update(verify.static_forms(where, paths, model))
+        todo = [p for p in paths if p not in forms]
+        if todo:
+            with contextlib.suppress(ToolingError):
+                forms.update(verify.static_forms(where, todo, model))
+    generated_names = {where: workcopies.root_generated(where) for where in roots}
     out: list[GuardedUnit] = []
     for path, run_dir, source in every:
         unit = model.units.get(path)
@@ -152,9 +156,7 @@ def guarded_units(
                     "module is not known and its working copy cannot be compared with it; fix "
                     "it (`invoke check` names the file and line) and plan again"
                 )
-            expected = workcopies.expectation(
-                path, run_dir, source, repos, workcopies.root_generated(where)
-            )
+            expected = workcopies.expectation(path, run_dir, source, repos, generated_names[where])
             variables = module_variables(expected, run_dir, source, repos)
         except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
             expected = Expected(path, str(source), None, "", {}, error=str(exc))
@@ -197,11 +199,18 @@ def armed(
     model: Model,
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
+    known_forms: Mapping[str, UnitRender] | None = None,
 ) -> tuple[dict[str, str], list[GuardedUnit]]:
     """``env`` with the guard armed for ``units`` (path, folder, module source): its
     ``TG_TF_PATH`` names this run's guard; and what each unit may run with."""
     guarded = guarded_units(
-        units, env, cache_dir=cache_dir, model=model, unreadable=unreadable, extra=extra
+        units,
+        env,
+        cache_dir=cache_dir,
+        model=model,
+        unreadable=unreadable,
+        extra=extra,
+        known_forms=known_forms,
     )
     document = execpoint.config_document(
         guarded, tofu=_real("tofu", env), terragrunt=_real("terragrunt", env)

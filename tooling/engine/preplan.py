@@ -65,6 +65,7 @@ def prepared(
                 cache_dir=ctx.settings.cache_dir,
                 model=model,
                 unreadable={t.path: t.model_error for t in targets if t.model_error},
+                known_forms=forms,
             )
             if todo
             else (dict(env), [])

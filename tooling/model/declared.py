@@ -122,10 +122,14 @@ def declared(
         return None
 
 
+#: the declaring files parsed once per process for every unit (keyed by their bytes' SHA)
+_PARSED = ParseCache(None)
+
+
 def _declared(
     root: Path, unit_path: str, files: Sequence[str], env: Mapping[str, str], config_name: str
 ) -> dict[str, Any] | None:
-    loader = Loader(WorkTree(root, ()), ParseCache(None))
+    loader = Loader(WorkTree(root, ()), _PARSED)
     ev = _Env(loader, unit_path, env)
     scope = Scope(posixpath.join(unit_path, config_name))
     configs: list[ConfigFile] = []
