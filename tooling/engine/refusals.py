@@ -81,7 +81,7 @@ def refuse_before_terragrunt(
     if found:
         raise ToolingError(
             f"cannot {doing}: configuration that would run a command while Terragrunt parses "
-            "it, or read differently in the verifier's render and in the plan"
+            "it, or read differently in a picture of it and in the plan"
             + (" (the previous report is kept)" if doing == "plan" else "")
             + ":\n  "
             + "\n  ".join(found)
