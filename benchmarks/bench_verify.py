@@ -106,7 +106,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
         start, c0 = time.perf_counter(), cpu()
         if verified:  # as engine/preplan.py orders it: the forms, the roles, the guard
             model = context.of_units().model
-            forms = expect_forms(all_targets, model)
+            forms = expect_forms(all_targets, model, ws.policy)
             preflight.check(
                 [(t.path, t.executor) for t in all_targets],
                 policy=ws.policy,
@@ -120,6 +120,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
                 env,
                 cache_dir=ws.settings.cache_dir,
                 model=model,
+                policy=ws.policy,
             )
         else:
             preflight.check(
@@ -130,10 +131,10 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
         pre, pre_cpu = time.perf_counter() - start, cpu() - c0
         if kind == "per_unit":
             for t in all_targets:
-                result = plan_unit(t, out, env)
+                result = plan_unit(t, out, env, policy=ws.policy)
                 assert result.status in ("changes", "no-changes"), result.error
         else:
-            results = run_batch(all_targets, out, env, jobs=jobs)
+            results = run_batch(all_targets, out, env, jobs=jobs, policy=ws.policy)
             assert all(r.status in ("changes", "no-changes") for r in results), [
                 r.error for r in results
             ]

@@ -76,7 +76,7 @@ def main() -> None:
         cache = ws.settings.cache_dir
 
         def arm() -> dict[str, str]:
-            return execguard.armed(units, base, cache_dir=cache, model=model)[0]
+            return execguard.armed(units, base, cache_dir=cache, model=model, policy=ws.policy)[0]
 
         prepare = [timed(arm) for _ in range(args.repeat)]
         armed = arm()

@@ -65,7 +65,7 @@ STEPS = (
     ("the plan (Terragrunt, OpenTofu, waited)", "tooling/engine/batchplanner.py", "run_batch"),
     ("  of it: the verifier before the plan", "tooling/engine/verify.py", "before_plan"),
     ("  of it: tofu show -json", "tooling/io/terragrunt.py", "plan_json"),
-    ("summary.json", "tooling/engine/summary.py", "summary_document"),
+    ("summary.json", "tooling/engine/planfolder.py", "summary_of"),
     ("report (comment.md)", "tooling/core/report.py", "render"),
 )
 

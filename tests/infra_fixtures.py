@@ -425,7 +425,10 @@ def plan_one(root: Path, unit: str, out: Path) -> object:
     ws = Workspace(root)
     u = ws.model().units[unit]
     result = plan_unit(
-        Target(unit, u.tier, u.executor, "named", root / unit, u.dependencies), out, ws.tool_env
+        Target(unit, u.tier, u.executor, "named", root / unit, u.dependencies),
+        out,
+        ws.tool_env,
+        policy=ws.policy,
     )
     assert result.status in ("changes", "no-changes"), result.error
     return result

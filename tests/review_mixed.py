@@ -6,9 +6,9 @@ failure, drift, a no-change unit and a module bump; and a 200-unit run.
 
 from __future__ import annotations
 
-from tooling.core.gates import GatePolicy
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result, with_gates
+from tooling.model.policy import GatePolicy
 
 POLICY = GatePolicy(node_addresses=("terraform_data.vm[*",))
 GIT = "git::https://git.example.com/platform-modules/{name}.git//modules/{sub}?ref={ref}"

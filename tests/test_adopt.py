@@ -166,6 +166,23 @@ def test_the_import_block_quotes_the_id_and_never_interpolates() -> None:
             (1, 1, 0, 1),
         ),
         ([("terraform_data.a", ["no-op"], None, {})], False, (0, 0, 0, 0)),
+        # a moved block or a forget beside the import changes the state too: refused
+        (
+            [
+                ("terraform_data.a", ["no-op"], "id-a", {}),
+                ("terraform_data.b", ["no-op"], None, {"previous_address": "terraform_data.old"}),
+            ],
+            False,
+            (1, 0, 0, 0),
+        ),
+        (
+            [
+                ("terraform_data.a", ["no-op"], "id-a", {}),
+                ("terraform_data.b", ["forget"], None, {}),
+            ],
+            False,
+            (1, 0, 0, 0),
+        ),
     ],
 )
 def test_judge_accepts_only_imports(
@@ -176,7 +193,12 @@ def test_judge_accepts_only_imports(
             {
                 "address": a,
                 "mode": "managed",
-                "change": {"actions": acts, **({"importing": {"id": i}} if i else {}), **extra},
+                "change": {
+                    "actions": acts,
+                    **({"importing": {"id": i}} if i else {}),
+                    **{k: v for k, v in extra.items() if k != "previous_address"},
+                },
+                **{k: v for k, v in extra.items() if k == "previous_address"},
             }
             for a, acts, i, extra in changes
         ]
@@ -195,3 +217,30 @@ def test_data_sources_and_malformed_addresses_are_usage_errors() -> None:
         adopt.check_address(' module.net[0].terraform_data.bridge["a"] ')
         == 'module.net[0].terraform_data.bridge["a"]'
     )
+
+
+def test_a_move_or_a_forget_beside_the_import_is_named_in_the_refusal() -> None:
+    plan = {
+        "resource_changes": [
+            {
+                "address": "terraform_data.a",
+                "mode": "managed",
+                "change": {"actions": ["no-op"], "importing": {"id": "id-a"}},
+            },
+            {
+                "address": "terraform_data.b",
+                "mode": "managed",
+                "previous_address": "terraform_data.old",
+                "change": {"actions": ["no-op"]},
+            },
+            {"address": "terraform_data.c", "mode": "managed", "change": {"actions": ["forget"]}},
+        ]
+    }
+    text = adopt.refusal(
+        "live/cloud/dns", "terraform_data.a", adopt.judge(plan, "terraform_data.a")
+    )
+    assert text.splitlines()[0].endswith(
+        "1 to import, 0 to add, 0 to change, 0 to destroy, 1 to forget, 1 to move."
+    )
+    assert "  ! terraform_data.b (no-op; moved from terraform_data.old)" in text
+    assert "  . terraform_data.c (forget)" in text

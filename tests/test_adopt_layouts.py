@@ -28,7 +28,8 @@ import pytest
 from infra_fixtures import GIT_ENV, REPO, Invoked, commit_all, edit, git
 
 from tooling.errors import ToolingError
-from tooling.model.layout import layout_from
+from tooling.io import config
+from tooling.model.policy import policy_from
 from tooling.model.repo import Change, WorkTree, load
 
 pytestmark = pytest.mark.e2e
@@ -296,8 +297,8 @@ def test_a_broken_live_root_table_is_refused_with_its_line(
 
 
 def test_today_s_policy_without_live_roots_reads_as_before() -> None:
-    assert layout_from({}).roots == ()
-    layout = layout_from({"layout": {"live": ["a"], "roots": {"b": {"state_prefix": "b"}}}})
+    assert policy_from({}).layout.roots == ()
+    layout = policy_from({"layout": {"live": ["a"], "roots": {"b": {"state_prefix": "b"}}}}).layout
     assert layout.live == ("a", "b")
     assert layout.root_of("b/x") is not None and layout.root_of("a/x") is None
 
@@ -450,13 +451,14 @@ def test_move_unit_takes_the_new_folder_under_the_layouts_live_folder(tmp_path: 
     from tooling.commands.move import plan_move
 
     root = relaid_example(tmp_path / "relaid")
-    move = plan_move(root, "terragrunt/cloud/dns", "terragrunt/cloud/zone")
+    policy = config.read_policy(root)
+    move = plan_move(root, "terragrunt/cloud/dns", "terragrunt/cloud/zone", policy)
     assert (move.old_key, move.new_key) == (
         "terragrunt/cloud/dns/terraform.tfstate",
         "terragrunt/cloud/zone/terraform.tfstate",
     )
     with pytest.raises(ToolingError, match=r"under a live folder \(terragrunt; policy.toml"):
-        plan_move(root, "terragrunt/cloud/dns", "live/cloud/zone")
+        plan_move(root, "terragrunt/cloud/dns", "live/cloud/zone", policy)
 
 
 def test_outdated_says_why_it_lists_nothing_when_no_unit_is_found(tmp_path: Path) -> None:

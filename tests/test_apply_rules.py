@@ -7,7 +7,8 @@ from datetime import datetime
 import pytest
 
 from tooling.core import record
-from tooling.core.record import binding_problems, change_set
+from tooling.core.applydecision import binding_problems
+from tooling.core.record import change_set
 from tooling.core.results import Result, Status
 from tooling.io.terragrunt import error_summary
 

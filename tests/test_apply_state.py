@@ -115,14 +115,14 @@ def test_the_dirty_tree_digest_changes_with_the_difference_and_not_otherwise(
     commit_all(repo, "one")
     assert gitio.worktree_changes(repo) == ([], "", [])
     (repo / "a.hcl").write_text("a = 2\n")
-    first = binding.worktree_record(*gitio.worktree_changes(repo))
+    first = binding.worktree_record(*gitio.worktree_changes(repo)).to_json()
     assert first["dirty"] and first["files"] == ["a.hcl"]
-    assert first == binding.worktree_record(*gitio.worktree_changes(repo))
+    assert first == binding.worktree_record(*gitio.worktree_changes(repo)).to_json()
     (repo / "b.hcl").write_text("b = 1\n")  # an untracked file changes it
-    second = binding.worktree_record(*gitio.worktree_changes(repo))
+    second = binding.worktree_record(*gitio.worktree_changes(repo)).to_json()
     assert second["files"] == ["a.hcl", "b.hcl"] and second["digest"] != first["digest"]
     (repo / "b.hcl").write_text("b = 2\n")  # and so does its content
-    assert binding.worktree_record(*gitio.worktree_changes(repo))["digest"] != second["digest"]
+    assert binding.worktree_record(*gitio.worktree_changes(repo)).digest != second["digest"]
     (repo / ".gitignore").write_text("*.log\n")
     commit_all(repo, "commit it all, and ignore logs")
     (repo / "x.log").write_text("ignored\n")  # an ignored file is not a change

@@ -19,10 +19,11 @@ import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
 from tooling.core import apps
-from tooling.core.apps import AppPolicy, AppState
+from tooling.core.apps import AppState
 from tooling.engine import appruns
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
+from tooling.model.policy import AppPolicy, policy_from
 
 SAMPLE = REPO / "tests" / "apps" / "sample" / "terraform"
 FOUNDATION_BUCKET = "example-org-iac-foundation-state"
@@ -275,7 +276,7 @@ def test_plan_problems_count_every_kept_resource_but_not_deletes() -> None:
 def test_the_shipped_policy_has_an_allowlist_and_the_foundation_bucket_of_bootstrap() -> None:
     import tomllib
 
-    policy = apps.parse_policy(config.read_policy(REPO))
+    policy = config.read_policy(REPO).app_tier()
     assert (
         policy.allows("terraform_data")
         and policy.allows("aws_db_instance")
@@ -288,7 +289,7 @@ def test_the_shipped_policy_has_an_allowlist_and_the_foundation_bucket_of_bootst
 
 def test_a_policy_without_an_apps_table_is_an_actionable_error() -> None:
     with pytest.raises(ToolingError, match=r"policy.toml has no \[apps\] table"):
-        apps.parse_policy({"gates": {}})
+        policy_from({"gates": {}}).app_tier()
 
 
 # --------------------------------------------------------------------------- plan and apply, local state

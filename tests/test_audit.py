@@ -32,8 +32,11 @@ from infra_fixtures import (
     read_summary,
     s3_state_bucket,
 )
+from schema_check import summary_doc, summary_unit
 
 from tooling.core import audit
+from tooling.core.record import ApplyRecord, RunEntry, UnitApply
+from tooling.core.summary import Summary
 from tooling.errors import ToolingError
 
 RUN_ENV = {
@@ -184,7 +187,9 @@ def test_two_records_of_one_second_keep_their_order_whatever_their_random_suffix
 # ------------------------------------------------------------------ reading back, the chain
 
 HEAD = "a" * 40
-SUMMARY = {"head": HEAD, "units": [{"path": "live/cloud/iam", "plan_sha256": "b" * 64}]}
+SUMMARY = Summary.from_json(
+    summary_doc([summary_unit("live/cloud/iam", plan_sha256="b" * 64)], head=HEAD)
+)
 #: a record as the first version of the trail wrote it (one per apply, after it, no chain)
 V1_RECORD = {
     "version": 1,
@@ -237,8 +242,8 @@ def _write_apply(repo: Path, *, complete: bool = True) -> list[str]:
     start = start_audit(ws, SUMMARY, head=HEAD, approve_manual=False)
     if not complete:
         return [start.key]
-    units = [{"path": "live/cloud/iam", "result": "applied", "reason": ""}]
-    doc = {"head": HEAD, "plans_head": HEAD, "approve_manual": False, "runs": [{"units": units}]}
+    units = (UnitApply("live/cloud/iam", "applied", ""),)
+    doc = ApplyRecord(HEAD, HEAD, False, False, runs=(RunEntry(None, False, False, units),))
     where = append_audit(ws, start, doc, SUMMARY)  # s3://BUCKET/audit/… or …/.iac/state/audit/…
     return [start.key, "audit/" + where.split("/audit/", 1)[1]]
 
@@ -400,7 +405,7 @@ def test_two_applies_at_once_branch_the_chain_and_that_is_not_a_problem(repo: Pa
     ws = Workspace(repo)
     one = start_audit(ws, SUMMARY, head=HEAD, approve_manual=False)
     two = start_audit(ws, SUMMARY, head=HEAD, approve_manual=False)
-    apply_doc = {"head": HEAD, "approve_manual": False, "runs": [{"units": []}]}
+    apply_doc = ApplyRecord(HEAD, None, False, False, runs=(RunEntry(None, False, False),))
     append_audit(ws, two, apply_doc, SUMMARY)
     append_audit(ws, one, apply_doc, SUMMARY)
     trail = repo / ".iac/state"

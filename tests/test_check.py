@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from infra_fixtures import GIT_ENV, REPO, commit_all, git, invoke, invoke_in_process
 
-from tooling.core.checksettings import CheckPolicy, parse_policy
 from tooling.core.rules.bootstrap import check_bootstrap_guard, check_ci_never_runs_bootstrap
 from tooling.core.rules.rule import Context
 from tooling.core.rules.snapshot import Snapshot, Violation
 from tooling.core.rules.tool_pins import check_tool_versions
 from tooling.errors import ToolingError
 from tooling.model import tools
+from tooling.model.policy import CheckPolicy, policy_from
 
 CORPUS = Path(__file__).parent / "check_corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.toml").is_file())
@@ -316,11 +316,11 @@ def test_a_malformed_check_policy_is_refused_with_what_to_fix(
     section: dict[str, Any], error: str
 ) -> None:
     with pytest.raises(ToolingError, match=re.escape(error)):
-        parse_policy(section)
+        policy_from(section)
 
 
 def test_the_repository_policy_declares_both_layers_and_the_allowlist() -> None:
-    pol = parse_policy(tomllib.loads((REPO / "policy.toml").read_text()))
+    pol = policy_from(tomllib.loads((REPO / "policy.toml").read_text())).check
     assert {(layer.name, layer.executor) for layer in pol.layers} == {
         ("cloud", "hosted"),
         ("cluster", "lan"),

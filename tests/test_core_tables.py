@@ -13,18 +13,16 @@ from typing import Any
 
 import pytest
 
-from tooling.core import apps, executors, report
+from tooling.core import report
 from tooling.core.changes import Affected, AffectedUnit, affected
-from tooling.core.checksettings import parse_policy as check_policy
-from tooling.core.gates import Gate, GatePolicy, decide, parse_policy, reasons_text
+from tooling.core.gates import Gate, decide, reasons_text
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange, from_stream
 from tooling.core.results import Result, with_gates
 from tooling.core.targets import select_targets, waves
 from tooling.errors import ToolingError, UsageError
 from tooling.io.git import parse_ls_tree, parse_name_status, parse_porcelain_paths, zsplit
 from tooling.io.terragrunt import plan_args
-from tooling.model.layout import layout_from
-from tooling.model.policyfile import check_tables
+from tooling.model.policy import GatePolicy, policy_from
 from tooling.model.repo import Change, Model, Unit
 
 
@@ -374,7 +372,7 @@ def test_gate_reasons_are_grouped_and_name_every_resource(
     ],
 )
 def test_gate_policy_section(data: dict[str, object], expected: GatePolicy) -> None:
-    assert parse_policy(data) == expected
+    assert policy_from(data).gates == expected
 
 
 @pytest.mark.parametrize(
@@ -382,23 +380,23 @@ def test_gate_policy_section(data: dict[str, object], expected: GatePolicy) -> N
 )
 def test_gate_policy_section_rejects_wrong_types(bad: dict[str, object]) -> None:
     with pytest.raises(ToolingError, match=r"policy.toml: \[gates\]"):
-        parse_policy(bad)
+        policy_from(bad)
 
 
 @pytest.mark.parametrize(
     ("parse", "data", "where", "key"),
     [
-        (parse_policy, {"gates": {"node_type": ["proxmox_*"]}}, "[gates]", "node_type"),
-        (executors.parse, {"executors": {"x": {"runs-on": ["a"]}}}, "[executors.x]", "runs-on"),
-        (check_policy, {"check": {"layer": {}}}, "[check]", "layer"),
+        (policy_from, {"gates": {"node_type": ["proxmox_*"]}}, "[gates]", "node_type"),
+        (policy_from, {"executors": {"x": {"runs-on": ["a"]}}}, "[executors.x]", "runs-on"),
+        (policy_from, {"check": {"layer": {}}}, "[check]", "layer"),
         (
-            apps.parse_policy,
+            policy_from,
             {"apps": {"allowed_resource_types": [], "gates": "manual"}},
             "[apps]",
             "gates",
         ),
-        (layout_from, {"layout": {"lives": ["infra"]}}, "[layout]", "lives"),
-        (check_tables, {"gate": {"node_types": []}}, "the top level", "gate"),
+        (policy_from, {"layout": {"lives": ["infra"]}}, "[layout]", "lives"),
+        (policy_from, {"gate": {"node_types": []}}, "the top level", "gate"),
     ],
     ids=["gates", "executors", "check", "apps", "layout", "top-level"],
 )
@@ -415,12 +413,8 @@ def test_a_misspelt_policy_key_is_refused_by_name_in_every_table(
 
 def test_the_repository_policy_uses_only_known_tables_and_keys() -> None:
     data = tomllib.loads((Path(__file__).resolve().parents[1] / "policy.toml").read_text())
-    check_tables(data)
-    parse_policy(data)
-    executors.parse(data)
-    check_policy(data)
-    apps.parse_policy(data)
-    layout_from(data)
+    policy = policy_from(data)  # every table, every key
+    assert policy.app_tier() is policy.apps
 
 
 # --------------------------------------------------------------------------- report.render

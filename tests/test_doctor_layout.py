@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke, make_example_repo
+from test_adopt_layouts import iac
 from test_crosscheck import CORPUS
 
 from tooling.core import layoutguess
@@ -193,3 +195,105 @@ def test_live_folders_are_the_top_level_folders_holding_units() -> None:
     toml = layoutguess.suggest(["x/terragrunt.hcl"]).toml()
     assert tomllib.loads(toml) == {"layout": {"live": ["x"], "root_file": "root.hcl"}}
     assert "create it" in toml
+
+
+@pytest.mark.parametrize(
+    ("roots", "units", "expected"),
+    [
+        # a dependency and a file read across roots; a read outside every root is no reach
+        (
+            ("app", "core"),
+            [("app/web", ["core/net", "shared/x.hcl"]), ("core/net", ["core/dns"])],
+            (("app", ("app", "core")),),
+        ),
+        (
+            ("app", "core", "ops"),
+            [("app/web", ["core/net/"]), ("ops/a", ["app/web", "core/x"])],
+            (("app", ("app", "core")), ("ops", ("ops", "app", "core"))),
+        ),
+        (("app", "core"), [("app/web", ["app/db"]), ("core/net", [])], ()),
+        # the longest root holds a path: a nested root is a root of its own
+        (("core", "core/eu"), [("core/eu/a", ["core/b"])], (("core/eu", ("core/eu", "core")),)),
+    ],
+)
+def test_each_root_may_depend_on_the_roots_its_units_reach(
+    roots: tuple[str, ...], units: list[tuple[str, list[str]]], expected: object
+) -> None:
+    assert layoutguess.root_dependencies(roots, units) == expected
+
+
+@pytest.mark.parametrize(
+    ("live", "keys", "prefix"),
+    [
+        (
+            ["app", "core"],
+            [("app/web", "terraform/app/web.tfstate"), ("core/n", "terraform/x")],
+            "terraform/",
+        ),
+        # check's default holds: each key under its own live folder
+        (["app", "core"], [("app/web", "app/web/tf.state"), ("core/n", "core/n/tf.state")], None),
+        (["live"], [("live/a", "live/a/t"), ("live/b", "other/b/t")], None),  # no common folder
+        (["live"], [("live/a", "apps/a/t")], None),  # the app tier's prefix is never suggested
+        (["live"], [("live/a", "a.tfstate")], None),  # a key with no folder
+        (["."], [("a", "terraform/a")], None),  # "." keys state by the unit's path alone
+        (["live"], [], None),
+    ],
+)
+def test_the_state_prefix_suggested_is_the_folder_every_key_starts_with(
+    live: list[str], keys: list[tuple[str, str]], prefix: str | None
+) -> None:
+    assert layoutguess.common_state_prefix(live, keys) == prefix
+
+
+def test_the_suggested_prefix_and_dependencies_print_as_policy_toml_reads_them() -> None:
+    found = layoutguess.Suggestion(
+        ("app", "core"),
+        "root.hcl",
+        roots=(("app", "app/", "hosted"), ("core", "core/", "hosted")),
+        depends=(("app", ("app", "core")),),
+    )
+    assert tomllib.loads(found.toml())["layout"]["roots"] == {
+        "app": {
+            "state_prefix": "app/",
+            "tier": "app",
+            "executor": "hosted",
+            "may_depend_on": ["app", "core"],
+        },
+        "core": {"state_prefix": "core/", "tier": "core", "executor": "hosted"},
+    }
+    assert found.to_json()["roots"]["app"]["may_depend_on"] == ["app", "core"]  # type: ignore[index]
+    prefixed = layoutguess.Suggestion(("live",), "root.hcl", state_prefix="terraform/")
+    assert tomllib.loads(prefixed.toml())["check"] == {"foundation_state_prefix": "terraform/"}
+    assert prefixed.to_json()["foundation_state_prefix"] == "terraform/"
+    added = replace(prefixed, check_declared=True)
+    assert "check" not in tomllib.loads(added.toml()) and "foundation_state_prefix" in added.toml()
+
+
+def test_the_file_a_unit_includes_is_read_from_its_text_too() -> None:
+    texts = [
+        'include "root" {\n  path = find_in_parent_folders("main.hcl")\n}\n'
+        'locals {\n  a = read_terragrunt_config(find_in_parent_folders("account.hcl"))\n}\n',
+        'include {\n  path = "${find_in_parent_folders("common.hcl")}"\n}\n',
+        "include {\n  path = find_in_parent_folders()\n}\n",
+    ]
+    assert layoutguess.parent_file_names(texts) == {"main.hcl", "common.hcl"}
+
+
+def test_doctor_names_the_root_file_units_include_when_the_model_cannot_evaluate_them(
+    tmp_path: Path,
+) -> None:
+    """The units include ``main.hcl``, which reads a file a setup step creates: doctor
+    names ``main.hcl`` as the root file, not a ``root.hcl`` to create."""
+    repo = tmp_path / "org"
+    (repo / "acct" / "net").mkdir(parents=True)
+    (repo / "main.hcl").write_text(
+        'locals {\n  config = yamldecode(file(find_in_parent_folders("config.yaml")))\n}\n'
+    )
+    (repo / "acct" / "net" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("main.hcl")\n}\n'
+    )
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    commit_all(repo, "units include main.hcl")
+    doc = json.loads(iac(repo, "doctor", "--json").stdout)
+    assert doc["suggested_layout"]["root_file"] == "main.hcl", doc
+    assert "create it" not in doc["suggested_layout"]["toml"]

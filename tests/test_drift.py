@@ -22,7 +22,7 @@ from ghserver import GitHubAPI
 from infra_fixtures import EXAMPLE_UNITS, Invoked, apply_everything, commit_all, invoke
 
 from tooling.core import drift as drift_report
-from tooling.core.planjson import summarize
+from tooling.core.planjson import COUNT_KEYS, summarize
 from tooling.core.results import Result
 
 DNS = "live/cloud/dns"
@@ -414,7 +414,7 @@ def _unit(path: str, status: str, drift: tuple[str, ...] = ()) -> drift_report.U
 
 
 def _entry(path: str, seen: str = "2026-01-01") -> drift_report.Entry:
-    counts = dict.fromkeys(("create", "update", "delete", "replace", "import", "move"), 0)
+    counts = dict.fromkeys(COUNT_KEYS, 0)
     return drift_report.Entry(path, "cloud", "hosted", counts, ("x.a",), 0, seen, "abc", None)
 
 

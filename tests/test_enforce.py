@@ -29,7 +29,7 @@ from tooling.commands import check
 from tooling.engine import verify
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.unitplanner import Target, plan_unit
-from tooling.io import terragrunt
+from tooling.io import config, terragrunt
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -238,7 +238,8 @@ def test_each_trick_is_refused_before_its_plan_on_the_per_unit_path(
     tricks_repo: Path, tmp_path: Path, trick: Trick
 ) -> None:
     out = tmp_path / "plans"
-    result = plan_unit(_target(tricks_repo, trick.path), out, Workspace(tricks_repo).tool_env)
+    ws = Workspace(tricks_repo)
+    result = plan_unit(_target(tricks_repo, trick.path), out, ws.tool_env, policy=ws.policy)
     _assert_refused(result, trick, out)
     # nothing of the unit ran: no working copy was made, so no injected code was planned
     assert not (tricks_repo / trick.path / ".terragrunt-cache").exists()
@@ -252,7 +253,9 @@ def test_the_batch_planner_refuses_every_trick_and_plans_the_other_units(
     targets = [_target(tricks_repo, "live/cloud/dns")] + [
         _target(tricks_repo, t.path) for t in TRICKS
     ]
-    results = {r.path: r for r in run_batch(targets, out, Workspace(tricks_repo).tool_env, jobs=2)}
+    ws = Workspace(tricks_repo)
+    planned = run_batch(targets, out, ws.tool_env, jobs=2, policy=ws.policy)
+    results = {r.path: r for r in planned}
     for trick in TRICKS:
         _assert_refused(results[trick.path], trick, out)
     assert results["live/cloud/dns"].status == "changes", results["live/cloud/dns"].error
@@ -272,10 +275,11 @@ def test_the_example_units_keep_the_rule_as_terragrunt_resolves_them(
     tricks_repo: Path,
 ) -> None:
     env = Workspace(tricks_repo).tool_env
+    policy = config.read_policy(tricks_repo)
     for path, unit in Workspace(tricks_repo).model().units.items():
         if unit.path.startswith("live/cloud/") and any(t.path == path for t in TRICKS):
             continue
-        assert verify.violations(tricks_repo / path, path, unit.tier, env) == [], path
+        assert verify.violations(tricks_repo / path, path, unit.tier, env, policy) == [], path
 
 
 def test_a_role_the_policy_allowlists_for_the_tier_passes_and_other_tiers_do_not(
@@ -302,10 +306,11 @@ def test_a_role_the_policy_allowlists_for_the_tier_passes_and_other_tiers_do_not
         fh.write(
             f'\n[check.allowed_roles.cloud]\n"{role}" = "the DNS zone lives in the org account"\n'
         )
-    env = Workspace(repo).tool_env
-    assert verify.violations(repo / "live/cloud/dns", "live/cloud/dns", "cloud", env) == []
+    ws = Workspace(repo)
+    env, policy = ws.tool_env, ws.policy
+    assert verify.violations(repo / "live/cloud/dns", "live/cloud/dns", "cloud", env, policy) == []
     refused = verify.violations(
-        repo / "live/cluster/network", "live/cluster/network", "cluster", env
+        repo / "live/cluster/network", "live/cluster/network", "cluster", env, policy
     )
     assert [v.rule for v in refused] == ["enforce-role"]
     text = (repo / "live/cluster/network/terragrunt.hcl").read_text()
@@ -351,12 +356,16 @@ def test_the_batch_verification_starts_no_terragrunt_process_and_leaves_no_file_
 
     monkeypatch.setattr(terragrunt, "run", counted)
     model = Workspace(tricks_repo).model()
+    ws = Workspace(tricks_repo)
     refused = verify.verify_many(
-        [(tricks_repo / p, p, model.units[p].tier) for p in model.order], jobs=2
+        [(tricks_repo / p, p, model.units[p].tier) for p in model.order],
+        ws.tool_env,
+        ws.policy,
+        jobs=2,
     )
     assert set(refused) == {t.path for t in TRICKS}
     assert started == []
-    forms = verify.static_forms(tricks_repo, ["live/cloud/gen-base64"], model)
+    forms = verify.static_forms(tricks_repo, ["live/cloud/gen-base64"], ws.policy, model)
     mine, declared = (
         forms["live/cloud/gen-base64"].rendered,
         forms["live/cloud/gen-base64"].declared,
@@ -384,8 +393,9 @@ def test_mocks_for_init_validate_and_plan_pass_check_and_plan(tmp_path: Path) ->
     violations, _model = check.run(repo)
     mine = [v for v in violations if v.file == f"{trick.path}/terragrunt.hcl"]
     assert [v for v in mine if v.rule.startswith("enforce-")] == [], mine
-    env = Workspace(repo).tool_env
-    assert verify.violations(repo / trick.path, trick.path, "cloud", env) == []
+    ws = Workspace(repo)
+    env = ws.tool_env
+    assert verify.violations(repo / trick.path, trick.path, "cloud", env, ws.policy) == []
     out = tmp_path / "plans"
-    result = plan_unit(_target(repo, trick.path), out, env)
+    result = plan_unit(_target(repo, trick.path), out, env, policy=ws.policy)
     assert result.status == "changes", result.error

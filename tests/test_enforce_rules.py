@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.registry import verify
 from tooling.core.rules.rule import UnitFacts
+from tooling.model.policy import CheckPolicy
 
 FACTS = UnitFacts(
     "live/cloud/iam",

@@ -556,6 +556,7 @@ def affected_paths(repo: Path) -> list[str]:
 
 
 def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: Path) -> None:
+    from tooling.engine import stackscreen
     from tooling.io.workspace import Workspace
 
     repo = example_repo
@@ -564,7 +565,7 @@ def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: P
     commit_all(repo, "a stack of two zones")
 
     # the generated units are read like any unit (Terragrunt agrees on the copy)
-    ws = Workspace(repo)
+    ws = Workspace(repo, stack_screen=stackscreen.screen)
     model_ = ws.current_model
     for path in (PUBLIC, INTERNAL):
         unit = model_.units[path]
@@ -621,6 +622,7 @@ def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: P
 def test_a_stack_that_does_not_generate_keeps_the_error_and_blinds_no_other(
     example_repo: Path,
 ) -> None:
+    from tooling.engine import stackscreen
     from tooling.io.workspace import Workspace
 
     repo = example_repo
@@ -634,7 +636,7 @@ def test_a_stack_that_does_not_generate_keeps_the_error_and_blinds_no_other(
         },
     )
     commit_all(repo, "one good stack, one whose catalog unit does not exist")
-    ws = Workspace(repo)
+    ws = Workspace(repo, stack_screen=stackscreen.screen)
     m = ws.current_model
     gone = "live/cloud/broken/.terragrunt-stack/gone"
     assert m.units[PUBLIC].error is None and m.units[INTERNAL].error is None

@@ -160,7 +160,10 @@ def test_s3_backend_keeps_one_state_object_per_unit_and_locks_during_apply(
     u = ws.model().units["live/cloud/slow"]
     out = tmp_path / "p3"
     result = plan_unit(
-        Target(u.path, u.tier, u.executor, "named", example_repo / u.path), out, ws.tool_env
+        Target(u.path, u.tier, u.executor, "named", example_repo / u.path),
+        out,
+        ws.tool_env,
+        policy=ws.policy,
     )
     assert result.status == "changes", result.error
     assert result.plan_file is not None

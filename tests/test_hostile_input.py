@@ -15,6 +15,7 @@ from tooling.engine import preflight
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 from tooling.model.hcl import HclSyntaxError, parse
+from tooling.model.policy import DEFAULT_PATTERN, policy_from
 
 # --------------------------------------------------------------------------- tables
 
@@ -104,10 +105,11 @@ def test_case_twins_are_caught_with_a_pattern_that_allows_capitals() -> None:
 
 
 def test_the_name_pattern_is_a_policy_setting_and_a_bad_one_is_named() -> None:
-    assert names.pattern_from({}) == names.DEFAULT_PATTERN
-    assert names.pattern_from({"check": {"unit_name_pattern": "[a-z_]+"}}) == "[a-z_]+"
+    assert policy_from({}).check.unit_name_pattern == DEFAULT_PATTERN
+    found = policy_from({"check": {"unit_name_pattern": "[a-z_]+"}}).check.unit_name_pattern
+    assert found == "[a-z_]+"
     with pytest.raises(ToolingError, match="unit_name_pattern"):
-        names.pattern_from({"check": {"unit_name_pattern": "[a-"}})
+        policy_from({"check": {"unit_name_pattern": "[a-"}})
 
 
 def test_an_hcl_file_ending_in_an_open_block_names_file_line_and_column() -> None:

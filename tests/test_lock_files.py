@@ -12,6 +12,7 @@ from tooling.core.bump import lock_changes, lock_command, lock_hint, parse_lock
 from tooling.core.bump.locks import LockChange, lock_body, lock_commit_lines
 from tooling.errors import ToolingError
 from tooling.io import terragrunt
+from tooling.model.policy import policy_from
 
 HEADER = '# This file is maintained automatically by "tofu init".\n# Manual edits may be lost in future updates.\n'
 
@@ -109,7 +110,7 @@ def test_a_plan_failing_on_its_lock_file_names_the_file_and_the_command(
 
 
 def test_lock_platforms_are_every_executors_platforms_in_declaration_order() -> None:
-    declared = executors.parse(
+    declared = policy_from(
         {
             "executors": {
                 "hosted": {"runs_on": ["ubuntu-latest"]},
@@ -117,7 +118,7 @@ def test_lock_platforms_are_every_executors_platforms_in_declaration_order() -> 
                 "edge": {"runs_on": ["edge"], "platforms": ["darwin_arm64"]},
             }
         }
-    )
+    ).executors
     assert declared["hosted"].platforms == ("linux_amd64",)
     assert executors.lock_platforms(declared) == ("linux_amd64", "linux_arm64", "darwin_arm64")
     assert executors.lock_platforms({}) == ("linux_amd64",)
@@ -126,7 +127,7 @@ def test_lock_platforms_are_every_executors_platforms_in_declaration_order() -> 
 @pytest.mark.parametrize("bad", [[], "linux_amd64", ["linux"], ["Linux_AMD64"], [3]])
 def test_a_platform_that_is_not_os_arch_is_refused(bad: object) -> None:
     with pytest.raises(ToolingError, match=r"\[executors.lan\] platforms"):
-        executors.parse({"executors": {"lan": {"runs_on": ["x"], "platforms": bad}}})
+        policy_from({"executors": {"lan": {"runs_on": ["x"], "platforms": bad}}})
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from tooling.commands import ci as ci_flow
 from tooling.core import ci, executors
 from tooling.errors import ToolingError
 from tooling.io import config
+from tooling.model.policy import policy_from
 
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"]}
 LAN = {"executor": "lan", "runs_on": ["self-hosted", "lan"]}
@@ -38,7 +39,7 @@ def _matrix(repo: Path, *args: str) -> dict[str, Any]:
 
 
 def test_parse_keeps_declaration_order_labels_and_identity_patterns() -> None:
-    parsed = executors.parse(
+    parsed = policy_from(
         {
             "executors": {
                 "hosted": {
@@ -51,13 +52,13 @@ def test_parse_keeps_declaration_order_labels_and_identity_patterns() -> None:
                 },
             }
         }
-    )
+    ).executors
     assert list(parsed) == ["hosted", "lan"]
     assert parsed["hosted"].runs_on == ("ubuntu-latest",)
     assert parsed["hosted"].aws_role_arn_patterns == ("arn:aws:sts::*:assumed-role/p/*",)
     assert parsed["hosted"].checks_identity
     assert parsed["lan"].gcp_service_account_patterns == ("lan@*", "x@*")
-    assert not executors.parse({"executors": {"x": {"runs_on": ["a"]}}})["x"].checks_identity
+    assert not policy_from({"executors": {"x": {"runs_on": ["a"]}}}).executors["x"].checks_identity
 
 
 @pytest.mark.parametrize(
@@ -71,18 +72,18 @@ def test_parse_keeps_declaration_order_labels_and_identity_patterns() -> None:
 )
 def test_parse_rejects_bad_tables_naming_the_key(table: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolingError, match=re.escape(message)):
-        executors.parse({"executors": {"hosted": table}})
+        policy_from({"executors": {"hosted": table}})
 
 
 def test_matrix_orders_by_declaration_omits_empty_executors_and_keeps_unit_order() -> None:
-    declared = executors.parse(
+    declared = policy_from(
         {
             "executors": {
                 "hosted": {"runs_on": ["ubuntu-latest"]},
                 "lan": {"runs_on": ["self-hosted", "lan"]},
             }
         }
-    )
+    ).executors
     units = [("live/cluster/vms", "lan"), ("live/cloud/dns", "hosted"), ("live/cluster/os", "lan")]
     assert executors.matrix(units, declared) == {
         "include": [
@@ -97,7 +98,7 @@ def test_matrix_orders_by_declaration_omits_empty_executors_and_keeps_unit_order
 
 
 def test_a_unit_of_an_undeclared_executor_is_an_error_naming_it() -> None:
-    declared = executors.parse({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}})
+    declared = policy_from({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}}).executors
     with pytest.raises(
         ToolingError, match=r"unit live/x names executor 'gpu', which policy.toml does not declare"
     ):
@@ -105,14 +106,14 @@ def test_a_unit_of_an_undeclared_executor_is_an_error_naming_it() -> None:
 
 
 def test_a_unit_the_model_cannot_evaluate_gets_no_matrix_leg_and_the_error_says_why() -> None:
-    declared = executors.parse({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}})
+    declared = policy_from({"executors": {"hosted": {"runs_on": ["ubuntu-latest"]}}}).executors
     with pytest.raises(ToolingError, match=r"unit live/x: the model cannot evaluate it"):
         executors.matrix([("live/x", "<unresolved>")], declared)
 
 
 def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
     """policy.toml is the one declaration; the workflows' routing guards and drift's legs must match it."""
-    declared = executors.parse(config.read_policy(REPO))
+    declared = config.read_policy(REPO).executors
     routes = {name: list(e.runs_on) for name, e in declared.items()}
     assert routes == {"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}
     for name in ("plan.yml", "apply.yml"):
@@ -132,7 +133,7 @@ def test_the_runner_labels_are_declared_once_and_the_workflows_agree() -> None:
 
 
 def test_the_expected_identities_match_the_roles_bootstrap_creates() -> None:
-    declared = executors.parse(config.read_policy(REPO))
+    declared = config.read_policy(REPO).executors
     boot = tomllib.loads((REPO / "bootstrap" / "bootstrap.toml").read_text())
     roles = boot["roles"]
     hosted = declared["hosted"].aws_role_arn_patterns

@@ -25,6 +25,7 @@ from infra_fixtures import (
 
 from tooling.commands import move as moving
 from tooling.engine import moves
+from tooling.io import config
 from tooling.model.repo import WorkTree, load
 
 pytestmark = pytest.mark.e2e
@@ -168,7 +169,8 @@ def test_bad_moves_are_usage_errors(example_repo: Path) -> None:
 
 
 def test_the_new_key_is_computed_from_the_configuration_at_the_new_path(example_repo: Path) -> None:
-    plan = moving.plan_move(example_repo, "live/cluster/vms", "live/cluster/compute/vms")
+    policy = config.read_policy(example_repo)
+    plan = moving.plan_move(example_repo, "live/cluster/vms", "live/cluster/compute/vms", policy)
     assert (plan.old_key, plan.new_key) == (
         "live/cluster/vms/terraform.tfstate",
         "live/cluster/compute/vms/terraform.tfstate",

@@ -116,7 +116,125 @@ def test_foundation_state_prefix_takes_one_prefix_per_live_root(
     ]
 
 
+def _roots_repo(top: Path, key: str) -> Path:
+    """A repository of two live roots, as public ones are laid out: ``core/net`` and
+    ``app/web``, which depends on ``core/net`` (one state per unit, ``key`` in root.hcl's
+    ``remote_state``)."""
+    top.mkdir(parents=True)
+    shutil.copy2(REPO / ".tool-versions", top / ".tool-versions")
+    (top / "root.hcl").write_text(ROOT_TERRAGRUNT.replace(KEY, key))
+    (top / "core" / "net").mkdir(parents=True)
+    (top / "core" / "net" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        f'terraform {{\n  source = "{APP_SOURCE}"\n}}\n\ninputs = {{\n  name = "net"\n}}\n'
+    )
+    (top / "app" / "web").mkdir(parents=True)
+    (top / "app" / "web" / "terragrunt.hcl").write_text(
+        'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n\n'
+        'dependency "net" {\n  config_path = "../../core/net"\n'
+        '  mock_outputs = { name = "mock" }\n'
+        '  mock_outputs_allowed_terraform_commands = ["validate", "plan"]\n}\n\n'
+        f'terraform {{\n  source = "{APP_SOURCE}"\n}}\n\n'
+        "inputs = {\n  name = dependency.net.outputs.name\n}\n"
+    )
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "two live roots")
+    return top
+
+
+KEY = "${path_relative_to_include()}/terraform.tfstate"
+
+
+def _block(doctor: object) -> str:
+    lines = doctor.stdout.splitlines()  # type: ignore[attr-defined]
+    return "\n".join(lines[lines.index("[layout]") :]) + "\n"
+
+
+def test_doctor_s_roots_declare_the_dependencies_across_roots_the_units_have(
+    tmp_path: Path, tools: None
+) -> None:
+    """Each root doctor suggests is a layer (it names an executor): the roots its units
+    depend on today are its ``may_depend_on``, so check has no layer violation; a new
+    dependency across roots is one, for review."""
+    top = _roots_repo(tmp_path / "roots", KEY)
+    block = _block(iac(top, "doctor"))
+    roots = tomllib.loads(block)["layout"]["roots"]
+    assert roots["app"]["may_depend_on"] == ["app", "core"], block
+    assert "may_depend_on" not in roots["core"], block
+    (top / "policy.toml").write_text(block)
+    commit_all(top, "adopted: doctor's block")
+    check = iac(top, "check", "--json")
+    assert _violations(check) == [], check.output
+    assert check.returncode == 0
+
+    (top / "core" / "dns").mkdir()
+    (top / "core" / "dns" / "terragrunt.hcl").write_text(
+        (top / "app" / "web" / "terragrunt.hcl")
+        .read_text()
+        .replace("../../core/net", "../../app/web")
+    )
+    check = iac(top, "check", "--json")
+    assert check.returncode == 1
+    assert _violations(check) == [("core/dns/terragrunt.hcl", "layer-dependency")], check.output
+
+
+def test_doctor_suggests_the_state_prefix_every_key_starts_with(
+    tmp_path: Path, tools: None
+) -> None:
+    """State kept one object per unit under ``terraform/`` (not under each live root):
+    doctor's block names that prefix, so check's state-key rule holds the keys to it."""
+    top = _roots_repo(tmp_path / "prefixed", "terraform/${path_relative_to_include()}.tfstate")
+    block = _block(iac(top, "doctor"))
+    suggested = tomllib.loads(block)
+    assert suggested["check"] == {"foundation_state_prefix": "terraform/"}, block
+    assert "roots" not in suggested["layout"], block
+    (top / "policy.toml").write_text(block)
+    commit_all(top, "adopted: doctor's block")
+    check = iac(top, "check", "--json")
+    assert _violations(check) == [], check.output
+    assert "[check]" not in _block(iac(top, "doctor"))  # declared now: not suggested again
+
+    # a unit keeping its state elsewhere is still found
+    web = top / "app" / "web" / "terragrunt.hcl"
+    web.write_text(
+        web.read_text()
+        + '\nremote_state {\n  backend = "s3"\n'
+        + '  config = {\n    bucket = "acme-state"\n    key    = "other/web.tfstate"\n'
+        + '    region = "us-east-1"\n  }\n}\n'
+    )
+    check = iac(top, "check", "--json")
+    assert ("app/web/terragrunt.hcl", "state-key-prefix") in _violations(check), check.output
+
+    # a policy.toml with a [check] table of its own: the line to add, not a second table
+    git(top, "checkout", "--quiet", "--", "app/web/terragrunt.hcl")
+    (top / "policy.toml").write_text('[check]\napp_state_prefix = "apps/"\n')
+    block = _block(iac(top, "doctor"))
+    assert "\n[check]" not in block, block
+    assert '# add to policy.toml\'s [check] table: foundation_state_prefix = "terraform/"' in block
+
+
 # --- 5: a project root below git's top level ----------------------------------------
+
+
+def test_doctor_at_git_s_top_level_names_every_other_project_root_it_leaves_out(
+    tmp_path: Path, tools: None
+) -> None:
+    """Two project roots side by side (``infra/`` and ``labs/``, each a root
+    ``terragrunt.hcl`` its units include): the first is suggested, the other named."""
+    top = tmp_path / "two"
+    for root, unit in (("infra", "api"), ("labs", "vpc/iac")):
+        (top / root).mkdir(parents=True)
+        (top / root / "terragrunt.hcl").write_text(ROOT_TERRAGRUNT)
+        _app(top / root / unit, unit)
+    shutil.copy2(REPO / ".tool-versions", top / ".tool-versions")
+    git(top, "init", "--quiet", "--initial-branch=main")
+    commit_all(top, "two project roots")
+    doc = json.loads(iac(top, "doctor", "--json").stdout)
+    found = {f["where"]: (f["level"], f["what"]) for f in doc["findings"]}
+    assert found["infra"][0] == "needs" and "the project root" in found["infra"][1]
+    assert found["labs"][0] == "note", doc["findings"]
+    assert "another project root" in found["labs"][1] and "run doctor in labs/" in found["labs"][1]
+    assert doc["suggested_layout"]["live"] == ["api"]
 
 
 def test_the_pins_at_git_s_top_level_serve_a_project_root_below_it(
@@ -157,7 +275,10 @@ def test_a_backend_generated_by_remote_state_is_declared_by_the_root_file(
     (copy / ".terraform").mkdir(parents=True)
     for name in ("backend.tf", "old.tf"):
         (copy / name).write_text(f"{workcopies.SIGNATURE} 1234\n")
-    workcopies.prepare([("dev/app", tmp_path / "dev" / "app")], config.load(), tmp_path)
+    root_file = config.read_policy(tmp_path).layout.root_file
+    workcopies.prepare(
+        [("dev/app", tmp_path / "dev" / "app")], config.load(), tmp_path, root_file=root_file
+    )
     assert (copy / "backend.tf").is_file()
     assert not (copy / "old.tf").exists()
     said = capsys.readouterr()
@@ -396,6 +517,38 @@ def test_what_plan_refuses_in_a_unit_the_model_cannot_evaluate_is_named_by_check
         ("dev/blind/terragrunt.hcl:7", "run-at-parse"),
         ("dev/blind/terragrunt.hcl:8", "command-dependent"),
     }, doctor["findings"]
+
+
+#: evaluable: an echo-only run_cmd and a command function, nothing missing
+WITH_COMMANDS = 'locals {\n  who = run_cmd("echo", "me")\n  cmd = get_terraform_command()\n}\n\n'
+
+
+def test_what_plan_refuses_in_a_unit_the_model_evaluates_is_named_by_doctor_as_check_names_it(
+    tmp_path: Path, tools: None
+) -> None:
+    """Doctor is where an adopting team looks first: what plan will refuse is there, at
+    the same file and line as check's violation, before any plan is tried."""
+    live = envs_repo(tmp_path / "mono") / "infra" / "live"
+    (live / "policy.toml").write_text(ADOPTED.replace('executor = "lan"', 'executor = "hosted"'))
+    _app(live / "dev" / "cmd", "cmd", WITH_COMMANDS)
+    check = iac(live, "check", "--json")
+    named = {
+        (f"{v['file']}:{v['line']}", v["rule"])
+        for v in json.loads(check.stdout)["violations"]
+        if v["file"].startswith("dev/cmd/")
+    }
+    assert named == {
+        ("dev/cmd/terragrunt.hcl:6", "run-at-parse"),
+        ("dev/cmd/terragrunt.hcl:7", "command-dependent"),
+    }, check.output
+    doctor = iac(live, "doctor", "--json")
+    assert doctor.returncode == 1, doctor.output  # plan would refuse the unit: not ready
+    refused = {
+        (f["where"], f["what"].split(":", 2)[1].strip())
+        for f in json.loads(doctor.stdout)["findings"]
+        if f["level"] == "needs" and f["what"].startswith("plan refuses it")
+    }
+    assert refused == named, doctor.stdout
 
 
 def test_a_routed_blind_unit_is_planned_waiting_for_a_human_and_its_leg_plans_the_others(

@@ -59,7 +59,7 @@ def test_a_unit_whose_declared_side_needs_the_reserved_name_is_refused_naming_th
     monkeypatch.setattr(verify, "model_declared", inexact)
     ws = Workspace(example_repo)
     with pytest.raises(ToolingError) as raised:
-        verify.rendered_declared(example_repo / DNS, DNS, ws.tool_env)
+        verify.rendered_declared(example_repo / DNS, DNS, ws.tool_env, ws.policy)
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(f"{DNS}/.iac-declared.hcl: ")
@@ -68,7 +68,9 @@ def test_a_unit_whose_declared_side_needs_the_reserved_name_is_refused_naming_th
     # many units at once: the unit is not rendered with the user's file in place (the
     # guard then refuses it, naming why), and the other units are rendered as before
     sides = verify.declared_sides(
-        [(example_repo / p, p) for p in ("live/cloud/dns", "live/cloud/iam")], ws.tool_env
+        [(example_repo / p, p) for p in ("live/cloud/dns", "live/cloud/iam")],
+        ws.tool_env,
+        ws.policy,
     )
     assert sides[DNS][0] is None and "not the pipeline's" in str(sides[DNS][1])
     assert sides["live/cloud/iam"][0] is not None and sides["live/cloud/iam"][1] is None

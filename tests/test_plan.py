@@ -125,7 +125,7 @@ def test_no_sensitive_value_reaches_the_out_dir_or_the_output(
 ) -> None:
     out = tmp_path / "plans"
     ran, summary, _comment = _plan(
-        example_repo, out, "--unit", "live/cloud/iam", env={"IAC_BOOTSTRAP_TOKEN": CANARY}
+        example_repo, out, "--unit", "live/cloud/iam", env={"TF_VAR_bootstrap_token": CANARY}
     )
     assert ran.returncode == 0, ran.output
     assert units_by_path(summary)["live/cloud/iam"]["status"] == "changes"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from infra_fixtures import invoke, read_summary
 
-from tooling.core import applypolicy, policydoc
+from tooling.core import applypolicy
 from tooling.errors import ToolingError
+from tooling.model.policy import policy_from
 
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 
@@ -25,19 +26,19 @@ NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
     ],
 )
 def test_a_duration_is_a_whole_number_and_a_unit(text: str, limit: timedelta) -> None:
-    assert applypolicy.parse_policy({"apply": {"max_plan_age": text}}).max_plan_age == limit
+    assert policy_from({"apply": {"max_plan_age": text}}).apply.max_plan_age == limit
 
 
 @pytest.mark.parametrize("text", ["24", "1.5h", "0h", "-1h", "24 hours", "h", "", "1w"])
 def test_a_duration_without_a_unit_or_above_zero_is_refused_naming_the_key(text: str) -> None:
     with pytest.raises(ToolingError, match=r"\[apply\] max_plan_age"):
-        applypolicy.parse_policy({"apply": {"max_plan_age": text}})
+        policy_from({"apply": {"max_plan_age": text}})
 
 
 def test_the_limit_is_24_hours_when_not_set_and_a_typo_stops_every_task() -> None:
-    assert applypolicy.parse_policy({}).max_plan_age == timedelta(hours=24)
+    assert policy_from({}).apply.max_plan_age == timedelta(hours=24)
     with pytest.raises(ToolingError, match="max_plan_ages"):
-        policydoc.validate({"apply": {"max_plan_ages": "1h"}})
+        policy_from({"apply": {"max_plan_ages": "1h"}})
 
 
 @pytest.mark.parametrize(

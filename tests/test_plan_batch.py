@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import io
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from infra_fixtures import EXAMPLE_UNITS, commit_all, git, invoke, read_summary, units_by_path
 
-from tooling.core.gates import parse_policy
+from tooling.core.summary import Worktree
 from tooling.core.targets import select_targets
 from tooling.engine.batchplanner import run_batch
-from tooling.engine.summary import summary_document
+from tooling.engine.planfolder import summary_of
 from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io.workspace import Workspace
 
@@ -131,17 +132,18 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     )
     per_unit_out = tmp_path / "per-unit"
     per_unit_out.mkdir()
-    one_by_one = run_all(targets, per_unit_out, ws.tool_env, jobs=2, planner=plan_unit)
-    reference = summary_document(
+    planner = partial(plan_unit, policy=ws.policy)
+    one_by_one = run_all(targets, per_unit_out, ws.tool_env, jobs=2, planner=planner)
+    reference = summary_of(
         one_by_one,
         base=None,
         head=summary["head"],
         executor=None,
         root=example_repo,
-        policy=parse_policy(ws.policy),
+        policy=ws.policy.gates,
         settings=ws.settings,
-        worktree=summary["worktree"],  # read by the plan before any tool ran
-    )
+        worktree=Worktree.from_json(summary["worktree"]),  # read by the plan before any tool ran
+    ).to_json()
     assert _shape(summary) == _shape(reference)
     for ours, theirs in zip(summary["units"], reference["units"], strict=True):
         for key in (
@@ -189,7 +191,9 @@ def test_a_unit_the_filter_language_cannot_name_is_planned_one_process_per_unit(
     stream = io.StringIO()
     out = tmp_path / "plans"
     out.mkdir()
-    [result] = run_batch(targets, out, ws.tool_env, jobs=2, progress=Progress(1, stream))
+    [result] = run_batch(
+        targets, out, ws.tool_env, jobs=2, policy=ws.policy, progress=Progress(1, stream)
+    )
     assert result.status == "changes", result.error
     assert result.plan_file == f"units/{odd}/plan.tfplan" and (out / result.plan_file).is_file()
     assert f"[1/1] {odd}: changes" in stream.getvalue()

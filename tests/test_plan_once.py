@@ -1,6 +1,7 @@
 """Nothing is done twice in one `invoke plan`: policy.toml read, parsed and each of its
-tables interpreted once, the settings and each tree's model once, the pinned tools
-checked once, no git, Terragrunt or OpenTofu command line run twice.
+tables interpreted once (by the task's preamble, which hands the one typed Policy down),
+the settings and each tree's model once, the pinned tools checked once, no git,
+Terragrunt or OpenTofu command line run twice.
 
 The plan is real (in-process `invoke`, the pinned Terragrunt and OpenTofu, a real git
 repository); what is counted is counted by shims the test installs around the tooling's
@@ -10,7 +11,7 @@ itself echoes (``IAC_ECHO_COMMANDS``).
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -20,22 +21,22 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, git, invoke_in_process
 
-from tooling.core import apps, checksettings, declared, executors, gates, redact
+from tooling import cli
 from tooling.errors import ToolingError
 from tooling.io import config, toolchain
 from tooling.io import workspace as workspace_module
-from tooling.model import layout
-from tooling.model.policydata import PolicyData
+from tooling.model import policy as policy_module
+from tooling.model.policy import GatePolicy, policy_from
 
-#: each table's interpreter, by the table it reads
-INTERPRETERS: dict[str, Callable[..., Any]] = {
-    "[layout]": layout.layout_from,
-    "[gates]": gates.parse_policy,
-    "[executors]": executors.parse,
-    "[check]": checksettings.parse_policy,
-    "[apps]": apps.parse_policy,
-    "[secrets]": redact.parse_policy,
-    "[sensitive_attributes]": declared.parse_policy,
+#: each table's interpreter (a part of the one parser, policy_from), by the table it reads
+INTERPRETERS: dict[str, str] = {
+    "[layout]": "_layout",
+    "[gates]": "_gates",
+    "[executors]": "_executors",
+    "[check]": "_check",
+    "[apps]": "_apps",
+    "[secrets]": "_secrets",
+    "[sensitive_attributes]": "_sensitive_attributes",
 }
 
 
@@ -55,7 +56,6 @@ def _counted_plan(
     calls: Counter[str] = Counter()
     returned: list[int] = []
     trees: list[str] = []
-    config._parsed.cache_clear()  # what earlier tests in this process parsed and interpreted
     monkeypatch.setattr(config, "_policy_text", _count(calls, "read", config._policy_text))
     monkeypatch.setattr(
         config, "parse_policy_text", _count(calls, "parse", config.parse_policy_text)
@@ -64,9 +64,9 @@ def _counted_plan(
     monkeypatch.setattr(
         toolchain, "check_versions", _count(calls, "tools", toolchain.check_versions)
     )
-    for table, fn in INTERPRETERS.items():
-        # the body each interpreter runs (its answer is kept on the parsed policy)
-        monkeypatch.setattr(fn, "__wrapped__", _count(calls, table, fn.__wrapped__))
+    for table, name in INTERPRETERS.items():
+        fn = getattr(policy_module, name)
+        monkeypatch.setattr(policy_module, name, _count(calls, table, fn))
     read_policy = config.read_policy
 
     def counted_read(root: Path) -> Any:
@@ -94,11 +94,11 @@ def _counted_plan(
 def _assert_once(
     calls: Counter[str], returned: list[int], trees: list[str], echoed: list[str]
 ) -> None:
-    # policy.toml: read and parsed once, however many steps ask; one object handed out
-    assert calls["read_policy"] >= 3  # the policy check, the layout, the workspace...
+    # policy.toml: read and parsed once, by the preamble, which hands its Policy down
+    assert calls["read_policy"] == 1
     assert (calls["read"], calls["parse"]) == (1, 1)
     assert len(set(returned)) == 1
-    # each table interpreted once (the policy check reads them all first)
+    # each table interpreted once (the preamble's one parser reads them all first)
     for table in INTERPRETERS:
         assert calls[table] == 1, (table, calls[table])
     # the settings, the pinned tools, each tree's model: once
@@ -144,46 +144,64 @@ def test_a_plan_of_every_unit_reads_and_interprets_policy_toml_once(
     _assert_once(calls, returned, trees, echoed)
 
 
-# ------------------------------------------------------------------------- the shared object
+# ------------------------------------------------------------------------- the shared value
 
 
-def test_the_parsed_policy_is_read_only_and_its_copies_are_plain() -> None:
-    data = PolicyData({"gates": {"node_types": ["proxmox_*"]}})
-    with pytest.raises(TypeError, match="read-only"):
-        data["gates"]["node_types"].append("x")
-    with pytest.raises(TypeError, match="read-only"):
-        data["check"] = {}
-    thawed = copy.deepcopy(data)
-    thawed["gates"]["node_types"].append("x")  # a copy changes freely
-    assert type(thawed) is dict and type(thawed["gates"]["node_types"]) is list
-    assert data == {"gates": {"node_types": ["proxmox_*"]}}
+def test_the_parsed_policy_is_read_only_and_a_changed_copy_leaves_it_as_it_was() -> None:
+    data = policy_from(
+        {"gates": {"node_types": ["proxmox_*"]}, "executors": {"a": {"runs_on": ["x"]}}}
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        data.gates = GatePolicy()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        data.executors["b"] = data.executors["a"]  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        data.gates.node_types.append("x")  # type: ignore[attr-defined]
+    changed = dataclasses.replace(data, gates=GatePolicy(("x",)))  # a copy changes freely
+    assert changed.gates.node_types == ("x",)
+    assert data.gates.node_types == ("proxmox_*",)
 
 
-def test_a_table_that_fails_fails_the_same_way_each_time(tmp_path: Path) -> None:
-    (tmp_path / "policy.toml").write_text('[layout]\nroot_file = "a/b"\n[gates]\nnode_type = []\n')
-    with config.policy_read_once():
-        data = config.read_policy(tmp_path)
-        errors = []
-        for _ in range(2):
-            for fn in (layout.layout_from, gates.parse_policy):
-                with pytest.raises(ToolingError) as exc:
-                    fn(data)
-                errors.append(str(exc.value))
-    assert errors[:2] == errors[2:]
-    assert "[layout] root_file must be a file name" in errors[0]
-    assert "[gates] has unknown key(s) node_type" in errors[1]
-    assert data.kept == {}  # nothing kept of a failure
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[layout]\nroot_file = "a/b"\n', "[layout] root_file must be a file name"),
+        ("[gates]\nnode_type = []\n", "[gates] has unknown key(s) node_type"),
+    ],
+)
+def test_a_table_that_fails_fails_the_same_way_each_time(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    (tmp_path / "policy.toml").write_text(text)
+    errors = []
+    for _ in range(2):
+        with pytest.raises(ToolingError) as exc:
+            config.read_policy(tmp_path)
+        errors.append(str(exc.value))
+    assert errors[0] == errors[1]
+    assert error in errors[0]
+    (tmp_path / "policy.toml").write_text('[gates]\nnode_types = ["a_*"]\n')
+    assert config.read_policy(tmp_path).gates.node_types == ("a_*",)  # nothing kept of it
 
 
-def test_each_task_reads_policy_toml_again(tmp_path: Path) -> None:
+def test_each_task_reads_policy_toml_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "root.hcl").write_text("locals {}\n")
+    (tmp_path / "live").mkdir()
     policy = tmp_path / "policy.toml"
     policy.write_text('[gates]\nnode_types = ["a_*"]\n')
-    with config.policy_read_once():
-        first = gates.parse_policy(config.read_policy(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    seen: list[tuple[str, ...]] = []
+
+    def task() -> None:
+        first = cli.project().policy.gates
         policy.write_text('[gates]\nnode_types = ["b_*"]\n')
-        # within a task, every step reads what its first step read
-        assert gates.parse_policy(config.read_policy(tmp_path)) == first
-    with config.policy_read_once():
-        assert gates.parse_policy(config.read_policy(tmp_path)).node_types == ("b_*",)
+        # within a task, every step reads what its preamble read
+        assert cli.workspace().policy.gates == first
+        assert cli.project().policy.gates == first
+        seen.append(first.node_types)
+
+    cli.run(task)
+    cli.run(lambda: seen.append(cli.workspace().policy.gates.node_types))
+    assert seen == [("a_*",), ("b_*",)]
     os.remove(policy)
-    assert config.read_policy(tmp_path) == {}  # outside a task: read on each call
+    assert config.read_policy(tmp_path) == policy_from({})  # outside a task: read on each call

@@ -22,11 +22,10 @@ import boto3
 import pytest
 from infra_fixtures import commit_all, edit, invoke, serving
 
-from tooling.core.checksettings import CheckPolicy
-from tooling.core.executors import Executor
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
+from tooling.model.policy import CheckPolicy, Executor
 
 LAN_ROLE = "arn:aws:iam::123456789012:role/infra-lan-executor"
 AUDIENCE = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/github/providers/github"

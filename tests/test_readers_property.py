@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from schema_check import apply_doc, apply_unit, summary_doc, summary_unit
 
 from tooling.core import audit
+from tooling.core.summary import Summary
 from tooling.errors import ToolingError
 from tooling.io import artifacts
 
@@ -45,7 +46,9 @@ VALID: dict[str, Any] = {
     "apply": apply_doc([apply_unit("live/cloud/dns", "applied")]),
     "apipage": {"total_count": 1, "runners": [{"id": 1, "name": "lan-1", "status": "online"}]},
     "audit": audit.started(
-        summary_doc([summary_unit("live/cloud/dns", plan_sha256="0" * 64)], head="a" * 40),
+        Summary.from_json(
+            summary_doc([summary_unit("live/cloud/dns", plan_sha256="0" * 64)], head="a" * 40)
+        ),
         apply_id="0123abcd",
         head="a" * 40,
         approve_manual=True,
@@ -313,11 +316,15 @@ def test_a_leg_summary_its_schema_accepts_merges_or_is_refused_in_one_line(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(doc=_valid("summary"))
-def test_a_summary_its_schema_accepts_gives_planned_units_or_one_line(doc: Any) -> None:
-    from tooling.engine.summary import planned_units as _planned_units
+def test_a_summary_its_schema_accepts_gives_planned_units_or_one_line(
+    doc: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tooling.engine import planfolder
 
     artifacts.parse(json.dumps(doc), artifacts.SUMMARY, source="summary.json")
-    _ends_well_on(lambda: _planned_units(doc["units"], Path("summary.json"), Path("plans")))
+    path = tmp_path_factory.mktemp("plans") / "summary.json"
+    path.write_text(json.dumps(doc))
+    _ends_well_on(lambda: planfolder.read_summary(path).units)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -332,11 +339,17 @@ def test_a_matrix_its_schema_accepts_gives_a_leg_or_one_line(doc: Any, leg: str)
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(doc=_valid("apply"))
-def test_an_apply_record_its_schema_accepts_settles_every_unit_or_is_refused(doc: Any) -> None:
-    from tooling.core.record import earlier_applied
+def test_an_apply_record_its_schema_accepts_settles_every_unit_or_is_refused(
+    doc: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tooling.core.applydecision import earlier_applied
+    from tooling.engine import planfolder
 
-    for unit in doc.get("units") or []:
-        _ends_well_on(lambda unit=unit: earlier_applied(str(unit["path"]), unit, "auto"))  # type: ignore[misc]
+    path = tmp_path_factory.mktemp("plans") / "apply.json"
+    path.write_text(json.dumps(doc))
+    _ends_well_on(
+        lambda: [earlier_applied(unit, "auto") for unit in planfolder.read_record(path).units]
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -366,7 +379,7 @@ def test_audit_records_their_schema_accepts_are_listed_and_checked_in_lines(
 @given(page=_valid("apipage"))
 def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page: Any) -> None:
     from tooling.core import runners
-    from tooling.core.executors import Executor
+    from tooling.model.policy import Executor
 
     listed = page if isinstance(page, list) else page.get("runners") or []
     if not isinstance(listed, list):
@@ -376,3 +389,24 @@ def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page
         "hosted": Executor("hosted", ("ubuntu-latest",)),
     }
     _ends_well_on(lambda: runners.render(runners.report(executors, listed)))
+
+
+@pytest.mark.parametrize(
+    ("doc", "leg"),
+    [
+        # an entry named by a line feed that lists no units
+        ({"include": [{"executor": "\n", "leg": "\n"}]}, "\n"),
+        # a leg id of the form EXECUTOR-N-of-COUNT whose executor holds a line feed
+        ({"include": [{"executor": "a\nb", "leg": "a\nb-3-of-2", "units": ["u"]}]}, "a\nb-3-of-2"),
+        (
+            {"include": [{"executor": "a\nb", "leg": "a\nb-1-of-1x", "units": ["u"]}]},
+            "a\nb-1-of-1x",
+        ),
+    ],
+)
+def test_a_leg_named_with_a_line_feed_is_refused_on_one_line(doc: Any, leg: str) -> None:
+    from tooling.core import legs
+
+    with pytest.raises(ToolingError) as caught:
+        legs.leg_of(doc, leg)
+    assert "\n" not in str(caught.value), str(caught.value)

@@ -10,6 +10,7 @@ import pytest
 from tooling.core import redact
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir
+from tooling.model.policy import EnvRule, policy_from
 
 PEM = "-----BEGIN KEY-----\ncanary-multi-one\ncanary-multi-two\n-----END KEY-----\n"
 
@@ -92,16 +93,16 @@ def test_environment_variables_are_secret_by_their_name_never_for_being_tf_var(
 
 
 def test_policy_secrets_table_names_the_words_and_extra_names_and_refuses_typos() -> None:
-    rule = redact.parse_policy(
+    rule = policy_from(
         {"secrets": {"env_name_words": ["pin"], "env_names": ["TF_VAR_zone_seed"]}}
-    )
+    ).secrets
     assert rule.is_secret("TF_VAR_door_pin") and rule.is_secret("TF_VAR_zone_seed")
     assert not rule.is_secret("GITHUB_TOKEN")  # the list replaces the default
-    assert redact.parse_policy({}) == redact.EnvRule()
+    assert policy_from({}).secrets == EnvRule()
     with pytest.raises(ToolingError, match=r"\[secrets\] has unknown key\(s\) env_words"):
-        redact.parse_policy({"secrets": {"env_words": ["PIN"]}})
+        policy_from({"secrets": {"env_words": ["PIN"]}})
     with pytest.raises(ToolingError, match=r"\[secrets\] env_names must be a list of names"):
-        redact.parse_policy({"secrets": {"env_names": "TF_VAR_x"}})
+        policy_from({"secrets": {"env_names": "TF_VAR_x"}})
 
 
 def test_a_short_secret_environment_variable_is_named_in_one_warning_never_its_value(

@@ -22,19 +22,24 @@ from infra_fixtures import invoke, make_example_repo
 from tooling.core import report
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.results import Result
+from tooling.core.summary import PlannedAgainst
 
-EMBEDDED = {
-    "module_sources": "sandbox",
-    "state": "local",
-    "embedded_default": True,
-    "description": "using sandbox module catalog, local state under .iac/state/ (embedded default)",
-}
-REMOTE = {
-    "module_sources": "remote",
-    "state": "s3",
-    "embedded_default": False,
-    "description": "using remote module repositories, S3 state in s3://tf-state",
-}
+EMBEDDED = PlannedAgainst.from_json(
+    {
+        "module_sources": "sandbox",
+        "state": "local",
+        "embedded_default": True,
+        "description": "using sandbox module catalog, local state under .iac/state/ (embedded default)",
+    }
+)
+REMOTE = PlannedAgainst.from_json(
+    {
+        "module_sources": "remote",
+        "state": "s3",
+        "embedded_default": False,
+        "description": "using remote module repositories, S3 state in s3://tf-state",
+    }
+)
 
 
 def _result(path: str, *, mocked: tuple[str, ...] = ()) -> Result:

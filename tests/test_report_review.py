@@ -32,6 +32,7 @@ from tooling.commands import ci as flow
 from tooling.core import ci, pages, report, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import with_gates
+from tooling.core.summary import PlannedAgainst, Summary
 from tooling.io.forge import Forge
 
 SHA = "0123456789abcdef" * 2 + "01234567"
@@ -207,7 +208,8 @@ def test_every_alert_the_report_writes_renders_as_githubs_alert_not_as_its_marke
         else r
         for r in mixed()
     ]
-    text = report.render(results, settings={"embedded_default": True}, interrupted=True)
+    embedded = PlannedAgainst("sandbox", "local", embedded_default=True, description="")
+    text = report.render(results, settings=embedded, interrupted=True)
     for marker in ("[!CAUTION]", "[!NOTE]", "[!WARNING]"):
         assert f"\n> {marker}\n" in text
     page = _html(text)
@@ -510,10 +512,10 @@ def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> N
 
     from tooling.core import declared
     from tooling.core.redact import Redactor
-    from tooling.model.policyfile import check_tables
+    from tooling.model.policy import policy_from
 
-    policy = check_tables(tomllib.loads(POLICY_TOML))
-    found = declared.values_in_plan(CONTAINER_PLAN, declared.parse_policy(policy))
+    policy = policy_from(tomllib.loads(POLICY_TOML))
+    found = declared.values_in_plan(CONTAINER_PLAN, policy.sensitive_attributes)
     (vms,) = [r for r in mixed() if r.path == "live/cluster/vms"]
     shown = Redactor.of(found)(CONTAINER_TEXT)
     text = report.render([dataclasses.replace(vms, plan_text=shown)])
@@ -526,13 +528,13 @@ def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> N
 
 
 def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
-    from tooling.core import declared
     from tooling.errors import ToolingError
+    from tooling.model.policy import policy_from
 
     with pytest.raises(
         ToolingError, match=r"\[sensitive_attributes\] docker_container must be a list"
     ):
-        declared.parse_policy({"sensitive_attributes": {"docker_container": "env"}})
+        policy_from({"sensitive_attributes": {"docker_container": "env"}})
 
 
 # --------------------------------------------------------------------------- with the real tools
@@ -957,7 +959,7 @@ def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
             record.UnitApply("live/cloud/iam", "applied", ""),
         ]
     )
-    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, {"head": SHA}))
+    page = MarkdownIt("commonmark").enable("table").render(record.report_md(run, Summary(head=SHA)))
     assert page.count("<!--") == 1  # the report's own marker
     assert "</details>" not in page
     rows = [x for x in page.split("<tr>") if "<td" in x]

@@ -433,8 +433,8 @@ dependency "up" {
   config_path = "../up"
 }
 
+# the age key reaches the module as TF_VAR_age (a secret is never read with get_env)
 inputs = {
-  age   = get_env("SOPS_AGE_KEY", "")
   token = dependency.up.outputs.token
 }
 """
@@ -458,7 +458,7 @@ def test_an_age_key_and_encodings_of_a_registered_secret_never_reach_the_report(
         "live/cloud/enc",
         "--out",
         str(out),
-        env={"SOPS_AGE_KEY": AGE_KEY},
+        env={"SOPS_AGE_KEY": AGE_KEY, "TF_VAR_age": AGE_KEY},
     )
     assert ran.returncode == 0, ran.output
     encoded = [base64.b64encode(UP_TOKEN.encode()).decode(), quote(f"{UP_TOKEN}/", safe="")]

@@ -178,11 +178,12 @@ import sys
 from pathlib import Path
 
 from tooling.commands.check import context
+from tooling.model.policy import CheckPolicy
 from tooling.engine.refusals import refused_lines
 
 root = Path(sys.argv[1])
 model = context(root).model
-print("\\n".join(refused_lines(root, model, list(model.units), {})))
+print("\\n".join(refused_lines(root, model, list(model.units), CheckPolicy())))
 """
 
 

@@ -17,9 +17,10 @@ import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import REPO, commit_all, edit, git, invoke, invoke_in_process
 
-from tooling.core import executors, runners
+from tooling.core import runners
 from tooling.errors import ToolingError
 from tooling.io.forge import runners_forge_from_env
+from tooling.model.policy import policy_from
 
 ROUTES = '{"hosted": ["ubuntu-latest"], "lan": ["self-hosted", "lan"]}'
 
@@ -149,7 +150,7 @@ def test_runners_are_listed_across_pages(github_api: GitHubAPI) -> None:
 
     forge = Forge(github_api.token, "example-org/infrastructure", github_api.url)
     assert len(forge.list_runners()) == 105
-    declared = executors.parse({"executors": {"lan": {"runs_on": ["self-hosted", "lan"]}}})
+    declared = policy_from({"executors": {"lan": {"runs_on": ["self-hosted", "lan"]}}}).executors
     doc = runners.report(declared, forge.list_runners())
     assert _lan(doc)["online"] == 1 and runners.unavailable(_lan(doc)) is None
 

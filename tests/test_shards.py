@@ -7,9 +7,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from schema_check import summary_doc, summary_unit
 
-from tooling.core import executors, shards
+from tooling.core import shards
+from tooling.core.summary import Summary
 from tooling.errors import ToolingError
+from tooling.model.policy import policy_from
+
+
+def _summary(*times: tuple[str, float]) -> Summary:
+    """A previous run's summary.json, typed as its reader types it: each unit's plan time."""
+    return Summary.from_json(summary_doc([summary_unit(p, seconds=s) for p, s in times]))
+
 
 Graph = Mapping[str, Sequence[str]]
 
@@ -125,14 +134,7 @@ def test_the_same_input_gives_the_same_legs() -> None:
 def test_the_last_runs_plan_times_pack_the_legs_when_known() -> None:
     """Four single units: by count 2+2; by time the slow one gets a leg of its own."""
     graph = {"slow": [], "a": [], "b": [], "c": []}
-    summary = {
-        "units": [
-            {"path": "slow", "seconds": 30.0},
-            {"path": "a", "seconds": 10.0},
-            {"path": "b", "seconds": 10.0},
-            {"path": "c", "seconds": 10.0},
-        ]
-    }
+    summary = _summary(("slow", 30.0), ("a", 10.0), ("b", 10.0), ("c", 10.0))
     by_count = shards.split(list(graph), graph, 2)
     assert [len(leg.units) for leg in by_count] == [2, 2]
     by_time = shards.split(list(graph), graph, 2, shards.unit_costs(summary))
@@ -141,7 +143,7 @@ def test_the_last_runs_plan_times_pack_the_legs_when_known() -> None:
 
 
 def test_a_unit_the_last_run_did_not_time_costs_the_mean_of_the_timed_ones() -> None:
-    costs = shards.unit_costs({"units": [{"path": "a", "seconds": 4}, {"path": "b", "seconds": 0}]})
+    costs = shards.unit_costs(_summary(("a", 4), ("b", 0)))
     assert costs == {"a": 4.0}  # zero (never planned) and missing are unknown
     got = shards.split(["a", "new"], {"a": [], "new": []}, 1, costs)
     assert got[0].cost == 8.0
@@ -227,13 +229,13 @@ def test_max_legs_in_policy_must_be_1_to_256(raw: Any) -> None:
     with pytest.raises(
         ToolingError, match=r"\[executors.hosted\] max_legs must be a whole number from 1 to 256"
     ):
-        executors.parse({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
+        policy_from({"executors": {"hosted": {"runs_on": ["a"], "max_legs": raw}}})
 
 
 def test_max_legs_in_policy_is_read_and_defaults_to_one() -> None:
-    parsed = executors.parse(
+    parsed = policy_from(
         {"executors": {"hosted": {"runs_on": ["a"], "max_legs": 16}, "lan": {"runs_on": ["b"]}}}
-    )
+    ).executors
     assert (parsed["hosted"].max_legs, parsed["lan"].max_legs) == (16, 1)
 
 

@@ -162,22 +162,28 @@ def test_a_cached_unit_record_of_other_fields_is_not_used(tmp_path: Path, edit_r
     assert read is None  # the model is evaluated again
 
 
-def test_policy_toml_is_parsed_once_and_no_reader_can_change_what_the_others_read(
+def test_policy_toml_is_one_value_and_no_reader_can_change_what_the_others_read(
     tmp_path: Path,
 ) -> None:
-    import tomllib
+    import dataclasses
 
     from tooling.io import config
 
-    text = '[gates]\nnode_types = ["proxmox_vm"]\n\n[check]\nlayers = { a = { executor = "x" } }\n'
+    text = (
+        '[gates]\nnode_types = ["proxmox_vm"]\n\n'
+        '[check]\nlayers = { a = { path = "live/a", executor = "x" } }\n'
+    )
     (tmp_path / "policy.toml").write_text(text)
     first = config.read_policy(tmp_path)
-    assert first == tomllib.loads(text)
+    assert first.gates.node_types == ("proxmox_vm",)
+    assert [(layer.name, layer.executor) for layer in first.check.layers] == [("a", "x")]
+    with pytest.raises(AttributeError):
+        first.gates.node_types.append("changed")  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.check.layers[0].executor = "changed"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        first["gates"]["node_types"].append("changed")
-    with pytest.raises(TypeError):
-        first["check"]["layers"]["a"]["executor"] = "changed"
-    assert config.read_policy(tmp_path) == tomllib.loads(text)
+        first.check.allowed_roles["cloud"] = {}  # type: ignore[index]
+    assert config.read_policy(tmp_path) == first
 
 
 _NAMES = ["README.md", ".md", "x.MD", "a.markdown", "LICENSE", "LICENSE.txt", "LICENSE."]

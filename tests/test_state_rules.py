@@ -4,9 +4,15 @@ tests/test_apply_state.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tooling.core import binding, statecheck
+from tooling.core.summary import Summary, Worktree
+from tooling.engine import planfolder
+from tooling.errors import ToolingError
 from tooling.io.terragrunt import error_summary, shortened
 
 KILLED_OUTPUT = """terraform_data.first: Creating...
@@ -108,21 +114,38 @@ def test_a_long_failure_is_cut_after_a_whole_sentence_and_says_so() -> None:
             "uncommitted changes (a, b, c and 1 more; sha256:ab), not from commit 0123456789ab",
         ),
         (None, "does not say whether the plans were made from a clean tree"),
-        ({"dirty": "no"}, "does not say whether the plans were made from a clean tree"),
     ],
 )
 def test_apply_refuses_plans_of_a_dirty_tree_or_of_an_unknown_one(
     worktree: dict[str, object] | None, refused: str | None
 ) -> None:
-    summary: dict[str, object] = {"head": "0123456789abcdef"}
-    if worktree is not None:
-        summary["worktree"] = worktree
+    summary = Summary(
+        head="0123456789abcdef",
+        worktree=Worktree.from_json(worktree) if worktree is not None else None,
+    )
     why = binding.dirty_refusal(summary, "p/summary.json", "p")
     if refused is None:
         assert why is None
     else:
         assert why is not None and refused in why and why.startswith("p/summary.json: ")
         assert "\n" not in why and "`invoke plan --out p`" in why
+
+
+def test_a_summary_whose_tree_is_neither_clean_nor_dirty_is_refused_when_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """``{"dirty": "no"}``: no typed summary is made of it, so no apply reaches its units."""
+    path = tmp_path / "p" / "summary.json"
+    path.parent.mkdir()
+    doc = {"version": 1, "base": None, "head": "0" * 40, "executor": None, "tools": {}}
+    path.write_text(
+        json.dumps({**doc, "units": [], "worktree": {"dirty": "no", "files": [], "digest": None}})
+    )
+    with pytest.raises(ToolingError) as refused:
+        planfolder.read_summary(path)
+    why = str(refused.value)
+    assert why.startswith(f"{path}: ") and "\n" not in why
+    assert "at worktree/dirty: expected boolean" in why
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core.gates import GatePolicy, decide
+from tooling.core.gates import decide
 from tooling.core.planjson import PlanSummary, ResourceChange
+from tooling.model.policy import GatePolicy
 from tooling.model.repo import WorkTree, load
 from tooling.model.units import UNRESOLVED_GATE
 

@@ -17,7 +17,7 @@ import pytest
 from infra_fixtures import commit_all, invoke, make_example_repo, read_summary
 
 from tooling.engine import verify
-from tooling.io import terragrunt
+from tooling.io import config, terragrunt
 from tooling.io.workspace import Workspace
 from tooling.model import declared as declared_model
 from tooling.model import hcl
@@ -34,7 +34,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _terragrunt_declared(root: Path, unit: str, env: dict[str, str]) -> dict[str, Any]:
-    return verify.rendered_declared(root / unit, unit, env)
+    return verify.rendered_declared(root / unit, unit, env, config.read_policy(root))
 
 
 def _compared(render: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def test_the_model_declares_what_terragrunt_renders_for_every_example_unit(
 ) -> None:
     ws = Workspace(repo)
     env = {**ws.tool_env, **extra}
-    conf = verify.settings_of(repo)
+    conf = config.read_policy(repo)
     for unit in ws.model().order:
         model = verify.model_declared(repo, unit, env, conf)
         assert model is not None, unit
@@ -89,7 +89,7 @@ def test_templates_keep_their_blanks_and_escapes_as_terragrunt_reads_them(
     (repo / "root.hcl").write_text(text)
     commit_all(repo, variant)
     env = Workspace(repo).tool_env
-    model = verify.model_declared(repo, "live/cloud/dns", env, verify.settings_of(repo))
+    model = verify.model_declared(repo, "live/cloud/dns", env, config.read_policy(repo))
     rendered = _terragrunt_declared(repo, "live/cloud/dns", env)
     assert model is not None
     assert model["generate"]["probe"] == rendered["generate"]["probe"]
@@ -122,11 +122,18 @@ def test_no_terragrunt_render_verifies_a_unit_in_the_batch_or_alone(
     ws = Workspace(repo)
     model = ws.model()
     seen = _count_renders(monkeypatch)
-    refused = verify.verify_many([(repo / p, p, model.units[p].tier) for p in model.order])
+    refused = verify.verify_many(
+        [(repo / p, p, model.units[p].tier) for p in model.order], ws.tool_env, ws.policy
+    )
     assert refused == {}
     unit = model.units["live/cloud/dns"]
-    assert verify.violations(repo / "live/cloud/dns", "live/cloud/dns", unit.tier) == []
-    sides = verify.declared_sides([(repo / p, p) for p in model.order], ws.tool_env)
+    assert (
+        verify.violations(
+            repo / "live/cloud/dns", "live/cloud/dns", unit.tier, ws.tool_env, ws.policy
+        )
+        == []
+    )
+    sides = verify.declared_sides([(repo / p, p) for p in model.order], ws.tool_env, ws.policy)
     assert all(side is not None and why is None for side, why in sides.values())
     assert seen == []
     assert not list(repo.rglob(verify.DECLARED_CONFIG))
@@ -179,15 +186,16 @@ def test_the_static_form_judges_whether_the_model_works_the_declared_side_out_or
     commit_all(repo, variant)
     ws = Workspace(repo)
     env = ws.tool_env
-    model = verify.model_declared(repo, clean, env, verify.settings_of(repo))
+    model = verify.model_declared(repo, clean, env, config.read_policy(repo))
     assert (model is not None) is from_model
-    assert verify.violations(repo / clean, clean, "cloud", env) == []
-    found = verify.violations(repo / trick, trick, "cloud", env)
+    policy = config.read_policy(repo)
+    assert verify.violations(repo / clean, clean, "cloud", env, policy) == []
+    found = verify.violations(repo / trick, trick, "cloud", env, policy)
     assert [v.rule for v in found] == ["enforce-generate"]
     assert found[0].file == f"{trick}/terragrunt.hcl"
     dirs = [(repo / p).resolve() for p in (clean, trick)]
     refused = verify.verify_many(
-        [(repo / clean, clean, "cloud"), (repo / trick, trick, "cloud")], env, jobs=2
+        [(repo / clean, clean, "cloud"), (repo / trick, trick, "cloud")], env, policy, jobs=2
     )
     assert list(refused) == [trick] and "enforce-generate" in refused[trick]
     assert not [p for d in dirs for p in d.glob(".iac-*")]
@@ -210,9 +218,9 @@ def test_the_model_reads_the_environment_terragrunt_inherits_not_only_the_runs_o
     monkeypatch.setenv("IAC_TEST_INHERITED", "set by the caller")
     env = Workspace(repo).tool_env
     assert "IAC_TEST_INHERITED" not in env
-    model = verify.model_declared(repo, clean, env, verify.settings_of(repo))
+    model = verify.model_declared(repo, clean, env, config.read_policy(repo))
     assert model is not None and model["generate"]["stamp"]["contents"] == "set by the caller"
-    assert verify.violations(repo / clean, clean, "cloud", env) == []
+    assert verify.violations(repo / clean, clean, "cloud", env, config.read_policy(repo)) == []
 
 
 def test_a_plan_where_the_model_answers_wrongly_for_a_file_that_is_no_code_plans(
@@ -276,11 +284,12 @@ def test_a_units_own_hook_is_refused_before_terragrunt_runs_it_on_both_planners(
     target = Target(path, "cloud", model.units[path].executor, "named", repo / path)
     dns = model.units["live/cloud/dns"]
     other = Target("live/cloud/dns", dns.tier, dns.executor, "named", repo / "live/cloud/dns")
-    result = plan_unit(target, tmp_path / "one", ws.tool_env)
+    result = plan_unit(target, tmp_path / "one", ws.tool_env, policy=ws.policy)
     assert result.status == "error" and result.plan_file is None
     assert result.error and ": enforce-hooks: " in result.error, result.error
     assert f"{path}/terragrunt.hcl:" in result.error
-    results = {r.path: r for r in run_batch([other, target], tmp_path / "all", ws.tool_env, jobs=2)}
+    planned = run_batch([other, target], tmp_path / "all", ws.tool_env, jobs=2, policy=ws.policy)
+    results = {r.path: r for r in planned}
     assert results[path].status == "error" and "enforce-hooks" in (results[path].error or "")
     assert results["live/cloud/dns"].status == "changes", results["live/cloud/dns"].error
     assert not mark.exists()  # the hook never ran

@@ -124,11 +124,11 @@ def test_a_units_hook_labelled_like_root_hcls_check_is_refused(
     example_repo: Path, tmp_path: Path
 ) -> None:
     unit = example_repo / DNS / "terragrunt.hcl"
-    unit.write_text(
-        unit.read_text()
-        + '\nterraform {\n  before_hook "iac_working_copy" {\n    commands = ["plan"]\n'
-        + '    execute  = ["true"]\n  }\n}\n'
-    )
+    # in the unit's one terraform block (a second block is refused as HCL before this rule)
+    hook = '  before_hook "iac_working_copy" {\n    commands = ["plan"]\n    execute  = ["true"]\n  }\n'
+    text = unit.read_text()
+    assert text.count("terraform {\n") == 1
+    unit.write_text(text.replace("terraform {\n", "terraform {\n" + hook, 1))
     (example_repo / DNS / "extra.tf").write_text(EVIL)
     commit_all(example_repo, "a unit replacing the check, and code beside it")
     out = tmp_path / "out"

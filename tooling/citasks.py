@@ -54,10 +54,9 @@ def plan_comment(c: Context, plans: str = "", matrix: str = "") -> None:
     "no units affected" when it has none.
     """
     from tooling.commands import ci
-    from tooling.core import executors
 
     def go() -> int:
-        configured = list(executors.parse(workspace().policy))
+        configured = list(workspace().policy.executors)
         return ci.plan_comment(plans=Path(plans), matrix=matrix, configured=configured)
 
     run(go)

@@ -14,7 +14,9 @@
   line saying what the task runs against (``banner=``, :func:`say_settings`) and
   the pinned tools' versions (``tools=``, :func:`check_tools`). No command below
   prints the first line or checks the tools itself;
-- :func:`workspace`: the repository a task runs in, found once per task.
+- :func:`workspace`: the repository a task runs in, found once per task, with the
+  :class:`~tooling.model.policy.Policy` the preamble made (:func:`project`), which
+  the commands pass down as a value.
 
 Only invoke and the standard library at import time: ``tasks.py`` imports this
 module when invoke loads it, for ``invoke --list`` too.
@@ -42,6 +44,7 @@ __all__ = [
     "check_policy",
     "check_tools",
     "errors",
+    "project",
     "run",
     "say_settings",
     "task",
@@ -308,28 +311,47 @@ def _bug(exc: Exception) -> NoReturn:
 
 
 class _TaskRun:
-    """The task running now (:func:`run` opens and closes it): its workspace, found once."""
+    """The task running now (:func:`run` opens and closes it): its project (the root and
+    its policy.toml, found and checked by the preamble) and its workspace, found once."""
 
     active = False
+    project: Any = None
     ws: Any = None
 
 
 _RUN = _TaskRun()
 
 
+def project() -> Any:
+    """The project the running task works in: its root and its policy.toml as one typed
+    :class:`~tooling.model.policy.Policy`, as the preamble found and checked them (None
+    outside a repository); outside a task, found anew."""
+    if _RUN.active:
+        return _RUN.project
+    from tooling.io.workspace import nearest_project
+
+    return nearest_project(Path.cwd())
+
+
 def workspace() -> Any:
-    """The repository the running task works in: found, its ``.iac/`` made private and its
-    secret variables' names read once per task (outside a task, each call finds it anew)."""
+    """The repository the running task works in, with the policy its preamble checked:
+    found, its ``.iac/`` made private and its secret variables' names read once per task
+    (outside a task, each call finds it anew)."""
     if _RUN.ws is not None:
         return _RUN.ws
-    from tooling.engine import secrets
+    from tooling.engine import secrets, stackscreen
     from tooling.io.binpath import ensure_bin_dir_on_path
     from tooling.io.workspace import Workspace, mark_private
 
     ensure_bin_dir_on_path()
-    ws = Workspace.here(Path.cwd())
+    found = _RUN.project if _RUN.active else None
+    # no stack is generated (Terragrunt parses its files) before they are scanned
+    if found is not None:
+        ws = Workspace(found.root, policy=found.policy, stack_screen=stackscreen.screen)
+    else:  # outside a repository (the error names the folder), or outside a task
+        ws = Workspace.here(Path.cwd(), stack_screen=stackscreen.screen)
     mark_private(ws.root)  # before anything is written there
-    secrets.use_policy(ws.policy)  # which environment variables are secret: [secrets]
+    secrets.use_rule(ws.policy.secrets)  # which environment variables are secret: [secrets]
     if _RUN.active:
         _RUN.ws = ws
     return ws
@@ -353,43 +375,25 @@ def check_tools(ws: Any) -> None:
     ws.check_tools()
 
 
-def check_policy(start: Path | None = None) -> None:
-    """The whole policy.toml of the repository around ``start`` (default: the current
-    folder), checked before a task does anything: an unknown table or key, or a value
-    of the wrong kind, is refused by name whatever the task reads. Outside a
-    repository there is nothing to check (the task says where it expected one)."""
-    from tooling.core.policydoc import validate
-    from tooling.errors import ToolingError
-    from tooling.io import config
-    from tooling.io.workspace import nearest_root
-    from tooling.model.policyfile import POLICY_FILE, located
+def check_policy(start: Path | None = None) -> Any:
+    """The project around ``start`` (default: the current folder) with its whole
+    policy.toml parsed and checked, before a task does anything: an unknown table or
+    key, or a value of the wrong kind, is refused by name whatever the task reads
+    (:func:`tooling.model.policy.policy_from`). None outside a repository: there is
+    nothing to check (the task says where it expected one)."""
+    from tooling.io.workspace import nearest_project
 
-    try:
-        root = nearest_root(start)
-        if root is not None:
-            validate(config.read_policy(root))
-    except ToolingError as exc:
-        if "[layout" not in str(exc):
-            raise
-        # name the line of the [layout] table the error is about (policy.toml:LINE: ...)
-        here = (start or Path.cwd()).resolve()
-        holder = next((c for c in (here, *here.parents) if (c / POLICY_FILE).is_file()), None)
-        try:
-            text = (holder / POLICY_FILE).read_text(encoding="utf-8") if holder else ""
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        raise ToolingError(located(str(exc), text), code=exc.code) from None
+    return nearest_project(start)
 
 
 def run(fn: Callable[[], int | None], *, banner: Banner | None = None, tools: bool = False) -> None:
     """Run a task's body ``fn`` after the preamble every task shares, all under
-    :func:`errors`: policy.toml checked, then the first line (``banner``) and the
-    pinned tools (``tools``), each once; ``fn`` finds the same :func:`workspace`."""
-    from tooling.io.config import policy_read_once
-
-    with errors(), policy_read_once():  # policy.toml read once, whatever step asks
-        check_policy()
-        _RUN.active, _RUN.ws = True, None
+    :func:`errors`: policy.toml read and checked, then the first line (``banner``) and
+    the pinned tools (``tools``), each once; ``fn`` finds the same :func:`workspace`
+    and :func:`project`, holding the policy the preamble checked."""
+    with errors():
+        found = check_policy()  # policy.toml read once: every step gets this value
+        _RUN.active, _RUN.project, _RUN.ws = True, found, None
         try:
             if banner:
                 say_settings(workspace(), banner)
@@ -397,6 +401,6 @@ def run(fn: Callable[[], int | None], *, banner: Banner | None = None, tools: bo
                 check_tools(workspace())
             code = fn()
         finally:
-            _RUN.active, _RUN.ws = False, None
+            _RUN.active, _RUN.project, _RUN.ws = False, None, None
     if code:
         raise Exit(code=code)

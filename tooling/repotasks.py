@@ -8,7 +8,7 @@ from pathlib import Path
 
 from invoke.context import Context
 
-from tooling.cli import run, task, workspace
+from tooling.cli import project, run, task, workspace
 
 _APP_HELP = {
     "app": "the application's name ([a-z0-9-]+); its state lives under apps/APP/",
@@ -149,7 +149,11 @@ def check(c: Context, apps: list[str] | None = None, json_: bool = False) -> Non
     def go() -> int:
         ws = workspace()
         return check_rules(
-            ws.root, apps=[Path(a) for a in apps or []], as_json=json_, cache_dir=ws.cache_dir
+            ws.root,
+            apps=[Path(a) for a in apps or []],
+            as_json=json_,
+            cache_dir=ws.cache_dir,
+            policy=ws.policy,
         )
 
     run(go)
@@ -235,15 +239,19 @@ def doctor(c: Context, path: str = "", json_: bool = False) -> None:
     Read-only. Exit 1 when something must be done first. Last, the [layout] found
     here to paste into policy.toml as it is (the live folders, the root file and,
     for environments keeping their state under their own folder, a
-    [layout.roots."FOLDER"] table each); docs/adopt.md walks through it.
+    [layout.roots."FOLDER"] table each, with the roots its units depend on;
+    [check] foundation_state_prefix when every state key starts with one other
+    folder); docs/adopt.md walks through it.
     """
     from tooling.commands.doctor import run as examine
 
-    run(lambda: examine(Path(path) if path else _doctor_default(), as_json=json_))
+    def go() -> int:
+        if path:
+            return examine(Path(path), as_json=json_)
+        # the repository around the current folder, with the policy the preamble checked
+        found = project()
+        if found is None:
+            return examine(Path("."), as_json=json_)
+        return examine(found.root, as_json=json_, policy=found.policy)
 
-
-def _doctor_default() -> Path:
-    """The repository around the current folder (policy.toml found upwards), else the folder."""
-    from tooling.io.workspace import nearest_root
-
-    return nearest_root(Path.cwd()) or Path(".")
+    run(go)

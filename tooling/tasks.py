@@ -21,15 +21,15 @@ from pathlib import Path
 from invoke.collection import Collection
 from invoke.context import Context
 
-from tooling.cli import run, task, use_usage_exit_codes, workspace
+from tooling.cli import project, run, task, use_usage_exit_codes, workspace
 
 
 def _project_root() -> Path:
     """The repository the task runs in (the nearest folder above the current one holding
-    the root file and live folders), else the current folder."""
-    from tooling.io.workspace import nearest_root
-
-    return nearest_root(Path.cwd()) or Path.cwd()
+    the root file and live folders, as the task's preamble found it), else the current
+    folder."""
+    found = project()
+    return found.root if found is not None else Path.cwd()
 
 
 #: --reviewed of plan and apply
@@ -73,8 +73,8 @@ def units(c: Context, json_: bool = False) -> None:
     """Every unit: path, tier, executor, declared gate class, module source/ref, dependencies, files read, state key.
 
     The declared gate class is the unit's (or its tier's) `gate` local; a plan that
-    touches a node/VM, or deletes or replaces anything, waits for approval whatever
-    it declares.
+    touches a node/VM, or deletes, replaces, forgets or imports anything, waits for
+    approval whatever it declares.
     """
     from tooling.commands import listing
 

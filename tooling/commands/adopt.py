@@ -104,10 +104,14 @@ class Difference:
     action: str
     importing: str | None  # the import ID when the change is also an import
     attributes: tuple[AttributeDiff, ...]
+    moved_from: str | None = None  # the address a moved block moves it from
 
     def lines(self) -> list[str]:
-        sign = {"create": "+", "delete": "-", "update": "~", "replace": "-/+"}.get(self.action, "!")
+        sign = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "forget": "."}.get(
+            self.action, "!"
+        )
         how = f"; imported from {self.importing!r}" if self.importing is not None else ""
+        how += f"; moved from {self.moved_from}" if self.moved_from is not None else ""
         out = [f"  {sign} {self.address} ({self.action}{how})"]
         out += [f"      {a.name}: {a.before} -> {a.after}" for a in self.attributes]
         return out
@@ -131,9 +135,11 @@ class Verdict:
             "add": 0,
             "change": 0,
             "destroy": 0,
+            "forget": sum(1 for d in self.differences if "forget" in d.action.split("+")),
+            "move": sum(1 for d in self.differences if d.moved_from is not None),
         }
         for diff in self.differences:
-            if diff.action in ("create", "replace"):
+            if diff.action in ("create", "replace", "forget+create"):
                 counts["add"] += 1
             if diff.action in ("delete", "replace"):
                 counts["destroy"] += 1
@@ -191,6 +197,11 @@ def judge(plan: Mapping[str, Any], address: str) -> Verdict:
         importing = change.get("importing")
         import_id = str(importing.get("id")) if isinstance(importing, dict) else None
         addr = str(raw.get("address", "?"))
+        moved = raw.get("previous_address")
+        moved_from = str(moved) if moved and moved != addr else None  # a moved block
+        if moved_from is not None:
+            diffs.append(Difference(addr, action, import_id, attribute_diffs(change), moved_from))
+            continue
         if action == "no-op" and import_id is not None:
             imports.append((addr, import_id))
             continue
@@ -207,7 +218,9 @@ def refusal(unit: str, address: str, verdict: Verdict) -> str:
     c = verdict.counts()
     lines = [
         f"the import plan of {unit} is not a clean adoption: {c['import']} to import, "
-        f"{c['add']} to add, {c['change']} to change, {c['destroy']} to destroy.",
+        f"{c['add']} to add, {c['change']} to change, {c['destroy']} to destroy"
+        + "".join(f", {c[k]} to {k}" for k in ("forget", "move") if c[k])
+        + ".",
     ]
     if verdict.managed_already:
         lines.append(f"{address} is already in the state of {unit}: there is nothing to adopt.")
@@ -252,10 +265,10 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         hint = did_you_mean(path, model.units) or " See `invoke units`."
         raise UsageError(f"{unit}: no unit at {path}.{hint}")
     refuse_unparsable(model, [path])
-    refuse_bad_names(model, [path], live=ws.layout.live, policy=ws.policy)
+    refuse_bad_names(model, [path], policy=ws.policy)
     refuse_before_terragrunt(model, [path], root=ws.root, policy=ws.policy, doing="adopt")
     unit_dir = ws.root / path
-    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env)
+    verify.before_plan(unit_dir, path, model.units[path].tier, ws.tool_env, ws.policy)
     private = ws.root / ".iac" / "adopt" / f"{path.replace('/', '_')}-{os.getpid()}"
     shutil.rmtree(private, ignore_errors=True)
     private.mkdir(parents=True)

@@ -35,28 +35,21 @@ apply's flow and record.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from tooling.core.apps import (
-    check_name,
-)
-from tooling.core.record import (
-    ApplyRun,
-    UnitApply,
-    binding_problems,
-    earlier_applied,
-    exit_code,
-    record_document,
-)
+from tooling.core.applydecision import Action, Facts, decide
+from tooling.core.apps import check_name
+from tooling.core.record import ApplyRun, exit_code, record_document, result_line
 from tooling.core.results import Result, Status
-from tooling.engine import appruns, planstore
+from tooling.core.summary import Summary
+from tooling.engine import appruns, planfolder
 from tooling.engine.plan.operation import run_plan
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.errors import ToolingError
-from tooling.io import artifacts, outdir
-from tooling.io.ui import say
+from tooling.io import outdir
+from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
 
@@ -92,95 +85,65 @@ def _show(outcome: PlanOutcome, folder: outdir.ReportDir) -> int:
 def apply(
     ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False
 ) -> int:
-    """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate as the foundation."""
-    from tooling.engine.applier import finish, read_record
+    """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate
+    and the same decision as the foundation (:func:`tooling.core.applydecision.decide`)."""
+    from tooling.engine.applier import finish
 
     prep = appruns.prepare(app, directory, root=ws.root, settings=ws.settings, policy=ws.policy)
     plans_dir = plans.resolve()
-    summary_path = plans_dir / "summary.json"
+    summary_path = plans_dir / planfolder.SUMMARY
     if not summary_path.is_file():
         raise ToolingError(
             f"{summary_path}: no summary.json; run `invoke app-plan --app {prep.app} --out {plans}` first"
         )
-    summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
-    meta = summary.get("app") or {}
-    if meta.get("name") != prep.app:
-        raise ToolingError(
-            f"{summary_path}: these plans are for app {meta.get('name')!r}, not {prep.app!r}"
-        )
-    if meta.get("state") != prep.state.to_json():
-        raise ToolingError(
-            f"{summary_path}: the plan was made against {meta.get('state')}, this run would use "
-            f"{prep.state.describe()}: re-plan with the same state settings"
-        )
-    units = summary.get("units") or []
-    if len(units) != 1:
-        raise ToolingError(
-            f"{summary_path}: expected one unit (apps/{prep.app}), found {len(units)}"
-        )
-    try:
-        unit = Result.from_json(units[0])
-    except (ValueError, AttributeError) as exc:
-        raise ToolingError(
-            f"{summary_path}: the unit is not a planned unit ({exc}); re-plan"
-        ) from None
-    path = unit.path
-    claimed = unit.gate.decision if unit.gate is not None else "none"
+    summary = planfolder.read_summary(summary_path)
+    unit = _planned_unit(summary, prep, summary_path)
     run = ApplyRun()
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     folder = outdir.ReportDir.existing(plans_dir, outdir.PLAN_LAYOUT, root=ws.root)
     with folder:
-        previous = read_record(plans_dir, summary)
-
-        def record(result: str, reason: str, gate: str, earlier: bool = False) -> None:
-            run.units.append(UnitApply(path, result, reason, gate=gate, earlier=earlier))
-            say(f"  {path}: {result}" + (f" ({reason})" if reason else ""))
-
-        status = unit.status
-        before: dict[str, Any] = next(
-            (u for u in previous.get("units", []) if u.get("path") == path), {}
+        previous = planfolder.earlier_record(plans_dir, summary)
+        facts = Facts(
+            claimed=unit.gate.decision if unit.gate is not None else "none",
+            approved=approve_manual,
+            earlier=previous.unit(unit.path) if previous is not None else None,
         )
-        kept = earlier_applied(path, before, claimed)
-        if kept is not None:
-            record(kept.result, kept.reason, kept.gate, True)
-        elif status == Status.NO_CHANGES:
-            record("no-changes", "", claimed)
-        elif status != Status.CHANGES:
-            record(
-                "refused",
-                f"plan status is {status}" + (f": {unit.error}" if unit.error else ""),
-                claimed,
-            )
-        else:
-            plan_file = planstore.stored(plans_dir, unit.plan_file)
-            commit = appruns.app_commit(prep.app_dir)
-            problems = binding_problems(
-                unit,
-                plan_sha256=planstore.digest(plan_file),
-                head=commit or "",
-                summary_head=summary.get("head") or "",
-                tools_now={t.name: t.version for t in ws.checked_tools},
-                tools_then=summary.get("tools") or {},
-            )
-            if problems:
-                record("refused", "; ".join(problems), claimed)
-            else:
-                appruns.apply_one(
-                    ws, prep, plan_file, run, record, approve_manual=approve_manual, claimed=claimed
-                )
+        decision = decide(unit, facts)
+        entry = (
+            appruns.apply_one(ws, prep, plans_dir, summary, unit, facts, run)
+            if decision.action is Action.VERIFY
+            else decision.entry(unit.path)
+        )
+        run.units.append(entry)
+        show(result_line(entry))
         doc = record_document(
             run,
-            order=[path],
+            order=[unit.path],
             earlier=previous,
             head=appruns.app_commit(prep.app_dir),
-            plans_head=summary.get("head"),
+            plans_head=summary.head,
             approve_manual=approve_manual,
             started_at=started_at,
+            app=prep.app,
         )
-        finish(
-            folder,
-            {"app": prep.app, **doc},
-            run,
-            {**summary, "head": summary.get("head") or "no-commit"},
-        )
+        finish(folder, doc, run, replace(summary, head=summary.head or "no-commit"))
     return exit_code(run)
+
+
+def _planned_unit(summary: Summary, prep: appruns.Prepared, summary_path: Path) -> Result:
+    """The one unit of the app's plan folder; refused when the folder is another app's,
+    or was planned against other state settings."""
+    name = summary.app.name if summary.app is not None else None
+    if name != prep.app:
+        raise ToolingError(f"{summary_path}: these plans are for app {name!r}, not {prep.app!r}")
+    state = summary.app.state if summary.app is not None else None
+    if state != prep.state.to_json():
+        raise ToolingError(
+            f"{summary_path}: the plan was made against {state}, this run would use "
+            f"{prep.state.describe()}: re-plan with the same state settings"
+        )
+    if len(summary.units) != 1:
+        raise ToolingError(
+            f"{summary_path}: expected one unit (apps/{prep.app}), found {len(summary.units)}"
+        )
+    return summary.units[0]

@@ -27,13 +27,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tooling.core.checksettings import parse_policy
 from tooling.core.rules import registry
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
 from tooling.io import config, git, toolchain
 from tooling.model import trees
+from tooling.model.policy import Policy
 from tooling.model.repo import Model
 from tooling.model.tools import TOOL_VERSIONS_FILE
 
@@ -111,27 +111,56 @@ def find_apps(root: Path, folders: Sequence[Path]) -> list[AppWorkspace]:
     return apps
 
 
-def context(root: Path, *, apps: Sequence[Path] = (), cache_dir: Path | None = None) -> Context:
-    """What the rules read of the repository at ``root``: policy.toml, its files, its model
-    (or why it could not be read) and its app workspaces."""
-    from tooling.model.layout import layout_from
+def context(
+    root: Path,
+    *,
+    apps: Sequence[Path] = (),
+    cache_dir: Path | None = None,
+    policy: Policy | None = None,
+) -> Context:
+    """What the rules read of the repository at ``root``: policy.toml (``policy``, the
+    task's; None: read from ``root``), its files, its model (or why it could not be read)
+    and its app workspaces."""
+    from tooling.engine.inplay import escapes_from
+    from tooling.model.configfiles import Loader
+    from tooling.model.parsecache import ParseCache
     from tooling.model.repo import WorkTree, load
+    from tooling.model.stacks import StackSource, stack_closure, stack_files
 
-    data = config.read_policy(root)  # once: the rules and the layout read the same file
-    pol = parse_policy(data)
+    if policy is None:  # no task's preamble read it (the pre-commit hook, a test)
+        policy = config.read_policy(root)
+    pol = policy.check
     snap = snapshot(root)
     model: Model | None = None
     error: ToolingError | None = None
-    layout = layout_from(data)
+    layout = policy.layout
     live = tuple(d for d in layout.live if (root / d).is_dir())
+    prefix = git.prefix(root)
+    sources: tuple[StackSource, ...] = ()
+    generation_reads: tuple[str, ...] = ()
     if live:
+        tree = WorkTree(root, live, prefix, layout.default_tiers)
         try:
-            model = load(WorkTree(root, live, git.prefix(root), layout.default_tiers), cache_dir)
+            model = load(tree, cache_dir)
         except ToolingError as exc:
             error = exc
+        stacks = stack_files(tree)
+        if stacks:  # what `terragrunt stack generate` would fetch
+            made = stack_closure(Loader(tree, ParseCache(None)), stacks)
+            sources, generation_reads = made.sources, made.files
     workspaces = find_apps(root, [Path(p) for p in pol.app_dirs] + list(apps))
+    top = root.parents[len(prefix.split("/")) - 1] if prefix else root
     return registry.check_context(
-        pol, snap, model=model, model_error=error, apps=workspaces, root_file=layout.root_file
+        pol,
+        snap,
+        model=model,
+        model_error=error,
+        apps=workspaces,
+        root_file=layout.root_file,
+        git_prefix=prefix,
+        escapes=escapes_from(root, top),
+        stack_sources=sources,
+        stack_files=generation_reads,
     )
 
 
@@ -141,10 +170,12 @@ def run(
     apps: Sequence[Path] = (),
     cache_dir: Path | None = None,
     rules: Sequence[Rule] = registry.RULES,
+    policy: Policy | None = None,
 ) -> tuple[list[Violation], Model | None]:
-    """Every violation in the repository at ``root`` (sorted by file and line), and the model
-    (None when the configuration could not be read)."""
-    ctx = context(root, apps=apps, cache_dir=cache_dir)
+    """Every violation in the repository at ``root`` (sorted by file and line) under
+    ``policy`` (None: root's policy.toml), and the model (None when the configuration
+    could not be read)."""
+    ctx = context(root, apps=apps, cache_dir=cache_dir, policy=policy)
     return sorted(registry.run(Stage.CHECK, ctx, rules)), ctx.model
 
 
@@ -169,10 +200,18 @@ def report(violations: Sequence[Violation], *, as_json: bool, units: int | None 
 
 
 def check(
-    root: Path, *, apps: Sequence[Path] = (), as_json: bool = False, cache_dir: Path | None = None
+    root: Path,
+    *,
+    apps: Sequence[Path] = (),
+    as_json: bool = False,
+    cache_dir: Path | None = None,
+    policy: Policy | None = None,
 ) -> int:
-    """``invoke check``: run every rule on the repository at ``root``; 1 if anything is violated."""
-    violations, model = run(root, apps=[Path(a).resolve() for a in apps], cache_dir=cache_dir)
+    """``invoke check``: run every rule on the repository at ``root`` under ``policy`` (the
+    task's; None: root's policy.toml); 1 if anything is violated."""
+    violations, model = run(
+        root, apps=[Path(a).resolve() for a in apps], cache_dir=cache_dir, policy=policy
+    )
     return report(
         violations, as_json=as_json, units=len(model.units) if model is not None else None
     )

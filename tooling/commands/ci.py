@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tooling.core import ci, legs, pages
 from tooling.core.legs import leg_names
-from tooling.core.record import WaitingPlan
-from tooling.engine import planstore
+from tooling.core.record import ApplyRecord
+from tooling.core.summary import Summary
+from tooling.engine import planfolder, planstore
 from tooling.engine.matrix import matrix as affected_matrix
 from tooling.errors import ToolingError, UsageError
 from tooling.io import artifacts, git, outdir
@@ -26,6 +27,8 @@ from tooling.io.actions import event as _event
 from tooling.io.actions import run_url as _run_url
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
+
+T = TypeVar("T")
 
 
 def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
@@ -122,16 +125,16 @@ def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
 def _waiting_in(folder: Path, executor: str) -> list[ci.Waiting]:
     """The units an auto apply's record (``folder/apply.json``, an artifact) leaves
     waiting, with the text of each re-plan it names inside ``folder/cascade/``."""
-    record = artifacts.read(folder / "apply.json", artifacts.APPLY_RECORD)
+    record = planfolder.read_record(folder / planfolder.RECORD)
     texts: dict[str, str | None] = {}
-    for unit in record["units"]:
+    for unit in record.units:
         try:
-            plan = WaitingPlan.from_entry(unit)
+            plan = unit.waiting()
         except ValueError as exc:
-            say(f"::error::{folder / 'apply.json'}: {unit['path']}: {exc}")
+            say(f"::error::{folder / planfolder.RECORD}: {unit.path}: {exc}")
             continue
         if plan is not None:
-            texts[str(unit["path"])] = planstore.text(folder, plan.text_file)
+            texts[unit.path] = planstore.text(folder, plan.text_file)
     return ci.waiting_in_record(record, executor, texts)
 
 
@@ -147,21 +150,38 @@ def _matrix(text: str, *, empty: bool = True) -> dict[str, Any]:
     return doc
 
 
-def _summaries(
-    plans: Path, executors: list[str], folder: str = "plan-{}", name: str = "summary.json"
-) -> dict[str, dict[str, Any] | None]:
-    """Each leg's summary.json, or the ``name`` file of its ``folder`` (None when the
-    leg left none, or it is not JSON)."""
-    out: dict[str, dict[str, Any] | None] = {}
-    for executor in executors:
-        path = plans / folder.format(executor) / name
-        kind = artifacts.APPLY_RECORD if name == "apply.json" else artifacts.SUMMARY
-        try:
-            out[executor] = artifacts.read(path, kind) if path.exists() else None
-        except ToolingError as exc:
-            say(f"::error::{exc}")
-            out[executor] = None
-    return out
+def _summaries(plans: Path, executors: list[str]) -> dict[str, Summary | None]:
+    """Each leg's summary.json (``plan-<leg>/``; None when the leg left none, or it is
+    refused)."""
+    return {
+        executor: _read_or_none(
+            plans / f"plan-{executor}" / planfolder.SUMMARY, planfolder.read_summary
+        )
+        for executor in executors
+    }
+
+
+def _records(folders: Path, names: list[str]) -> dict[str, ApplyRecord | None]:
+    """Each leg's apply record (``apply-manual-<leg>/apply.json``; None when the leg left
+    none, or it is refused)."""
+    return {
+        name: _read_or_none(
+            folders / f"apply-manual-{name}" / planfolder.RECORD, planfolder.read_record
+        )
+        for name in names
+    }
+
+
+def _read_or_none(path: Path, read: Callable[[Path], T]) -> T | None:
+    """The document at ``path`` read by ``read``; None when there is none, or it is
+    refused (said as an error line)."""
+    if not path.exists():
+        return None
+    try:
+        return read(path)
+    except ToolingError as exc:
+        say(f"::error::{exc}")
+        return None
 
 
 def _merge_legs(plans: Path, doc: Mapping[str, Any]) -> None:
@@ -297,9 +317,9 @@ def apply_report(
             for folder in records:
                 waiting += _waiting_in(folder, executor)
             continue
-        summary = plans / f"plan-{executor}" / "summary.json"
+        summary = plans / f"plan-{executor}" / planfolder.SUMMARY
         if summary.exists():
-            waiting += ci.manual_units(artifacts.read(summary, artifacts.SUMMARY), executor)
+            waiting += ci.manual_units(planfolder.read_summary(summary), executor)
     sha = env.get("GITHUB_SHA", "")
     body = ci.apply_report(sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env))
     outdir.job_summary(body.replace(ci.APPLY_MARKER, ""), env)
@@ -345,7 +365,7 @@ def manual_status(
     env = os.environ if environ is None else environ
     include = _matrix(matrix)["include"]
     names = [n for ns in legs.leg_names(include).values() for n in ns]
-    docs = legs.per_executor(include, _summaries(records, names, "apply-manual-{}", "apply.json"))
+    docs = legs.per_executor(include, _records(records, names))
     if forge is None:
         from tooling.io.forge import Forge
 
@@ -357,11 +377,10 @@ def manual_status(
 
 def manual_gate(*, plans: Path) -> bool:
     """Whether the plan in ``plans`` waits for a human; writes ``manual`` to ``$GITHUB_OUTPUT``."""
-    summary = plans / "summary.json"
+    summary = plans / planfolder.SUMMARY
     if not summary.exists():
         raise ToolingError(f"{summary} not found: pass the folder the plan wrote (--plans)")
-    doc = artifacts.read(summary, artifacts.SUMMARY)
-    waiting = ci.manual_units(doc)
+    waiting = ci.manual_units(planfolder.read_summary(summary))
     for unit in waiting:
         say(f"{unit.path} waits for approval: {'; '.join(unit.reasons)}")
     write_outputs({"manual": "true" if waiting else "false"})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,11 +20,11 @@ from typing import Any
 
 from tooling.core import layoutguess
 from tooling.errors import ToolingError, UsageError
-from tooling.io import git
-from tooling.io.workspace import mark_private, read_layout
+from tooling.io import config, git
+from tooling.io.workspace import mark_private
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
-from tooling.model.policyfile import POLICY_FILE
+from tooling.model.policy import POLICY_FILE, Policy, policy_from
 from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
 from tooling.model.stacks import generated_unit, is_stack_file
 from tooling.model.trees import SKIP_DIRS
@@ -86,6 +87,13 @@ def project_root_below(root: Path) -> str | None:
     """The folder below ``root`` holding the root file its units include (a ``root.hcl``,
     else a ``terragrunt.hcl`` with units below it), the shallowest; None when ``root``
     holds one itself or none is found."""
+    found = project_roots_below(root)
+    return found[0] if found else None
+
+
+def project_roots_below(root: Path) -> list[str]:
+    """Every folder below ``root`` holding a root file its units include, shallowest
+    first, none inside another; [] when ``root`` holds one itself."""
     files = repository_files(root)
     units = {p.rsplit("/", 1)[0] for p in files if p.endswith("/" + UNIT_FILE)}
     found = []
@@ -93,12 +101,16 @@ def project_root_below(root: Path) -> str | None:
         folder, _, name = path.rpartition("/")
         if not folder:
             if name == ROOT_FILE or (name == UNIT_FILE and units):
-                return None
+                return []
             continue
         legacy = name == UNIT_FILE and any(u.startswith(folder + "/") for u in units)
         if name == ROOT_FILE or legacy:
             found.append(folder)
-    return min(found, key=lambda f: (f.count("/"), f), default=None)
+    out: list[str] = []
+    for folder in sorted(set(found), key=lambda f: (f.count("/"), f)):
+        if not any(folder.startswith(f + "/") for f in out):
+            out.append(folder)
+    return out
 
 
 def _stack_texts(root: Path, files: list[str]) -> dict[str, str]:
@@ -116,13 +128,22 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     at hand or a stack does not generate (doctor needs no tool)."""
     if not any(is_stack_file(p) for p in files):
         return []
-    from tooling.io import stacks, terragrunt
+    from tooling.engine import stackscreen
+    from tooling.io import config, git, stacks, terragrunt
     from tooling.io.binpath import ensure_bin_dir_on_path
 
     ensure_bin_dir_on_path()
     mark_private(root)  # the scratch copy goes in .iac/, which git then ignores
     try:
-        generated = stacks.generate(root, live, terragrunt.base_env({}), None)
+        generated = stacks.generate(
+            root,
+            live,
+            terragrunt.base_env({}),
+            None,
+            screen=stackscreen.screen,
+            git_prefix=git.prefix(root),
+            policy=config.read_policy(root),
+        )
     except (ToolingError, OSError):
         return []
     if generated is None:
@@ -130,8 +151,10 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     return [u for u in generated.model.units.values() if generated_unit(u.path) and not u.error]
 
 
-def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutguess.Suggestion:
-    """The ``[layout]`` the repository's files suggest (units read with it, for the tiers)."""
+def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutguess.Suggestion:
+    """The ``[layout]`` the repository's files suggest (units read with it, for the tiers),
+    and the executors its units name that ``policy`` does not declare."""
+    layout = policy.layout
     files = repository_files(root)
     catalog = layoutguess.catalog_folders(_stack_texts(root, files))
     live = layoutguess.live_folders(files, catalog) or layout.live
@@ -140,6 +163,12 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
     units = list(model.units.values()) if model else []
     units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
+    # a unit the model cannot evaluate still names the file it includes
+    included |= layoutguess.parent_file_names(
+        (root / p).read_text(encoding="utf-8", errors="replace")
+        for p in files
+        if p.endswith("/" + UNIT_FILE) and p.startswith(tuple(f + "/" for f in live))
+    )
     found = layoutguess.suggest(files, included, catalog=catalog)
     if found.root_file is not None:
         # a folder whose units do not include the root file is not live (test fixtures...);
@@ -157,27 +186,54 @@ def suggest_layout(root: Path, layout: Layout, model: Model | None) -> layoutgue
         tiers = tuple((folder, folder.rsplit("/", 1)[-1]) for folder, _, _ in roots)
         with_tiers = load(WorkTree(root, found.live, git.prefix(root), tiers), None)
         units = [u for u in with_tiers.units.values() if u.path in {x.path for x in units}]
-        found = replace(found, roots=roots)
+        # each root with an executor is a layer: the roots its units reach already are
+        # the repository's own terms (a new reach across roots is then for review)
+        layers = [folder for folder, _, executor in roots if executor is not None]
+        depends = layoutguess.root_dependencies(
+            layers, ((u.path, (*u.dependencies, *u.reads)) for u in units)
+        )
+        found = replace(found, roots=roots, depends=depends)
+    else:
+        tables = _policy_tables(root)
+        check = tables.get("check", {})
+        declared = isinstance(check, dict) and "foundation_state_prefix" in check
+        app = policy.check.app_state_prefix
+        prefix = None if declared else _common_state_prefix(found.live, units, app)
+        found = replace(found, state_prefix=prefix, check_declared="check" in tables)
     return replace(
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
         left_out=layoutguess.left_out(files, found.live, catalog),
-        executors=_executors(root, units),
+        executors=_executors(policy, units),
     )
 
 
-def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The executors ``units`` run on that policy.toml does not declare, each with the
+def _policy_tables(root: Path) -> dict[str, Any]:
+    """policy.toml's tables as written ({} when absent or unreadable: doctor says why):
+    which keys the file sets, where the typed policy holds only their values."""
+    try:
+        data = tomllib.loads((root / POLICY_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _common_state_prefix(live: tuple[str, ...], units: list[Any], app: str) -> str | None:
+    """The folder all the units' state keys start with, when it is not their live
+    folder's (a local backend's path is left out: check matches its folders anywhere)."""
+    keys = [
+        (u.path, u.state_key)
+        for u in units
+        if u.state_key is not None and u.state_backend != "local" and not u.error
+    ]
+    return layoutguess.common_state_prefix(live, keys, app)
+
+
+def _executors(policy: Policy, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The executors ``units`` run on that ``policy`` does not declare, each with the
     runner labels suggested for it (``matrix`` refuses a unit whose executor is not
     declared): doctor's block declares them (and never one declared already)."""
-    from tooling.io import config
-
-    try:
-        declared = config.read_policy(root).get("executors", {})
-    except ToolingError:
-        declared = {}
-    if not isinstance(declared, dict):
-        declared = {}
+    declared = policy.executors
     out = []
     for name in sorted({u.executor for u in units if u.executor != UNRESOLVED_EXECUTOR}):
         if name not in declared:
@@ -185,8 +241,10 @@ def _executors(root: Path, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]
     return tuple(out)
 
 
-def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
-    """The findings for the repository at ``root`` (``model`` None when there are no units)."""
+def diagnose(root: Path, policy: Policy, model: Model | None) -> list[Finding]:
+    """The findings for the repository at ``root`` under its ``policy`` (``model`` None when
+    there are no units)."""
+    layout = policy.layout
     out: list[Finding] = []
     if not (root / "policy.toml").is_file():
         out.append(
@@ -305,43 +363,43 @@ def diagnose(root: Path, layout: Layout, model: Model | None) -> list[Finding]:
                             f"(e.g. {shared_name(layout)})",
                         )
                     )
-        out += _plan_refusals(root, model)
+        out += _plan_refusals(root, policy, model)
     return out
 
 
-def _plan_refusals(root: Path, model: Model) -> list[Finding]:
+def _plan_refusals(root: Path, policy: Policy, model: Model) -> list[Finding]:
     """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
     functions, dependency outputs outside ``inputs``), one finding each, where it is."""
-    from tooling.core.checksettings import parse_policy
     from tooling.engine.refusals import refused_lines
-    from tooling.io import config
 
-    try:
-        allowed = parse_policy(config.read_policy(root)).allowed_run_at_parse
-    except ToolingError:
-        allowed = {}
+    pol = policy.check
     out = []
-    for line in refused_lines(root, model, list(model.units), allowed):
+    for line in refused_lines(root, model, list(model.units), pol):
         where, _, what = line.partition(": ")
         out.append(Finding("needs", where, f"plan refuses it: {what}"))
     return out
 
 
-def run(root: Path, *, as_json: bool) -> int:
+def run(root: Path, *, as_json: bool, policy: Policy | None = None) -> int:
+    """``invoke doctor``: examine the repository at ``root``, whose policy.toml is
+    ``policy`` when the task's preamble read it (None: read here, and a policy.toml
+    that cannot be read is a finding, the defaults read in its place)."""
     if not root.is_dir():
         raise UsageError(f"--path {root}: not a folder")
     root = root.resolve()
     top = root
-    below = None if (root / POLICY_FILE).is_file() else project_root_below(root)
+    roots = [] if (root / POLICY_FILE).is_file() else project_roots_below(root)
+    below = roots[0] if roots else None
     if below is not None:
         root = root / below  # the project root: the folder of the root file units include
-    try:
-        layout = read_layout(root)
-    except ToolingError as exc:
-        findings = [Finding("needs", "policy.toml", str(exc))]
-        layout = Layout()
-    else:
-        findings = []
+    findings: list[Finding] = []
+    if policy is None or below is not None:
+        try:
+            policy = config.read_policy(root)
+        except ToolingError as exc:
+            findings.append(Finding("needs", POLICY_FILE, str(exc)))
+            policy = policy_from({})  # what a repository without policy.toml reads
+    layout = policy.layout
     existing = tuple(d for d in layout.live if (root / d).is_dir())
     model = load(WorkTree(root, existing, git.prefix(root)), None) if existing else None
     if below is not None and not (root / POLICY_FILE).is_file():
@@ -354,8 +412,18 @@ def run(root: Path, *, as_json: bool) -> int:
                 f"it from here too)",
             )
         )
-    findings += diagnose(root, layout, model)
-    suggestion = suggest_layout(root, layout, model)
+    for other in roots[1:]:
+        findings.append(
+            Finding(
+                "note",
+                other,
+                f"another project root (its units include its root file), left out of "
+                f"{below}'s layout: run doctor in {other}/ to adopt it on its own (once both "
+                "have a policy.toml, commands run in each one's folder, not at git's top level)",
+            )
+        )
+    findings += diagnose(root, policy, model)
+    suggestion = suggest_layout(root, policy, model)
     for folder, paths in suggestion.left_out:
         findings.append(
             Finding(

@@ -27,7 +27,8 @@ def units(ws: Workspace, *, as_json: bool) -> int:
             show(f"{'':<28} cannot be read: {u.error}")
     show(
         "declared gate: the unit's (or tier's) gate class; a plan that touches a node/VM "
-        "or deletes or replaces anything waits for approval (manual) whatever it declares"
+        "or deletes, replaces, forgets or imports anything waits for approval (manual) "
+        "whatever it declares"
     )
     return unreadable_exit(model)
 

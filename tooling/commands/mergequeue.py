@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import ci
+from tooling.engine import planfolder
 from tooling.errors import ToolingError, UsageError
-from tooling.io import artifacts
 from tooling.io.actions import append_outputs
 from tooling.io.actions import event as _event
 from tooling.io.ui import say
@@ -123,7 +123,7 @@ def reviewed_check(*, plans: Path, plan_result: str) -> int:
     failed: list[str] = []
     for folder in folders:
         try:
-            summary = artifacts.read(folder / "summary.json", artifacts.SUMMARY)
+            summary = planfolder.read_summary(folder / planfolder.SUMMARY)
         except ToolingError as exc:
             failed.append(str(exc))
             continue

@@ -41,10 +41,10 @@ from tooling.core import names
 from tooling.core.targets import unit_arg
 from tooling.engine.moves import model_with_unit_at, work_tree
 from tooling.errors import ToolingError, UsageError
-from tooling.io import backends, config, git
+from tooling.io import backends, git
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
-from tooling.model.layout import layout_from
+from tooling.model.policy import Policy
 from tooling.model.repo import UNIT_FILE, Model, load
 from tooling.model.trees import in_live
 
@@ -71,27 +71,25 @@ def _tracked(root: Path, path: str) -> bool:
     return bool(git.git(root, "ls-files", "--", path).stdout.strip())
 
 
-def plan_move(root: Path, old: str, new: str) -> Plan:
-    """Work out the two keys; refuse anything that is not a plain move of one unit."""
+def plan_move(root: Path, old: str, new: str, policy: Policy) -> Plan:
+    """Work out the two keys; refuse anything that is not a plain move of one unit
+    (``policy``: the repository's policy.toml, its live folders and naming rule)."""
     if old == new:
         raise UsageError("OLD and NEW are the same folder")
-    live = layout_from(config.read_policy(root)).live
+    live = policy.layout.live
     if not in_live(new, live) or ".." in new.split("/"):
         raise UsageError(
             f"{new}: the new folder must be under a live folder ({', '.join(live)}; "
             "policy.toml [layout] live), e.g. "
             + ("cloud/zone" if live == (".",) else f"{live[0]}/zone")
         )
-    current = load(work_tree(root), None)
+    current = load(work_tree(root, live), None)
     for path in (old, new):
         unit = current.units.get(path)
         if unit is not None and unit.error and "HCL syntax error" in unit.error:
             raise ToolingError(f"cannot move {path}: its HCL does not parse: {unit.error}")
-    policy = config.read_policy(root)
     others = [p for p in current.units if p != old]
-    for bad in names.bad_unit_names(
-        [*others, new], layout_from(policy).live, names.pattern_from(policy)
-    ):
+    for bad in names.bad_unit_names([*others, new], live, policy.check.unit_name_pattern):
         if bad.path == new:
             raise UsageError(
                 f"{new}: not an allowed unit folder ({bad.why}); use lowercase letters, digits and dashes"
@@ -105,12 +103,12 @@ def plan_move(root: Path, old: str, new: str) -> Plan:
             raise ToolingError(
                 f"{old}/{UNIT_FILE} is not tracked by git: commit the unit before moving it"
             )
-        after = model_with_unit_at(root, old, new).units.get(new)
+        after = model_with_unit_at(root, live, old, new).units.get(new)
         old_key = current.units[old].state_key
         new_key = after.state_key if after else None
         moved = False
     elif new in current.units:
-        before = model_with_unit_at(root, new, old).units.get(old)
+        before = model_with_unit_at(root, live, new, old).units.get(old)
         old_key = before.state_key if before else None
         new_key = current.units[new].state_key
         moved = True
@@ -138,8 +136,8 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False)
     root = ws.root
     settings = ws.settings
     old, new = _norm(old, "OLD"), _norm(new, "NEW")
-    move = plan_move(root, old, new)
-    model = load(work_tree(root), None)
+    move = plan_move(root, old, new, ws.policy)
+    model = load(work_tree(root, ws.layout.live), None)
     here = new if move.folder_moved else old
     unit = model.units.get(here)
     env = ws.env_for([unit.source] if unit and unit.source else [])

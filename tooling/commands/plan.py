@@ -48,9 +48,8 @@ def parse_jobs(text: str) -> int | None:
 
 def known_executors(ws: Workspace, model: Model) -> set[str]:
     """The executors policy.toml declares and the ones the units name."""
-    from tooling.core import executors
 
-    return set(executors.parse(ws.policy)) | {u.executor for u in model.units.values()}
+    return set(ws.policy.executors) | {u.executor for u in model.units.values()}
 
 
 def plan(
@@ -103,7 +102,7 @@ def _show(
 
     results, change, head = list(outcome.results), outcome.change, outcome.head or ""
     page = _page_context(context, change, head, folder.path)
-    settings = (outcome.summary or {}).get("settings")
+    settings = outcome.summary.settings if outcome.summary is not None else None
 
     def rendered_within(budget: int) -> str:
         return report.render(

@@ -1,61 +1,20 @@
-"""The ``[apply]`` table of policy.toml: how old a plan may be when it is applied. Pure.
+"""How old a plan may be when it is applied: policy.toml's ``[apply]``. Pure.
 
 A plan is applied only while it is younger than ``max_plan_age`` (a whole number
 with a unit: ``90s``, ``30m``, ``24h``, ``7d``; 24 hours when not set). The
 age counts from the moment the plan folder's run started (``planned_at`` in
 summary.json) to the moment the apply starts; a folder without that time is as
 old as can be (refused). A plan older than the limit is refused as a whole,
-naming its age and the limit: plan again.
+naming its age and the limit: plan again. The table is read and checked with the
+rest of policy.toml (:func:`tooling.model.policy.policy_from`): ``policy.apply``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
-
-DEFAULT_MAX_PLAN_AGE = timedelta(hours=24)
-_DURATION = re.compile(r"\s*([0-9]{1,9})\s*([smhd])\s*")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-@dataclass(frozen=True)
-class ApplyPolicy:
-    """The ``[apply]`` table of policy.toml."""
-
-    max_plan_age: timedelta = DEFAULT_MAX_PLAN_AGE
-
-
-def parse_duration(text: str, where: str) -> timedelta:
-    """``90s``, ``30m``, ``24h``, ``7d`` as a :class:`timedelta`; refused naming ``where``."""
-    found = _DURATION.fullmatch(text) if isinstance(text, str) else None
-    if found is None or int(found[1]) == 0:
-        raise ToolingError(
-            f"{where} = {text!r}: a duration is a whole number above 0 and one of s, m, h, d "
-            '(e.g. "24h")'
-        )
-    return timedelta(**{_UNITS[found[2]]: int(found[1])})
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> ApplyPolicy:
-    table = data.get("apply")
-    if table is None:
-        return ApplyPolicy()
-    if not isinstance(table, dict):
-        raise ToolingError(f"{POLICY_FILE}: [apply] must be a table")
-    refuse_unknown_keys(table, ("max_plan_age",), "[apply]")
-    if "max_plan_age" not in table:
-        return ApplyPolicy()
-    return ApplyPolicy(
-        parse_duration(table["max_plan_age"], f"{POLICY_FILE}: [apply] max_plan_age")
-    )
+from tooling.model.policy import ApplyPolicy
 
 
 def shown(age: timedelta) -> str:
@@ -92,10 +51,8 @@ def too_old(planned_at: str | None, now: datetime, limit: timedelta) -> str | No
     return None
 
 
-def refuse_stale(
-    planned_at: str | None, now: datetime, policy: Mapping[str, Any], where: str
-) -> None:
+def refuse_stale(planned_at: str | None, now: datetime, policy: ApplyPolicy, where: str) -> None:
     """Refuse (naming ``where``) plans older than policy.toml's ``[apply] max_plan_age``."""
-    why = too_old(planned_at, now, parse_policy(policy).max_plan_age)
+    why = too_old(planned_at, now, policy.max_plan_age)
     if why:
         raise ToolingError(f"{where}: {why}; nothing applied")

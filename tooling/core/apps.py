@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.core.apppolicy import AppPolicy as AppPolicy  # re-exported: its home is apppolicy
-from tooling.core.apppolicy import parse_policy as parse_policy
 from tooling.errors import ToolingError, UsageError
+from tooling.model.policy import AppPolicy
 
 NAME_RE = re.compile(r"^[a-z0-9-]+$")
 APPS_PREFIX = "apps/"

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from tooling.core.record import ApplyRecord
+from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line as escape
 from tooling.errors import UsageError
 
@@ -89,16 +91,8 @@ def _who(approve: bool, env: Mapping[str, str], run: Mapping[str, Any]) -> str |
     return (env.get("IAC_APPROVED_BY", "").strip() or run["actor"]) if approve else None
 
 
-def _digests(summary: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        str(u.get("path")): u.get("plan_sha256")
-        for u in summary.get("units") or []
-        if isinstance(u, Mapping)
-    }
-
-
 def started(
-    summary: Mapping[str, Any],
+    summary: Summary,
     *,
     apply_id: str,
     head: str | None,
@@ -116,18 +110,20 @@ def started(
         "apply": apply_id,
         "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": head,
-        "plans_head": summary.get("head"),
+        "plans_head": summary.head,
         "approve_manual": approve_manual,
         "approved_by": _who(approve_manual, env, run),
         "run": run,
-        "units": [{"path": path, "plan_sha256": sha} for path, sha in _digests(summary).items()],
+        "units": [
+            {"path": path, "plan_sha256": sha} for path, sha in summary.plan_digests().items()
+        ],
         "previous": dict(previous) if previous is not None else None,
     }
 
 
 def record(
-    apply_doc: Mapping[str, Any],
-    summary: Mapping[str, Any],
+    apply_doc: ApplyRecord,
+    summary: Summary,
     *,
     at: datetime,
     env: Mapping[str, str],
@@ -137,32 +133,30 @@ def record(
 ) -> dict[str, Any]:
     """The ``completed`` record of the run that just ended (the last entry of
     ``apply_doc["runs"]``), naming its ``started`` record."""
-    runs = [r for r in apply_doc.get("runs") or [] if isinstance(r, Mapping)]
-    this = runs[-1] if runs else {}
-    digests = _digests(summary)
+    this = apply_doc.last_run()
+    digests = summary.plan_digests()
     units = [
         {
-            "path": str(u.get("path")),
-            "plan_sha256": digests.get(str(u.get("path"))),
-            "result": str(u.get("result")),
-            "reason": str(u.get("reason") or "")[:REASON_CHARS],
+            "path": u.path,
+            "plan_sha256": digests.get(u.path),
+            "result": u.result,
+            "reason": u.reason[:REASON_CHARS],
         }
-        for u in this.get("units") or []
-        if isinstance(u, Mapping)
+        for u in (this.units if this is not None else ())
     ]
-    approve = bool(apply_doc.get("approve_manual"))
+    approve = apply_doc.approve_manual
     run = run_info(env)
     return {
         "version": AUDIT_VERSION,
         "state": COMPLETED,
         "apply": apply_id,
         "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": apply_doc.get("head"),
-        "plans_head": apply_doc.get("plans_head"),
+        "commit": apply_doc.head,
+        "plans_head": apply_doc.plans_head,
         "approve_manual": approve,
         "approved_by": _who(approve, env, run),
         "run": run,
-        "result": overall([str(u["result"]) for u in units], bool(this.get("interrupted"))),
+        "result": overall([str(u["result"]) for u in units], this is not None and this.interrupted),
         "units": units,
         "started": dict(started_link),
         "previous": dict(previous) if previous is not None else None,

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.core.summary import Summary, Worktree
+
 #: the plan zip's entry that holds the plan itself (OpenTofu's planfile format)
 TFPLAN_ENTRY = "tfplan"
 _PLAN_BACKEND = 13  # Plan.backend
@@ -36,7 +38,7 @@ def worktree_digest(diff: str, untracked: Sequence[tuple[str, bytes]]) -> str:
     """``sha256:…`` of the uncommitted difference: ``git diff HEAD --binary`` and each
     untracked file (path and content, sorted by path)."""
     digest = hashlib.sha256()
-    digest.update(diff.encode())
+    digest.update(diff.encode("utf-8", "surrogateescape"))
     for path, content in sorted(untracked):
         digest.update(b"\0untracked\0" + path.encode() + b"\0")
         digest.update(hashlib.sha256(content).digest())
@@ -45,29 +47,29 @@ def worktree_digest(diff: str, untracked: Sequence[tuple[str, bytes]]) -> str:
 
 def worktree_record(
     files: Sequence[str], diff: str, untracked: Sequence[tuple[str, bytes]]
-) -> dict[str, Any]:
+) -> Worktree:
     """summary.json's ``worktree``: clean, or dirty with its changed files and digest."""
     if not files:
-        return {"dirty": False, "files": [], "digest": None}
-    return {"dirty": True, "files": sorted(set(files)), "digest": worktree_digest(diff, untracked)}
+        return Worktree(dirty=False)
+    return Worktree(True, tuple(sorted(set(files))), worktree_digest(diff, untracked))
 
 
-def dirty_refusal(summary: Mapping[str, Any], where: str, plans_dir: str) -> str | None:
+def dirty_refusal(summary: Summary, where: str, plans_dir: str) -> str | None:
     """Why ``invoke apply`` refuses these plans because of the tree they were made from
     (None: made from a clean tree at their commit)."""
-    tree = summary.get("worktree")
-    if not isinstance(tree, Mapping) or not isinstance(tree.get("dirty"), bool):
+    tree = summary.worktree
+    if tree is None:
         return (
             f"{where}: does not say whether the plans were made from a clean tree (no `worktree`); "
             f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
         )
-    if not tree["dirty"]:
+    if not tree.dirty:
         return None
-    files = [str(f) for f in tree.get("files") or []]
+    files = tree.files
     shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     return (
         f"{where}: these plans were made from a tree with uncommitted changes ({shown}; "
-        f"{tree.get('digest')}), not from commit {str(summary.get('head'))[:12]}; nothing applied. "
+        f"{tree.digest}), not from commit {str(summary.head)[:12]}; nothing applied. "
         f"Commit (or discard) the changes, then plan again: `invoke plan --out {plans_dir}`"
     )
 

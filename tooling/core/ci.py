@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.core import mdtext, pages, review
+from tooling.core.record import ApplyRecord
+from tooling.core.status import Status as PlanStatus
+from tooling.core.summary import Summary
 from tooling.errors import ToolingError
 
 #: the sticky comment of a pull request's plans (the same as ``core.report.MARKER``)
@@ -226,32 +229,26 @@ REPLAN_SHOWN = 20_000
 
 
 def waiting_in_record(
-    record: Mapping[str, Any], executor: str, texts: Mapping[str, str | None]
+    record: ApplyRecord, executor: str, texts: Mapping[str, str | None]
 ) -> list[Waiting]:
     """The units an apply record (apply.json) leaves waiting for approval, each with its
     reason and, when it waits with a re-plan, that re-plan's text (``texts`` by path)."""
     return [
-        Waiting(executor, str(u["path"]), (str(u.get("reason") or ""),), texts.get(str(u["path"])))
-        for u in record.get("units") or ()
-        if u.get("result") == "waiting-approval"
+        Waiting(executor, u.path, (u.reason,), texts.get(u.path))
+        for u in record.units
+        if u.result == "waiting-approval"
     ]
 
 
-def manual_units(summary: Mapping[str, Any], executor: str = "") -> list[Waiting]:
+def manual_units(summary: Summary, executor: str = "") -> list[Waiting]:
     """The units of a ``summary.json`` whose gate is ``manual`` and whose plan changes something."""
-    waiting = []
-    for unit in summary.get("units") or []:
-        if not isinstance(unit, Mapping):
-            continue
-        gate = unit.get("gate") or {}
-        if gate.get("decision") != "manual" or unit.get("status") not in (None, "changes"):
-            continue
-        waiting.append(
-            Waiting(
-                executor, str(unit.get("path")), tuple(str(r) for r in gate.get("reasons") or ())
-            )
-        )
-    return waiting
+    return [
+        Waiting(executor, unit.path, unit.gate.reasons)
+        for unit in summary.units
+        if unit.gate is not None
+        and unit.gate.decision == "manual"
+        and unit.status == PlanStatus.CHANGES
+    ]
 
 
 def apply_report(
@@ -344,7 +341,7 @@ NOT_AFFECTED = "no units affected"
 
 
 def plan_statuses(
-    legs: Mapping[str, Mapping[str, Any] | None], configured: Sequence[str] = ()
+    legs: Mapping[str, Summary | None], configured: Sequence[str] = ()
 ) -> list[Status]:
     """Per executor (``legs``: its summary.json, None when its plan did not finish): failure
     when a unit failed to plan or the leg did not finish, success otherwise. Every
@@ -355,13 +352,13 @@ def plan_statuses(
         if summary is None:
             out.append(_status(executor, "failure", "the plan did not finish: see the run"))
             continue
-        units = [u for u in summary.get("units") or [] if isinstance(u, Mapping)]
-        failed = [str(u.get("path")) for u in units if u.get("status") in _FAILED]
-        if failed or summary.get("interrupted"):
+        units = summary.units
+        failed = [u.path for u in units if u.status in _FAILED]
+        if failed or summary.interrupted:
             why = f"{len(failed)} unit(s) failed to plan: {', '.join(failed)}" if failed else ""
             out.append(_status(executor, "failure", why or "the plan was interrupted"))
             continue
-        changed = sum(1 for u in units if u.get("status") == "changes")
+        changed = sum(1 for u in units if u.status == PlanStatus.CHANGES)
         manual = len(manual_units(summary))
         out.append(
             _status(
@@ -403,9 +400,7 @@ def apply_statuses(
 _DONE = ("applied", "no-changes")
 
 
-def manual_statuses(
-    records: Mapping[str, Mapping[str, Any] | None], *, result: str
-) -> list[Status]:
+def manual_statuses(records: Mapping[str, ApplyRecord | None], *, result: str) -> list[Status]:
     """Per executor offered to the approval job, once it ended (``records``: its apply
     record, None when the leg left none; ``result``: the job's result). Success when
     every unit is applied or has nothing to do; failure otherwise, naming the units,
@@ -422,13 +417,13 @@ def manual_statuses(
                 )
             )
             continue
-        units = [u for u in record.get("units") or [] if isinstance(u, Mapping)]
-        left = [f"{u.get('path')} {u.get('result')}" for u in units if u.get("result") not in _DONE]
-        if left or record.get("interrupted"):
+        units = record.units
+        left = [f"{u.path} {u.result}" for u in units if u.result not in _DONE]
+        if left or record.interrupted:
             why = f"not applied after approval: {', '.join(left)}" if left else ""
             out.append(_status(executor, "failure", why or "the approved apply was interrupted"))
             continue
-        applied = sum(1 for u in units if u.get("result") == "applied")
+        applied = sum(1 for u in units if u.result == "applied")
         out.append(_status(executor, "success", f"applied after approval: {applied} unit(s)"))
     return out
 
@@ -446,16 +441,15 @@ def queued_pull(head_ref: str) -> int | None:
     return int(match["number"]) if match else None
 
 
-def reviewed_differences(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+def reviewed_differences(summary: Summary) -> list[tuple[str, str]]:
     """``(unit, reason)`` of each unit of a plan folder's summary.json whose gate says
     its plan differs from the reviewed plan (``plan --reviewed``)."""
     from tooling.core.approval import DIFFERS
 
-    found: list[tuple[str, str]] = []
-    for unit in summary.get("units") or ():
-        gate = unit.get("gate") if isinstance(unit, Mapping) else None
-        reasons = gate.get("reasons") if isinstance(gate, Mapping) else None
-        for reason in reasons if isinstance(reasons, list) else ():
-            if isinstance(reason, str) and reason.startswith(DIFFERS):
-                found.append((str(unit.get("path")), reason))
-    return found
+    return [
+        (unit.path, reason)
+        for unit in summary.units
+        if unit.gate is not None
+        for reason in unit.gate.reasons
+        if reason.startswith(DIFFERS)
+    ]

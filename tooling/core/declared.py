@@ -11,7 +11,9 @@ plan text. policy.toml declares them per resource type, as attribute paths::
 A path is dot-separated; a list on the way is walked element by element.
 :func:`values_in_plan` collects the values at those paths from a ``show
 -json`` plan, and the caller registers them as secrets: every text the tooling
-writes or posts (plan text, logs, the report) shows ``(redacted)`` instead.
+writes or posts (plan text, logs, the report) shows ``(redacted)`` instead. The
+table is read and checked with the rest of policy.toml
+(:func:`tooling.model.policy.policy_from`): ``policy.sensitive_attributes``.
 """
 
 from __future__ import annotations
@@ -20,33 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tooling.core.redact import secret_strings
-from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-
-TABLE = "sensitive_attributes"
-
-#: resource type -> attribute paths (each a tuple of names)
-Declared = Mapping[str, tuple[tuple[str, ...], ...]]
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> dict[str, tuple[tuple[str, ...], ...]]:
-    """The ``[sensitive_attributes]`` table of a parsed policy.toml (missing: none)."""
-    table = data.get(TABLE, {})
-    if not isinstance(table, Mapping):
-        raise ToolingError(
-            f"policy.toml: [{TABLE}] must be a table of resource type = [attribute paths]"
-        )
-    out: dict[str, tuple[tuple[str, ...], ...]] = {}
-    for rtype, paths in table.items():
-        if not isinstance(paths, list) or not all(
-            isinstance(p, str) and p and all(p.split(".")) for p in paths
-        ):
-            raise ToolingError(
-                f'policy.toml: [{TABLE}] {rtype} must be a list of attribute paths such as ["env"]'
-            )
-        out[str(rtype)] = tuple(tuple(p.split(".")) for p in paths)
-    return out
+from tooling.model.policy import Declared
 
 
 def _at(value: Any, path: tuple[str, ...]) -> list[Any]:

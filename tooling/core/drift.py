@@ -144,6 +144,18 @@ def _counts(c: Mapping[str, int]) -> str:
     return " | ".join(str(c.get(k, 0)) for k in ("create", "update", "delete", "replace"))
 
 
+def state_words(c: Mapping[str, int]) -> str:
+    """``2 to forget, 1 to import``: what the plan does to the state alone (the table's
+    columns count the rest); empty when nothing."""
+    return ", ".join(
+        f"{c[k]} to {k}" for k in ("forget", "import", "move") if int(c.get(k, 0) or 0)
+    )
+
+
+def _what(words: str, listed: str) -> str:
+    return f"{words}: {listed}" if words and listed else (words or listed)
+
+
 def addresses_text(addresses: Sequence[str], limit: int = MAX_ADDRESSES, more: int = 0) -> str:
     """The first ``limit`` addresses in backticks, and how many more there are."""
     shown = ", ".join(f"`{a}`" for a in addresses[:limit])
@@ -184,7 +196,7 @@ def render_markdown(doc: Mapping[str, Any], units: Sequence[UnitDrift]) -> str:
     ]
     for u in units:
         if u.drifted:
-            what = addresses_text(u.drift) or (
+            what = _what(state_words(u.counts), addresses_text(u.drift)) or (
                 "outputs: " + ", ".join(f"`{o}`" for o in u.output_changes)
                 if u.output_changes
                 else "see the plan text"
@@ -385,8 +397,8 @@ def _issue_body(entries: Sequence[Entry]) -> str:
         lines.append(f"| `{e.path}` | {e.executor} | {_counts(e.counts)} | {since} |")
     lines.append("")
     for e in entries:
-        listed = addresses_text(e.addresses, more=e.more) or "outputs only"
-        lines.append(f"- `{e.path}`: {listed}")
+        listed = _what(state_words(e.counts), addresses_text(e.addresses, more=e.more))
+        lines.append(f"- `{e.path}`: {listed or 'outputs only'}")
     lines += [
         "",
         '**What to do** (docs/runbooks.md, "Drift was reported"): read the unit\'s plan '

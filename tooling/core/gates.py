@@ -5,45 +5,37 @@ Rules, in order (every rule that fires adds a reason):
 1. no changes -> ``none``;
 2. a deleted unit (destroy plan) -> ``manual``;
 3. any delete or replace -> ``manual``;
-4. any change to a resource matching the node/VM rules of policy.toml -> ``manual``;
-5. a unit the model cannot evaluate (``model_error``) -> ``manual``, and apply
+4. what OpenTofu does to the state alone, the real resource left as it is: a
+   forget (a ``removed`` block with ``destroy = false``, or ``lifecycle { destroy
+   = false }``: the resource keeps running, unmanaged; ``forget+create`` is a
+   replacement whose old instance is left so), an import (an ``import`` block)
+   or a move (a ``moved`` block) -> ``manual``, unless ``[gates]
+   auto_state_actions`` lists it (default: ``move`` only);
+5. any change to a resource matching the node/VM rules of policy.toml -> ``manual``:
+   a create or update, and a forget, import or move too, whatever
+   ``auto_state_actions`` says;
+6. an action the pipeline does not know (a newer OpenTofu's) -> ``manual``;
+7. a unit the model cannot evaluate (``model_error``) -> ``manual``, and apply
    refuses it even when approved (its gate and executor are unknown);
-6. otherwise the unit's declared class (tier default, unit override): ``auto``
+8. otherwise the unit's declared class (tier default, unit override): ``auto``
    only when it says exactly ``auto``; any other word (a typo such as
    ``manaul``, or a class the model could not work out) waits for a human.
 
-Reasons are grouped: one line per action for deletes and replaces, and one
-line naming every node/VM touched (:func:`node_reason`), so a unit that
-changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" once.
+Reasons are grouped: one line per action for deletes, replaces, forgets, imports
+and moves, and one line naming every node/VM touched (:func:`node_reason`), so a
+unit that changes three VMs says "touches 3 nodes/VMs: node-1, node-2, node-3" once.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-from tooling.model.policyfile import refuse_unknown_keys
-
-if TYPE_CHECKING:  # only deciding a gate reads a plan: checking policy.toml imports neither
+if TYPE_CHECKING:  # only deciding a gate reads a plan
     from tooling.core.planjson import PlanSummary
-
-
-@dataclass(frozen=True)
-class GatePolicy:
-    """``[gates]`` of policy.toml: the resource types and addresses that count as nodes/VMs."""
-
-    node_types: tuple[str, ...] = ()
-    node_addresses: tuple[str, ...] = ()
-
-    def touches_node(self, rtype: str, address: str) -> bool:
-        return any(fnmatch.fnmatchcase(rtype, p) for p in self.node_types) or any(
-            fnmatch.fnmatchcase(address, p) for p in self.node_addresses
-        )
+    from tooling.model.policy import GatePolicy
 
 
 @dataclass(frozen=True)
@@ -55,24 +47,6 @@ class Gate:
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reasons": list(self.reasons)}
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> GatePolicy:
-    """The ``[gates]`` section of a parsed policy.toml (missing: no node/VM rules)."""
-    gates = data.get("gates", {})
-    if not isinstance(gates, dict):
-        raise ToolingError(
-            "policy.toml: [gates] must be a table with node_types and node_addresses"
-        )
-    out: list[tuple[str, ...]] = []
-    for key in ("node_types", "node_addresses"):
-        value = gates.get(key, ())
-        if not isinstance(value, list | tuple) or not all(isinstance(p, str) and p for p in value):
-            raise ToolingError(f"policy.toml: [gates] {key} must be a list of patterns (strings)")
-        out.append(tuple(value))
-    refuse_unknown_keys(gates, ("node_types", "node_addresses"), "[gates]")
-    return GatePolicy(out[0], out[1])
 
 
 def decide(
@@ -93,13 +67,21 @@ def decide(
         reasons.append("the unit was deleted: this is a destroy plan")
     for action in ("delete", "replace"):
         addresses = [c.address for c in summary.changes if c.action == action]
-        if len(addresses) == 1:
-            reasons.append(f"{action}s {addresses[0]}")
-        elif addresses:
-            reasons.append(f"{action}s {len(addresses)} resources: {', '.join(addresses)}")
+        if addresses:
+            reasons.append(_listed(f"{action}s", addresses))
+    allowed: list[str] = []
+    for action, addresses in state_changes(summary).items():
+        if addresses:
+            (allowed if action in policy.auto_state_actions else reasons).append(
+                _listed(_STATE_VERBS[action], addresses)
+                + ("" if action in policy.auto_state_actions else _STATE_WHY[action])
+            )
     touched = _node_changes(summary, policy)
     if touched:
         reasons.append(node_reason(touched))
+    unknown = [f"{c.action} {c.address}" for c in summary.unknown_actions]
+    if unknown:
+        reasons.append("an action the pipeline does not know: " + ", ".join(unknown))
     if model_error:
         reasons.append(f"the model cannot evaluate the unit, so apply refuses it: {model_error}")
     if reasons:
@@ -115,8 +97,39 @@ def decide(
             ),
         )
     return Gate(
-        "auto", ("no delete, no replace, no node/VM change; the unit's gate class is auto",)
+        "auto",
+        (
+            "no delete, no replace, no node/VM change; "
+            + "".join(f"{a} ([gates] auto_state_actions); " for a in allowed)
+            + "the unit's gate class is auto",
+        ),
     )
+
+
+#: how a gate's reason names each state action, and why it waits when it does
+_STATE_VERBS = {"forget": "forgets", "import": "imports", "move": "moves"}
+_STATE_WHY = {
+    "forget": " (left in place, no longer managed by OpenTofu)",
+    "import": " (brought under this unit's management)",
+    "move": " (a new address in the state)",
+}
+
+
+def state_changes(summary: PlanSummary) -> dict[str, list[str]]:
+    """The addresses each state action (:data:`tooling.model.policy.STATE_ACTIONS`) of ``summary`` touches: a
+    forget by the address forgotten, a move as ``OLD -> NEW``."""
+    return {
+        "forget": [c.address for c in summary.forgotten],
+        "import": [c.address for c in summary.imported],
+        "move": [f"{c.moved_from} -> {c.address}" for c in summary.moved],
+    }
+
+
+def _listed(verb: str, addresses: Sequence[str]) -> str:
+    """``forgets terraform_data.a``; ``forgets 2 resources: a, b``."""
+    if len(addresses) == 1:
+        return f"{verb} {addresses[0]}"
+    return f"{verb} {len(addresses)} resources: {', '.join(addresses)}"
 
 
 def _instance(address: str) -> tuple[str, str | None]:
@@ -157,8 +170,14 @@ def reasons_text(gate: Gate) -> str:
 
 
 def _node_changes(summary: PlanSummary, policy: GatePolicy) -> Sequence[str]:
+    """Every node/VM the plan creates, updates, forgets, imports or moves (a delete or a
+    replace has its own reason); a move is looked up by its old address too."""
     return [
         c.address
         for c in summary.changes
-        if c.action in ("create", "update") and policy.touches_node(c.type, c.address)
+        if (c.action not in ("delete", "replace", "no-op", "read") or c.importing or c.moves)
+        and (
+            policy.touches_node(c.type, c.address)
+            or (c.moves and policy.touches_node(c.type, c.moved_from or ""))
+        )
     ]

@@ -9,8 +9,13 @@ with their own folder (the root file's ``key = "${path_relative_to_include()}/..
 are each suggested as a live root (``[layout.roots."FOLDER"]``) with that
 ``state_prefix``, the folder as the default ``tier`` of its units and, when its
 units agree on one, their ``executor`` (which makes the root a layer of
-``check``), so ``check``'s state-key and layer rules pass without moving state.
-The tiers each unit gets are a comment.
+``check``) and, when its units already depend on (or read files of) other roots,
+``may_depend_on`` naming them, so ``check``'s state-key and layer rules pass
+without moving state or a dependency; a new dependency across roots is then a
+violation to review. Units that keep their state under one common folder that is
+not their live folder's (``key = "terraform/${path_relative_to_include()}.tfstate"``)
+get that folder as ``[check] foundation_state_prefix``. The tiers each unit gets
+are a comment.
 """
 
 from __future__ import annotations
@@ -41,6 +46,15 @@ class Suggestion:
     #: the executors the units run on that policy.toml does not declare, with the runner
     #: labels suggested for each (:func:`runner_labels`)
     executors: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (root folder, the layers its units may depend on: itself and the roots they already
+    #: depend on or read) for each root whose units reach into another
+    depends: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the folder every unit's state key starts with, when it is not their live folder's
+    #: (``[check] foundation_state_prefix``); None: check's default holds
+    state_prefix: str | None = None
+    #: True: policy.toml has a ``[check]`` table already, so the prefix is a line to add
+    #: to it (a second ``[check]`` table would not parse)
+    check_declared: bool = False
 
     def toml(self) -> str:
         """The ``[layout]`` table, ready to paste into policy.toml."""
@@ -63,6 +77,20 @@ class Suggestion:
             ]
             if executor is not None:
                 lines.append(f"executor = {json.dumps(executor)}")
+            may = dict(self.depends).get(folder)
+            if may:
+                lines.append(
+                    f"may_depend_on = {json.dumps(list(may))}  # itself and the roots its units reach"
+                )
+        if self.state_prefix is not None:
+            line = (
+                f"foundation_state_prefix = {json.dumps(self.state_prefix)}"
+                "  # where every unit's state key starts"
+            )
+            if self.check_declared:
+                lines += ["", f"# add to policy.toml's [check] table: {line}"]
+            else:
+                lines += ["", "[check]", line]
         for name, labels in self.executors:
             lines += [
                 "",
@@ -72,6 +100,7 @@ class Suggestion:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
+        depends = dict(self.depends)
         return {
             "live": list(self.live),
             "root_file": self.root_file or ROOT_FILE,
@@ -81,9 +110,12 @@ class Suggestion:
                     "state_prefix": prefix,
                     "tier": folder.rsplit("/", 1)[-1],
                     "executor": executor,
+                    # as in the table: only for a root whose units reach another
+                    **({"may_depend_on": list(may)} if (may := depends.get(folder)) else {}),
                 }
                 for folder, prefix, executor in self.roots
             },
+            "foundation_state_prefix": self.state_prefix,
             "executors": {name: {"runs_on": list(labels)} for name, labels in self.executors},
             "toml": self.toml(),
         }
@@ -164,6 +196,18 @@ def root_file(files: Iterable[str], included: Iterable[str] = ()) -> str | None:
     return None
 
 
+#: an include's path found above the unit by literal name:
+#: ``path = find_in_parent_folders("main.hcl")`` (or inside "${...}")
+_PARENT_FILE = re.compile(r'\bpath\s*=\s*(?:"\$\{\s*)?find_in_parent_folders\(\s*"([^"/$]+)"')
+
+
+def parent_file_names(texts: Iterable[str]) -> set[str]:
+    """The file names unit files (``texts``) include through ``find_in_parent_folders``,
+    read from the text alone: what a unit includes even when the model cannot evaluate
+    it (a file its root reads is missing until a setup step, say)."""
+    return {name for text in texts for name in _PARENT_FILE.findall(text)}
+
+
 def state_roots(
     live: Iterable[str], units: Iterable[tuple[str, str | None, str]]
 ) -> tuple[tuple[str, str, str | None], ...]:
@@ -187,6 +231,55 @@ def state_roots(
     return tuple(
         (f, f + "/", next(iter(executors[f])) if len(executors[f]) == 1 else None) for f in folders
     )
+
+
+def root_dependencies(
+    roots: Iterable[str], units: Iterable[tuple[str, Iterable[str]]]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(root, (root, *other roots)) for each of ``roots`` whose units (``units``: unit
+    path, the paths it depends on and the files it reads) reach into another root."""
+    folders = tuple(roots)
+
+    def root_of(path: str) -> str | None:
+        inside = [f for f in folders if path == f or path.startswith(f + "/")]
+        return max(inside, key=len, default=None)
+
+    reached: dict[str, set[str]] = {}
+    for path, targets in units:
+        own = root_of(path)
+        if own is None:
+            continue
+        for target in targets:
+            other = root_of(target.rstrip("/"))
+            if other is not None and other != own:
+                reached.setdefault(own, set()).add(other)
+    return tuple((f, (f, *sorted(reached[f]))) for f in folders if f in reached)
+
+
+def common_state_prefix(
+    live: Iterable[str], keys: Iterable[tuple[str, str]], app_prefix: str = "apps/"
+) -> str | None:
+    """The folder every state key starts with (``keys``: unit path, key; local backends
+    left out), when some key is outside its live folder's prefix (check's default) and
+    they all share a first folder that is not the app tier's; else None."""
+    folders = tuple(f for f in live if f != ".")
+    listed = list(keys)
+    if not listed or not folders:
+        return None
+
+    def under_own(path: str, key: str) -> bool:
+        own = [f for f in folders if path == f or path.startswith(f + "/")]
+        return any(key.startswith(f + "/") for f in own)
+
+    if all(under_own(path, key) for path, key in listed):
+        return None
+    first = {key.split("/", 1)[0] if "/" in key else "" for _, key in listed}
+    if len(first) != 1:
+        return None
+    (prefix,) = first
+    if not prefix or prefix + "/" == app_prefix:
+        return None
+    return prefix + "/"
 
 
 def suggest(

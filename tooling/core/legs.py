@@ -9,8 +9,8 @@ different commits, bases, tools or working trees; a unit in two legs; a leg of
 a split missing; more legs than a matrix holds; a unit its leg does not own (not
 in ``leg.units``) or of another executor than the leg's; a file under a leg's
 ``units/`` or ``cascade/`` that is not a regular file of one of its own units
-(:func:`files_to_copy`). The summary.json itself is checked against its schema
-before it gets here (:mod:`tooling.io.artifacts`).
+(:func:`files_to_copy`). Each leg's summary.json is read (its schema checked) and
+typed before it gets here (:func:`tooling.engine.planfolder.read_summary`).
 
 ``invoke plan --from-matrix M --leg ID`` plans only what its leg owns
 (:func:`leg_of`, :func:`select`): the leg's units must be of its executor, and
@@ -27,14 +27,13 @@ from typing import Any
 
 from tooling.core import shards
 from tooling.core.changes import Affected
-from tooling.core.executors import MAX_LEGS
-from tooling.core.results import Result
+from tooling.core.record import ApplyRecord
+from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
+from tooling.model.policy import MAX_LEGS
 
 _LEG_ID = re.compile(r"(.+)-([0-9]{1,3})-of-([0-9]{1,3})")
-#: the fields every leg must agree on: what the plans were made from
-_SAME = ("version", "head", "base", "tools", "settings")
 
 
 @dataclass(frozen=True)
@@ -106,11 +105,6 @@ def select(change: Affected, leg: Leg) -> Affected:
     return narrowed
 
 
-def leg_record(leg: str, index: int, count: int, units: Sequence[str]) -> dict[str, Any]:
-    """The ``leg`` field of a leg's summary.json."""
-    return {"id": leg, "index": index, "count": count, "units": list(units)}
-
-
 def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
     """Leg ``leg``'s 1-based index among its executor's legs, and how many legs that
     executor has: from its id (``hosted-2-of-4``, :func:`tooling.core.shards.leg_id`), so
@@ -122,49 +116,57 @@ def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
     found = _LEG_ID.fullmatch(str(entry["leg"]))
     if not found or found.group(1) != entry.get("executor"):
         raise ToolingError(
-            f"leg {leg}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
+            f"leg {escape_line(leg)}: not a leg id `invoke matrix` writes (EXECUTOR-N-of-COUNT): "
             "pass the matrix as `invoke matrix` wrote it"
         )
     index, count = int(found.group(2)), int(found.group(3))
     if not 1 <= index <= count:
-        raise ToolingError(f"leg {leg}: leg {index} of {count} does not exist")
+        raise ToolingError(f"leg {escape_line(leg)}: leg {index} of {count} does not exist")
     return index, count
 
 
-def _leg_name(name: str, doc: Mapping[str, Any]) -> str:
-    leg = doc.get("leg")
-    return f"{name} (leg {leg['id']})" if isinstance(leg, Mapping) and "id" in leg else name
+def _leg_name(name: str, doc: Summary) -> str:
+    return f"{name} (leg {doc.leg.id})" if doc.leg is not None else name
 
 
 #: what to do when a leg's folder is not as its `invoke plan --leg` wrote it
 _AS_WRITTEN = "merge the folders the legs' `invoke plan --leg` wrote, as they wrote them"
 
 
-def _owned(name: str, doc: Mapping[str, Any]) -> None:
+def _owned(name: str, doc: Summary) -> None:
     """Refuse a leg whose units are not its own: a unit outside its ``leg.units``, or of
     another executor than the leg's (a hosted leg cannot report a lan unit)."""
-    leg = doc.get("leg")
-    executor = doc.get("executor")
-    if isinstance(leg, Mapping) and not isinstance(executor, str):
+    executor = doc.executor
+    if doc.leg is not None and executor is None:
         raise ToolingError(
             f"{_leg_name(name, doc)}: a leg without an executor in its summary.json: {_AS_WRITTEN}"
         )
-    listed = frozenset(leg.get("units") or ()) if isinstance(leg, Mapping) else None
-    for unit in doc.get("units") or ():
-        path, own = unit.get("path"), unit.get("executor")
-        if listed is not None and path not in listed:
+    listed = frozenset(doc.leg.units) if doc.leg is not None else None
+    for unit in doc.units:
+        if listed is not None and unit.path not in listed:
             raise ToolingError(
-                f"{_leg_name(name, doc)} reports unit {path}, which its leg does not own "
+                f"{_leg_name(name, doc)} reports unit {unit.path}, which its leg does not own "
                 f"(not in leg.units): {_AS_WRITTEN}"
             )
-        if isinstance(executor, str) and own != executor:
+        if executor is not None and unit.executor != executor:
             raise ToolingError(
-                f"{_leg_name(name, doc)} reports unit {path} of executor {own}, in a leg of "
-                f"executor {executor}: {_AS_WRITTEN}"
+                f"{_leg_name(name, doc)} reports unit {unit.path} of executor {unit.executor}, "
+                f"in a leg of executor {executor}: {_AS_WRITTEN}"
             )
 
 
-def check(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+def _same(doc: Summary) -> dict[str, object]:
+    """The fields every leg must agree on (what the plans were made from), as written."""
+    return {
+        "version": doc.version,
+        "head": doc.head,
+        "base": doc.base,
+        "tools": dict(doc.tools),
+        "settings": doc.settings.to_json() if doc.settings is not None else None,
+    }
+
+
+def check(docs: Sequence[tuple[str, Summary]]) -> None:
     """Refuse ``docs`` (``(folder name, summary.json)``) that are not the legs of one plan."""
     if not docs:
         raise ToolingError("--merge needs at least one plan folder")
@@ -177,37 +179,36 @@ def check(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         _owned(name, doc)
     first_name, first = docs[0]
     for name, doc in docs[1:]:
-        for key in _SAME:
-            if doc.get(key) != first.get(key):
+        mine, theirs = _same(doc), _same(first)
+        for key, value in mine.items():
+            if value != theirs[key]:
                 raise ToolingError(
-                    f"{_leg_name(name, doc)} has {key} {doc.get(key)!r}, {_leg_name(first_name, first)} "
-                    f"{first.get(key)!r}: the legs planned different {key}s; merge the legs of one run"
+                    f"{_leg_name(name, doc)} has {key} {value!r}, {_leg_name(first_name, first)} "
+                    f"{theirs[key]!r}: the legs planned different {key}s; merge the legs of one run"
                 )
-        digest = (doc.get("worktree") or {}).get("digest")
-        if digest != (first.get("worktree") or {}).get("digest"):
+        if _digest(doc) != _digest(first):
             raise ToolingError(
                 f"{_leg_name(name, doc)} planned another working tree than {_leg_name(first_name, first)} "
                 "(worktree digests differ): merge the legs of one run"
             )
     owner: dict[str, str] = {}
     for name, doc in docs:
-        for unit in doc.get("units") or ():
-            path = str(unit.get("path")) if isinstance(unit, Mapping) else "?"
-            if path in owner:
+        for unit in doc.units:
+            if unit.path in owner:
                 raise ToolingError(
-                    f"unit {path} is in {owner[path]} and {_leg_name(name, doc)}: "
+                    f"unit {unit.path} is in {owner[unit.path]} and {_leg_name(name, doc)}: "
                     "a unit must be planned by one leg; merge the legs of one matrix"
                 )
-            owner[path] = _leg_name(name, doc)
+            owner[unit.path] = _leg_name(name, doc)
     seen: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     for name, doc in docs:
-        leg = doc.get("leg")
-        if not isinstance(leg, Mapping):
+        leg = doc.leg
+        if leg is None:
             continue
-        executor = str(doc.get("executor"))
-        index, count = leg.get("index"), leg.get("count")
-        if not isinstance(index, int) or not isinstance(count, int) or not 1 <= index <= count:
+        executor = str(doc.executor)
+        index, count = leg.index, leg.count
+        if not 1 <= index <= count:
             raise ToolingError(
                 f"{_leg_name(name, doc)}: its leg record says leg {index!r} of {count!r}: "
                 "the summary.json is damaged; plan the leg again"
@@ -230,27 +231,27 @@ def check(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
             )
 
 
-def merged(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One summary.json for the legs ``docs`` (checked by :func:`check`): their units in
-    leg order; interrupted or dirty when one leg was; ``legs``: the leg ids merged."""
+def _digest(doc: Summary) -> str | None:
+    return doc.worktree.digest if doc.worktree is not None else None
+
+
+def merged(docs: Sequence[tuple[str, Summary]]) -> Summary:
+    """One summary for the legs ``docs`` (checked by :func:`check`): their units in
+    leg order; interrupted when one leg was; ``legs``: the leg ids merged."""
     check(docs)
     ordered = sorted(
-        docs,
-        key=lambda d: (
-            str(d[1].get("executor")),
-            int((d[1].get("leg") or {}).get("index") or 0),
-        ),
+        docs, key=lambda d: (str(d[1].executor), d[1].leg.index if d[1].leg is not None else 0)
     )
     first = ordered[0][1]
-    doc: dict[str, Any] = {k: first[k] for k in first if k not in ("leg", "units", "legs")}
-    executors = {d.get("executor") for _, d in ordered}
-    doc["executor"] = executors.pop() if len(executors) == 1 else None
-    doc["interrupted"] = any(bool(d.get("interrupted")) for _, d in ordered)
-    doc["legs"] = [
-        str((d.get("leg") or {}).get("id") or d.get("executor") or name) for name, d in ordered
-    ]
-    doc["units"] = [u for _, d in ordered for u in d.get("units") or ()]
-    return doc
+    executors = {d.executor for _, d in ordered}
+    return replace(
+        first,
+        executor=executors.pop() if len(executors) == 1 else None,
+        interrupted=any(d.interrupted for _, d in ordered),
+        legs=tuple(d.leg.id if d.leg is not None else d.executor or name for name, d in ordered),
+        units=tuple(u for _, d in ordered for u in d.units),
+        leg=None,
+    )
 
 
 def unit_of_file(rel: str) -> str | None:
@@ -298,13 +299,6 @@ def files_to_copy(
     return files
 
 
-def result_of(unit: Mapping[str, Any], plan_text: str | None) -> Result:
-    """A summary.json unit as the :class:`Result` the report renders (its resource
-    changes by address and action; the plan text as the leg wrote it). Raises
-    ``ValueError`` for a unit that is not one (:meth:`Result.from_json`)."""
-    return replace(Result.from_json(unit), plan_text=plan_text)
-
-
 def leg_names(include: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Each executor's legs in a matrix's ``include``: the ``leg`` ids of a split executor,
     the executor's own name otherwise (the suffix of its artifacts)."""
@@ -316,21 +310,21 @@ def leg_names(include: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 
 def per_executor(
-    include: Sequence[Mapping[str, Any]], docs: Mapping[str, Mapping[str, Any] | None]
-) -> dict[str, dict[str, Any] | None]:
+    include: Sequence[Mapping[str, Any]], docs: Mapping[str, ApplyRecord | None]
+) -> dict[str, ApplyRecord | None]:
     """The legs' records (``docs`` by leg name, None when a leg left none) combined per
     executor: None when one of its legs left none (the executor did not finish),
     else their units together, interrupted when one leg was."""
-    out: dict[str, dict[str, Any] | None] = {}
+    out: dict[str, ApplyRecord | None] = {}
     for executor, names in leg_names(include).items():
         found = [docs.get(name) for name in names]
-        if any(doc is None for doc in found):
+        present = [doc for doc in found if doc is not None]
+        if len(present) < len(found):
             out[executor] = None
             continue
-        present = [doc for doc in found if doc is not None]
-        out[executor] = {
-            **present[0],
-            "units": [u for doc in present for u in doc.get("units") or ()],
-            "interrupted": any(bool(doc.get("interrupted")) for doc in present),
-        }
+        out[executor] = replace(
+            present[0],
+            units=tuple(u for doc in present for u in doc.units),
+            interrupted=any(doc.interrupted for doc in present),
+        )
     return out

@@ -13,15 +13,11 @@ key or command.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from tooling.errors import ToolingError
+from tooling.model.policy import DEFAULT_PATTERN
 from tooling.model.stacks import STACK_DIR
-
-DEFAULT_PATTERN = "[a-z0-9][a-z0-9-]*"
-SETTING = "unit_name_pattern"
 
 
 @dataclass(frozen=True)
@@ -38,19 +34,6 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"not a regular expression ({exc})") from None
-
-
-def pattern_from(policy: Mapping[str, Any]) -> str:
-    """``[check] unit_name_pattern`` of a parsed policy.toml (the default when unset)."""
-    section = policy.get("check", {})
-    raw = section.get(SETTING, DEFAULT_PATTERN) if isinstance(section, Mapping) else DEFAULT_PATTERN
-    if not isinstance(raw, str) or not raw:
-        raise ToolingError(f"policy.toml: [check] {SETTING} must be a regular expression string")
-    try:
-        compile_pattern(raw)
-    except ValueError as exc:
-        raise ToolingError(f"policy.toml: [check] {SETTING} {raw!r}: {exc}") from None
-    return raw
 
 
 def _inner(path: str, live: Sequence[str]) -> list[str]:

@@ -16,14 +16,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-COUNT_KEYS = ("create", "update", "delete", "replace", "import", "move")
+COUNT_KEYS = ("create", "update", "delete", "replace", "import", "move", "forget")
+#: the collapsed actions the pipeline knows (:func:`action_of`); a plan with any other
+#: is a change, and waits for a human (:func:`tooling.core.gates.decide`)
+KNOWN_ACTIONS = frozenset(
+    ("create", "update", "delete", "replace", "forget", "forget+create", "read", "no-op")
+)
 
 
 @dataclass(frozen=True)
 class ResourceChange:
     address: str
     type: str
-    action: str  # create | update | delete | replace | read | no-op
+    #: create | update | delete | replace | forget | forget+create | read | no-op
+    #: (``forget``: OpenTofu drops it from the state and leaves it running, a ``removed``
+    #: block with ``destroy = false``; ``forget+create``: a replacement whose old
+    #: instance is left running, ``lifecycle { destroy = false }``)
+    action: str
     reason: str | None = None  # action_reason from the plan, e.g. replace_because_cannot_update
     importing: bool = False
     moved_from: str | None = None
@@ -32,6 +41,15 @@ class ResourceChange:
     #: ``(attribute, digest)`` of every top-level attribute's before/after/unknown/sensitive
     #: values (:func:`value_digests`); not part of equality, never serialised
     values: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def forgets(self) -> bool:
+        """OpenTofu drops the resource from the state, and leaves it as it is."""
+        return "forget" in self.action.split("+")
+
+    @property
+    def moves(self) -> bool:
+        return bool(self.moved_from) and self.moved_from != self.address
 
 
 @dataclass(frozen=True)
@@ -44,11 +62,34 @@ class PlanSummary:
 
     @property
     def has_changes(self) -> bool:
-        return any(self.counts[k] for k in COUNT_KEYS) or bool(self.output_changes)
+        """Anything to apply: a count, a changed output, or an action the pipeline does not
+        know (fail closed: a plan is never "no changes" for an action it cannot name)."""
+        return (
+            any(self.counts.get(k) for k in COUNT_KEYS)
+            or bool(self.output_changes)
+            or bool(self.unknown_actions)
+        )
 
     @property
     def destructive(self) -> tuple[ResourceChange, ...]:
         return tuple(c for c in self.changes if c.action in ("delete", "replace"))
+
+    @property
+    def forgotten(self) -> tuple[ResourceChange, ...]:
+        """What OpenTofu drops from the state and leaves running, unmanaged."""
+        return tuple(c for c in self.changes if c.forgets)
+
+    @property
+    def imported(self) -> tuple[ResourceChange, ...]:
+        return tuple(c for c in self.changes if c.importing)
+
+    @property
+    def moved(self) -> tuple[ResourceChange, ...]:
+        return tuple(c for c in self.changes if c.moves)
+
+    @property
+    def unknown_actions(self) -> tuple[ResourceChange, ...]:
+        return tuple(c for c in self.changes if c.action not in KNOWN_ACTIONS)
 
 
 def action_of(actions: Sequence[str]) -> str:
@@ -74,6 +115,9 @@ _REASONS = {
     "delete_because_count_index": "its count index is gone",
     "delete_because_each_key": "its for_each key is gone",
     "delete_because_no_move_target": "the moved target does not exist",
+    "forgot_because_lifecycle_destroy_in_state": (
+        "its state says lifecycle destroy = false, so it is forgotten, not destroyed"
+    ),
 }
 
 
@@ -168,6 +212,21 @@ def _resource(raw: Mapping[str, Any]) -> ResourceChange:
     )
 
 
+def _counted(res: ResourceChange) -> dict[str, int]:
+    """What one resource change adds to the counts: each part of its action
+    (``forget+create`` is one create and one forget, as OpenTofu's "1 to add, 1 to
+    forget"), its import, its move."""
+    out = {part: 1 for part in res.action.split("+") if part in _ACTION_COUNTS}
+    if res.importing:
+        out["import"] = 1
+    if res.moves:
+        out["move"] = 1
+    return out
+
+
+_ACTION_COUNTS = frozenset(("create", "update", "delete", "replace", "forget"))
+
+
 def summarize(plan: Mapping[str, Any]) -> PlanSummary:
     counts = dict.fromkeys(COUNT_KEYS, 0)
     changes: list[ResourceChange] = []
@@ -175,12 +234,8 @@ def summarize(plan: Mapping[str, Any]) -> PlanSummary:
         if raw.get("mode") == "data":
             continue
         res = _resource(raw)
-        if res.action in ("create", "update", "delete", "replace"):
-            counts[res.action] += 1
-        if res.importing:
-            counts["import"] += 1
-        if res.moved_from and res.moved_from != res.address:
-            counts["move"] += 1
+        for key, counted in _counted(res).items():
+            counts[key] += counted
         if res.action != "no-op" or res.importing or res.moved_from:
             changes.append(res)
     drift = tuple(

@@ -1,6 +1,8 @@
-"""The apply record (``apply.json``) and report (``apply.md``), and what an apply's
-outcome means. Pure: built from the run's results, OpenTofu's output and the
-earlier record; the process and the files are :mod:`tooling.engine.applier`'s.
+"""The apply record (``apply.json``, :class:`ApplyRecord`) and report (``apply.md``),
+and what an apply's outcome means. Pure: built from the run's results, OpenTofu's
+output and the earlier record; the process is :mod:`tooling.engine.applier`'s, the
+file :mod:`tooling.engine.planfolder`'s (its one reader and one writer), what to do
+with each unit :mod:`tooling.core.applydecision`'s.
 
 The record is merged, never overwritten: each run adds itself to ``runs`` and
 updates ``units`` (the latest result per unit). The foundation's apply and the
@@ -14,12 +16,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from tooling.core import mdtext
+from tooling.core import fields, mdtext
 from tooling.core.results import Result, Status
-from tooling.core.targets import model_refusal
-from tooling.model.units import Unit
+from tooling.core.summary import Summary
+
+T = TypeVar("T")
 
 #: plan statuses that leave nothing to apply, a failure to act on
 UNPLANNED = (Status.ERROR, Status.NOT_PLANNED, Status.BLOCKED)
@@ -38,8 +41,10 @@ MARKS = {
 RECORD_VERSION = 2
 
 
-@dataclass
+@dataclass(frozen=True)
 class UnitApply:
+    """One unit's entry in the record: what an apply did with it, and why."""
+
     path: str
     result: str
     reason: str
@@ -65,6 +70,28 @@ class UnitApply:
             doc["waiting_plan"] = self.waiting_plan.to_json()
         return doc
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> UnitApply:
+        """The entry ``doc`` describes (read against apply.schema.json first)."""
+        plan = doc.get("waiting_plan")
+        return cls(
+            fields.text(doc, "path"),
+            fields.text(doc, "result"),
+            fields.text(doc, "reason"),
+            fields.flag(doc, "cascaded"),
+            fields.text(doc, "gate"),
+            fields.flag(doc, "earlier"),
+            waiting_plan=WaitingPlan.from_json(plan) if isinstance(plan, Mapping) else None,
+        )
+
+    def waiting(self) -> WaitingPlan | None:
+        """The re-plan this unit waits with, when it waits with one (checked: a file under
+        ``cascade/``; ``ValueError`` otherwise); None when it waits with the summary's
+        plan, or does not wait."""
+        if self.result != "waiting-approval" or self.waiting_plan is None:
+            return None
+        return self.waiting_plan.checked()
+
 
 #: where the re-plans of a folder are kept (``cascade/units/<unit>/plan.tfplan``)
 REPLANS = "cascade/"
@@ -88,23 +115,28 @@ class WaitingPlan:
         }
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> WaitingPlan | None:
-        """The waiting re-plan an earlier run recorded for a unit still waiting, or None
-        (the record was read against apply.schema.json, which bounds these fields)."""
-        plan = entry.get("waiting_plan")
-        if entry.get("result") != "waiting-approval" or not isinstance(plan, Mapping):
-            return None
-        text = plan.get("text_file")
-        found = cls(str(plan["plan_file"]), str(plan["plan_sha256"]), text and str(text))
-        for name in (found.plan_file, found.text_file or REPLANS):
+    def from_json(cls, doc: Mapping[str, Any]) -> WaitingPlan:
+        """The re-plan as the record names it (the schema bounds these fields; where they
+        point is :meth:`checked` when it is used)."""
+        text = doc.get("text_file")
+        return cls(
+            fields.text(doc, "plan_file"), fields.text(doc, "plan_sha256"), text and str(text)
+        )
+
+    def checked(self) -> WaitingPlan:
+        """This re-plan, when its files are under ``cascade/units/``; ``ValueError`` naming
+        the file otherwise (the record was altered)."""
+        for name in (self.plan_file, self.text_file or REPLANS):
             parts = name.split("/")
             if not name.startswith(REPLANS) or ".." in parts or "" in parts[:-1]:
                 raise ValueError(f"{name} is not a file under {REPLANS}units/")
-        return found
+        return self
 
 
 @dataclass
 class ApplyRun:
+    """The run in progress: its entries so far, and whether it was interrupted."""
+
     units: list[UnitApply] = field(default_factory=list)
     interrupted: bool = False
 
@@ -112,32 +144,114 @@ class ApplyRun:
         return {u.path: u for u in self.units}
 
 
-def binding_problems(
-    unit: Result,
-    *,
-    plan_sha256: str | None,
-    head: str,
-    summary_head: str | None,
-    tools_now: Mapping[str, str],
-    tools_then: Mapping[str, str],
-) -> list[str]:
-    """Why the saved plan is not the reviewed one (empty: it is)."""
-    problems: list[str] = []
-    if plan_sha256 is None:
-        problems.append(f"plan file {unit.plan_file} is missing")
-    elif plan_sha256 != unit.plan_sha256:
-        problems.append(
-            f"plan file {unit.plan_file} does not match the reviewed plan "
-            f"(sha256 {plan_sha256[:12]}…, reviewed {str(unit.plan_sha256)[:12]}…)"
+@dataclass(frozen=True)
+class RunEntry:
+    """One run on the folder, as ``runs`` keeps it."""
+
+    head: str | None
+    approve_manual: bool
+    interrupted: bool
+    units: tuple[UnitApply, ...] = ()
+    started_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {} if self.started_at is None else {"started_at": self.started_at}
+        return doc | {
+            "head": self.head,
+            "approve_manual": self.approve_manual,
+            "interrupted": self.interrupted,
+            "units": [u.to_json() for u in self.units],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RunEntry:
+        started = doc.get("started_at")
+        return cls(
+            fields.optional(doc, "head"),
+            fields.flag(doc, "approve_manual"),
+            fields.flag(doc, "interrupted"),
+            _entries(doc, "units"),
+            started if isinstance(started, str) else None,
         )
-    if summary_head != head:
-        problems.append(
-            f"the plans were made for commit {str(summary_head)[:12]}, HEAD is {head[:12]}: re-plan"
+
+
+@dataclass(frozen=True)
+class ApplyRecord:
+    """A plan folder's apply.json: the latest result per unit (``units``) and every run on
+    the folder (``runs``). Made by :func:`record_document`, written and read by
+    :mod:`tooling.engine.planfolder` (the one writer and the one reader)."""
+
+    head: str | None
+    plans_head: str | None
+    approve_manual: bool
+    interrupted: bool
+    units: tuple[UnitApply, ...] = ()
+    runs: tuple[RunEntry, ...] = ()
+    #: the application (``invoke app-apply``)
+    app: str | None = None
+    version: int = RECORD_VERSION
+
+    def unit(self, path: str) -> UnitApply | None:
+        """The latest entry of unit ``path`` (None: no run recorded it)."""
+        return next((u for u in self.units if u.path == path), None)
+
+    def last_run(self) -> RunEntry | None:
+        return self.runs[-1] if self.runs else None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {} if self.app is None else {"app": self.app}
+        return doc | {
+            "version": self.version,
+            "head": self.head,
+            "plans_head": self.plans_head,
+            "approve_manual": self.approve_manual,
+            "interrupted": self.interrupted,
+            "units": [u.to_json() for u in self.units],
+            "runs": [r.to_json() for r in self.runs],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ApplyRecord:
+        """The record ``doc`` describes (checked against apply.schema.json first: this
+        raises ``ValueError`` naming the first field that is missing or of the wrong
+        type, for a document that was not)."""
+        runs = doc.get("runs")
+        if not isinstance(runs, list) or not all(isinstance(r, Mapping) for r in runs):
+            raise ValueError("runs: expected a list of objects")
+        version = doc.get("version")
+        if not isinstance(version, int):
+            raise ValueError("version: expected a whole number")
+        return cls(
+            fields.optional(doc, "head"),
+            fields.optional(doc, "plans_head"),
+            fields.flag(doc, "approve_manual"),
+            fields.flag(doc, "interrupted"),
+            _entries(doc, "units"),
+            tuple(RunEntry.from_json(r) for r in runs),
+            fields.optional(doc, "app"),
+            version,
         )
-    for name, version in tools_then.items():
-        if tools_now.get(name) != version:
-            problems.append(f"{name} {tools_now.get(name)} now, the plan was made with {version}")
-    return problems
+
+
+def _entries(doc: Mapping[str, Any], key: str) -> tuple[UnitApply, ...]:
+    units = doc.get(key)
+    if not isinstance(units, list):
+        raise ValueError(f"{key}: expected a list")
+    out = []
+    for i, unit in enumerate(units):
+        if not isinstance(unit, Mapping):
+            raise ValueError(f"{key}[{i}]: expected an object")
+        try:
+            out.append(UnitApply.from_json(unit))
+        except ValueError as exc:
+            raise ValueError(f"{key}[{i}]/{exc}") from None
+    return tuple(out)
+
+
+def result_line(entry: UnitApply) -> str:
+    """The line an apply prints for a unit once its result is recorded."""
+    reason = f" ({entry.reason})" if entry.reason else ""
+    return f"  {MARKS[entry.result]} {entry.path}: {entry.result}{reason}"
 
 
 _LOCK_ID = re.compile(r"^[\s│]*ID:\s*(\S+)", re.M)
@@ -261,56 +375,6 @@ def outcome(
     return explain_failure(output, unit_path, summary=summary)
 
 
-def earlier_applied(
-    path: str, before: Mapping[str, Any], claimed: str, *, killed_applied: bool = False
-) -> UnitApply | None:
-    """The entry of a unit an earlier run on this folder applied (``before`` is its entry
-    in the record), left alone; ``killed_applied``: that run was stopped while applying
-    it, and OpenTofu's output says it finished. None: apply it now."""
-    if killed_applied:
-        reason = (
-            "applied by an earlier run that was stopped before it could record it "
-            '(OpenTofu\'s output: "Apply complete!")'
-        )
-    elif before.get("result") == "applied":
-        reason = "applied earlier from this folder; left alone"
-    else:
-        return None
-    gate = str(before.get("gate") or claimed)
-    return UnitApply(path, "applied", reason, bool(before.get("cascaded")), gate, earlier=True)
-
-
-def upstream_block(
-    dependencies: Sequence[str], done: Mapping[str, UnitApply]
-) -> tuple[str, str] | None:
-    """(result, reason) for a unit whose dependency this run did not apply: it waits
-    with a dependency that waits for approval, and is ``not-run`` after one that
-    failed, was refused or did not run. None: nothing upstream holds it."""
-    for dep in dependencies:
-        r = done.get(dep)
-        if r is None:
-            continue
-        if r.result == "waiting-approval":
-            return "waiting-approval", f"its dependency {dep} waits for approval"
-        if r.result in ("refused", "failed", "not-run"):
-            return "not-run", f"its dependency {dep} {r.result.replace('-', ' ')}"
-    return None
-
-
-def model_block(model_unit: Unit | None, planned: Result) -> tuple[str, str] | None:
-    """(``refused``, reason) for a unit the model cannot evaluate, now (the current model) or
-    when it was planned (summary.json's ``model_error``): it fails closed, approved or not.
-    None: the model knows the unit's gate, executor and module."""
-    why = (model_refusal(model_unit) if model_unit is not None else None) or planned.model_error
-    if not why:
-        return None
-    return (
-        "refused",
-        f"the model cannot evaluate this unit ({why}); nothing applied. Fix it "
-        "(`invoke check` names the file and line), then plan and apply again",
-    )
-
-
 def unplanned_units(units: Sequence[Result]) -> list[str]:
     """The units of a plan summary that had no plan to apply (their plan failed,
     a destroy that could not be planned among them)."""
@@ -328,57 +392,40 @@ def change_set(changes: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
     return {(str(c["address"]), str(c["action"])) for c in changes}
 
 
-def merged_units(
-    order: Sequence[str],
-    now: Mapping[str, Mapping[str, Any]],
-    before: Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
+def merged_units(order: Sequence[str], now: Mapping[str, T], before: Mapping[str, T]) -> list[T]:
     """The record's ``units``: per unit of ``order``, this run's entry, else the earlier one."""
-    merged = []
-    for path in order:
-        entry = now.get(path) or before.get(path)
-        if entry is not None:
-            merged.append(dict(entry))
-    return merged
+    return [entry for path in order if (entry := now.get(path) or before.get(path)) is not None]
 
 
 def record_document(
     run: ApplyRun,
     *,
     order: Sequence[str],
-    earlier: Mapping[str, Any],
+    earlier: ApplyRecord | None,
     head: str | None,
     plans_head: str | None,
     approve_manual: bool,
     started_at: str,
     running: str | None = None,
-) -> dict[str, Any]:
+    app: str | None = None,
+) -> ApplyRecord:
     """The folder's record after (or during) ``run``: this run's entry per unit of
     ``order``, else the ``earlier`` record's; ``running`` is the unit whose apply
     has started without an outcome yet; ``runs`` gains this run."""
-    now = {u.path: u.to_json() for u in run.units}
+    now = run.by_path()
     if running and running not in now:
-        now[running] = UnitApply(
-            running, RUNNING, "apply started; no outcome recorded yet"
-        ).to_json()
-    before = {str(u.get("path")): u for u in earlier.get("units", []) if isinstance(u, dict)}
-    this_run = {
-        "started_at": started_at,
-        "head": head,
-        "approve_manual": approve_manual,
-        "interrupted": run.interrupted,
-        "units": [u.to_json() for u in run.units],
-    }
-    runs = [r for r in earlier.get("runs", []) if isinstance(r, dict)]
-    return {
-        "version": RECORD_VERSION,
-        "head": head,
-        "plans_head": plans_head,
-        "approve_manual": approve_manual,
-        "interrupted": run.interrupted,
-        "units": merged_units(order, now, before),
-        "runs": [*runs, this_run],
-    }
+        now[running] = UnitApply(running, RUNNING, "apply started; no outcome recorded yet")
+    before = {u.path: u for u in earlier.units} if earlier is not None else {}
+    this_run = RunEntry(head, approve_manual, run.interrupted, tuple(run.units), started_at)
+    return ApplyRecord(
+        head,
+        plans_head,
+        approve_manual,
+        run.interrupted,
+        tuple(merged_units(order, now, before)),
+        (*(earlier.runs if earlier is not None else ()), this_run),
+        app,
+    )
 
 
 def exit_code(run: ApplyRun, unplanned: Sequence[str] = ()) -> int:
@@ -390,11 +437,12 @@ def exit_code(run: ApplyRun, unplanned: Sequence[str] = ()) -> int:
     return 1 if bad or unplanned else 0
 
 
-def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
+def report_md(run: ApplyRun, summary: Summary) -> str:
+    """apply.md: the run's results, unit by unit, and each re-plan that waits."""
     counts = {r: sum(1 for u in run.units if u.result == r) for r in RESULTS}
     earlier = sum(1 for u in run.units if u.earlier)
     bad = counts["failed"] + counts["refused"]
-    bad += sum(1 for u in summary.get("units", []) if u.get("status") in UNPLANNED)
+    bad += sum(1 for u in summary.units if u.status in UNPLANNED)
     mark = "❌" if bad or run.interrupted else ("⏸" if counts["waiting-approval"] else "✅")
     lines = [
         "<!-- iac-tooling:apply-report -->",
@@ -404,7 +452,7 @@ def report_md(run: ApplyRun, summary: Mapping[str, Any]) -> str:
         f"{counts['waiting-approval']} waiting for approval, {counts['refused']} refused, {counts['failed']} failed, "
         f"{counts['not-run']} not run" + (" — **interrupted**" if run.interrupted else ""),
         "",
-        f"Plans made at `{str(summary.get('head'))[:12]}`.",
+        f"Plans made at `{str(summary.head)[:12]}`.",
         "",
         "| unit | result | gate | reason |",
         "|---|---|---|---|",

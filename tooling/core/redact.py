@@ -21,9 +21,9 @@ command warns once, naming the variable (never the value).
 
 **What is a secret.** Values of sensitive variables and outputs (see
 :func:`sensitive_in_plan`, :func:`sensitive_outputs`), values registered by the
-command, and environment variables whose *name* says secret (:class:`EnvRule`,
-policy.toml ``[secrets]``): never every ``TF_VAR_*``, whose values are often
-plain words (``cloud``) that also name folders.
+command, and environment variables whose *name* says secret
+(:class:`~tooling.model.policy.EnvRule`, policy.toml ``[secrets]``): never every
+``TF_VAR_*``, whose values are often plain words (``cloud``) that also name folders.
 """
 
 from __future__ import annotations
@@ -36,75 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooling.core.mdtext import plain
-from tooling.errors import ToolingError
-from tooling.model.policydata import interpreted
-from tooling.model.policyfile import POLICY_FILE, refuse_unknown_keys
+from tooling.model.policy import EnvRule
 
 MASK = "(redacted)"
 #: shorter values are masked only whole between double quotes (see the module docstring)
 MIN_LENGTH = 4
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no"})
-
-#: policy.toml ``[secrets] env_name_words``'s default: an environment variable whose
-#: name has one of these words (or a word ending in one: ``DBPASSWORD``) holds a secret
-DEFAULT_ENV_WORDS = (
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "PASSPHRASE",
-    "KEY",
-    "CREDENTIAL",
-    "CREDS",
-    "PRIVATE",
-    "AUTH",
-)
-#: a name whose last word is one of these names a thing, not a secret
-#: (``AWS_ACCESS_KEY_ID``, ``SOPS_AGE_KEY_FILE``, ``GITHUB_TOKEN_URL``)
-NOT_SECRET_LAST_WORDS = frozenset({"ID", "FILE", "PATH", "URL", "DIR", "NAME", "ARN"})
-
-
-@dataclass(frozen=True)
-class EnvRule:
-    """Which environment variables hold secrets, by name (policy.toml ``[secrets]``)."""
-
-    words: tuple[str, ...] = DEFAULT_ENV_WORDS
-    names: frozenset[str] = frozenset()  # ``env_names``: exact names, whatever their words
-
-    def is_secret(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        parts = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
-        if not parts or parts[-1] in NOT_SECRET_LAST_WORDS:
-            return False
-        return any(
-            part.endswith(word) or part.endswith(word + "S")
-            for part in parts
-            for word in self.words
-        )
-
-
-@interpreted
-def parse_policy(data: Mapping[str, Any]) -> EnvRule:
-    """The ``[secrets]`` table of a parsed policy.toml (missing: :data:`DEFAULT_ENV_WORDS`)."""
-    table = data.get("secrets", {})
-    if not isinstance(table, Mapping):
-        raise ToolingError(
-            f"{POLICY_FILE}: [secrets] must be a table with env_name_words and env_names"
-        )
-    refuse_unknown_keys(table, ("env_name_words", "env_names"), "[secrets]")
-    lists: dict[str, tuple[str, ...]] = {}
-    for key, default in (("env_name_words", DEFAULT_ENV_WORDS), ("env_names", ())):
-        value = table.get(key, default)
-        if not isinstance(value, list | tuple) or not all(
-            isinstance(w, str) and re.fullmatch(r"[A-Za-z0-9_]+", w) for w in value
-        ):
-            raise ToolingError(
-                f"{POLICY_FILE}: [secrets] {key} must be a list of names (letters, digits, _), "
-                f'e.g. {key} = ["TOKEN"]'
-            )
-        lists[key] = tuple(value)
-    return EnvRule(tuple(w.upper() for w in lists["env_name_words"]), frozenset(lists["env_names"]))
 
 
 def _leaves(value: Any) -> Iterable[str]:

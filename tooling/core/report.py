@@ -3,12 +3,14 @@
 The report is the product's face on a pull request:
 
 - a one-line verdict first: the run's totals in words (add / change / replace /
-  destroy), the warning sign only when something is destroyed or replaced;
+  destroy, then forget / import / move when there are any), the warning sign only
+  when something is destroyed, replaced, forgotten, imported or moved;
   then the commit, the workflow run and the plan artifact as links (in
   Actions), and what the run planned against (a note when it is the embedded
   default: the sandbox module catalog with local state);
 - a warnings block: every delete and replace by address (deleted units'
-  destroy plans first), each replacement with the attributes that force it;
+  destroy plans first), each replacement with the attributes that force it, then
+  every forget (the resource left in place, no longer managed), import and move;
 - the changes outside OpenTofu (refresh-detected drift), in their own section;
 - a note naming every unit planned against a dependency's mock outputs, the
   mocked dependency, and that it is re-planned after the upstream applies;
@@ -33,12 +35,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tooling.core import mdtext, review
 from tooling.core.planjson import ResourceChange
 from tooling.core.results import Result
 from tooling.core.status import Status
+from tooling.core.summary import PlannedAgainst
 
 MARKER = "<!-- iac-tooling:plan-report -->"
 BUDGET = 65_536
@@ -63,9 +65,19 @@ def _counts_cell(c: Mapping[str, int]) -> tuple[str, str, str, str]:
     )
 
 
+#: the counts that put the warning sign in the verdict (each is listed in the warnings block)
+WARNED = ("delete", "replace", "forget", "import", "move")
+
+
+def _state_cell(c: Mapping[str, int]) -> str:
+    """``2 forget, 1 move``: what the unit does to the state alone; empty when nothing."""
+    return ", ".join(f"{c[k]} {k}" for k in ("forget", "import", "move") if c.get(k))
+
+
 def verdict(results: Sequence[Result]) -> str:
     """The first line: the totals in words, the units, and a sign (❌ a failure,
-    ⚠️ only when something is destroyed or replaced, ✅ otherwise)."""
+    ⚠️ only when something is destroyed, replaced, forgotten, imported or moved,
+    ✅ otherwise)."""
     planned = [r for r in results if r.status in (Status.CHANGES, Status.NO_CHANGES, Status.ERROR)]
     changed = sum(1 for r in results if r.status == Status.CHANGES)
     errors = sum(1 for r in results if r.status == Status.ERROR)
@@ -78,61 +90,12 @@ def verdict(results: Sequence[Result]) -> str:
     mark = (
         "❌"
         if errors or others[Status.BLOCKED] or others[Status.NOT_PLANNED]
-        else ("⚠️" if t["delete"] or t["replace"] else "✅")
+        else ("⚠️" if any(t[k] for k in WARNED) else "✅")
     )
     return (
         f"{mark} **Plan: {review.totals_line(results)}** · {len(planned)} unit(s) planned, "
         f"{changed} with changes, {errors} failed{extra}"
     )
-
-
-def warnings(results: Sequence[Result], per_group: int | None = None) -> list[str]:
-    """Every delete and replace by address, one line per unit, action and reason.
-
-    Deleted units' destroy plans come first. ``per_group`` caps the addresses
-    listed per line (the rest is counted, never hidden silently); the report
-    uses it only when the full list would not fit.
-    """
-    lines: list[str] = []
-    ordered = sorted(results, key=lambda r: not r.destroy)  # destroy plans of deleted units first
-    for r in ordered:
-        if r.summary is None:
-            continue
-        groups: dict[tuple[str, str | None], list[str]] = {}
-        for c in r.summary.destructive:
-            label = (
-                "🗑️ **destroy** (unit deleted)"
-                if r.destroy
-                else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
-            )
-            groups.setdefault((label, review.replace_why(c) if not r.destroy else None), []).append(
-                c.address
-            )
-        for (label, why), addresses in groups.items():
-            shown = addresses if per_group is None else addresses[:per_group]
-            listed = ", ".join(review.code(a) for a in shown)
-            if len(shown) < len(addresses):
-                listed += f" … and {len(addresses) - len(shown)} more (all in the unit's plan text)"
-            lines.append(
-                f"- {label} in {review.code(r.path)} ({len(addresses)}): {listed}"
-                + (f". Why: {why}" if why else "")
-            )
-    return lines
-
-
-def drift_lines(results: Sequence[Result]) -> list[str]:
-    """The changes outside OpenTofu (refresh-detected drift), one line per unit and action."""
-    lines: list[str] = []
-    for r in results:
-        groups: dict[str, list[str]] = {}
-        for d in r.summary.drift if r.summary is not None else ():
-            groups.setdefault(d.action, []).append(d.address)
-        lines.extend(
-            f"- {review.code(r.path)}: {action} outside OpenTofu ({len(addresses)}): "
-            + ", ".join(review.code(a) for a in addresses)
-            for action, addresses in groups.items()
-        )
-    return lines
 
 
 def failure_lines(results: Sequence[Result]) -> list[str]:
@@ -167,10 +130,14 @@ def _gate_cell(r: Result) -> str:
 
 def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
     """One row per unit; ``reasons=False`` leaves the gate's reasons out (a report that
-    would not fit otherwise: each destroy's reason is in the warnings block)."""
+    would not fit otherwise: each destroy's reason is in the warnings block). A run
+    that forgets, imports or moves anything has a column saying what, per unit."""
+    state = any(_state_cell(r.counts) for r in results)
     rows = [
-        "| unit | tier / executor | add | change | replace | destroy | module | status | gate |",
-        "|---|---|--:|--:|--:|--:|---|---|---|",
+        "| unit | tier / executor | add | change | replace | destroy "
+        + ("| forget, import, move " if state else "")
+        + "| module | status | gate |",
+        "|---|---|--:|--:|--:|--:|" + ("---|" if state else "") + "---|---|---|",
     ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
@@ -179,15 +146,19 @@ def table_md(results: Sequence[Result], *, reasons: bool = True) -> str:
         module = review.module_change(r.source_before, r.source) or ""
         mocked += " (model error)" if r.model_error else ""
         rows.append(
-            f"| {review.code(r.path, cell=True)}{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} | {module} "
-            f"| {_ICON.get(r.status, r.status)}{mocked} | {_gate_cell(r) if reasons else _decision(r)} |"
+            f"| {review.code(r.path, cell=True)}{change} | {r.tier} / {r.executor} | {a} | {u} | {x} | {d} "
+            + (f"| {_state_cell(r.counts)} " if state else "")
+            + f"| {module} | {_ICON.get(r.status, r.status)}{mocked} "
+            f"| {_gate_cell(r) if reasons else _decision(r)} |"
         )
     return "\n".join(rows)
 
 
 def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
     out: list[str] = []
-    for action in ("delete", "replace", "create", "update"):
+    known = ("delete", "replace", "forget", "forget+create", "create", "update")
+    others = list(dict.fromkeys(c.action for c in changes if c.action not in (*known, "no-op")))
+    for action in (*known, *others):
         items = [c for c in changes if c.action == action]
         if items:
             out.append(f"**{action}** ({len(items)}):")
@@ -201,7 +172,7 @@ def _by_action(changes: Sequence[ResourceChange]) -> list[str]:
                 for c in items
             )
     imports = [c for c in changes if c.importing]
-    moves = [c for c in changes if c.moved_from and c.moved_from != c.address]
+    moves = [c for c in changes if c.moves]
     if imports:
         out.append(f"**import** ({len(imports)}):")
         out.extend(f"- {review.code(c.address)}" for c in imports)
@@ -263,11 +234,11 @@ def _mocked_sentence(r: Result) -> str:
     )
 
 
-def settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
+def settings_lines(settings: PlannedAgainst | None) -> list[str]:
     """What the run planned against (``settings`` of summary.json); a note for the embedded default."""
-    if not settings:
+    if settings is None:
         return []
-    if settings.get("embedded_default"):
+    if settings.embedded_default:
         return [
             "> [!NOTE]",
             "> Planned on the **embedded default**: module sources from the sandbox "
@@ -275,7 +246,7 @@ def settings_lines(settings: Mapping[str, Any] | None) -> list[str]:
             "a plan of real infrastructure.",
             "",
         ]
-    return [f"Planned against: {str(settings.get('description', '')).removeprefix('using ')}.", ""]
+    return [f"Planned against: {settings.description.removeprefix('using ')}.", ""]
 
 
 def mocked_lines(results: Sequence[Result]) -> list[str]:
@@ -301,7 +272,7 @@ def render(
     *,
     head: str | None = None,
     base: str | None = None,
-    settings: Mapping[str, Any] | None = None,
+    settings: PlannedAgainst | None = None,
     budget: int = BUDGET,
     artifact_hint: str = "the job summary and the plan artifact (summary.json, units/*/plan.txt)",
     interrupted: bool = False,
@@ -355,19 +326,21 @@ def render(
         lines.append("")
     lines += settings_lines(settings)
     lines += failure_lines(results)
-    warn = warnings(results)
+    warn = review.warnings(results)
     if (
         sum(len(w) + 3 for w in warn) > budget // 2
     ):  # a warnings block must leave room for the table
-        warn = warnings(results, per_group=max(5, (budget // 2) // (60 * max(1, len(warn)))))
+        warn = review.warnings(results, per_group=max(5, (budget // 2) // (60 * max(1, len(warn)))))
     if warn:
         lines += [
             "> [!WARNING]",
-            "> **Destroys and replacements:**",
+            "> **Destroys and replacements:**"
+            if not any(review.totals(results)[k] for k in ("forget", "import", "move"))
+            else "> **Destroys, replacements, and what OpenTofu forgets, imports or moves:**",
             *(f"> {w}" for w in warn),
             "",
         ]
-    drift = drift_lines(results)
+    drift = review.drift_lines(results)
     if drift:
         lines += [
             "**🔀 Changes outside OpenTofu** (found by the refresh before planning; the "
@@ -483,17 +456,24 @@ _EXPLAINED = (Status.ERROR, Status.BLOCKED, Status.EXCLUDED, Status.NOT_PLANNED)
 
 
 def table(results: Sequence[Result]) -> str:
-    """The per-unit table printed on the terminal, with each unit's gate."""
+    """The per-unit table printed on the terminal, with each unit's gate (and what it
+    forgets, imports or moves, when the run does any)."""
     width = max([len(r.path) for r in results] + [4])
+    state = max([len(_state_cell(r.counts)) for r in results] + [0])
+    if state:
+        state = max(state, len("forget/import/move"))
     lines = [
         f"{'unit':<{width}}  {'tier/executor':<16} {'add':>4} {'change':>6} {'replace':>7} "
-        f"{'destroy':>7}  {'status':<11} gate"
+        f"{'destroy':>7}  "
+        + (f"{'forget/import/move':<{state}}  " if state else "")
+        + f"{'status':<11} gate"
     ]
     for r in results:
         a, u, d, x = _counts_cell(r.counts)
         lines.append(
             f"{r.path:<{width}}  {r.tier + '/' + r.executor:<16} {a:>4} {u:>6} {x:>7} {d:>7}  "
-            f"{r.status:<11} {_decision(r)}"
+            + (f"{_state_cell(r.counts) or '-':<{state}}  " if state else "")
+            + f"{r.status:<11} {_decision(r)}"
         )
         if r.error and r.status in _EXPLAINED:
             lines.append(f"{'':<{width}}    {r.error.splitlines()[0][:160]}")

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tooling.core.gates import Gate, GatePolicy, decide
+from tooling.core.gates import Gate, decide
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.status import Status as Status  # re-exported: the results' statuses
+from tooling.model.policy import GatePolicy
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,7 @@ class Result:
             "model_error": self.model_error,
             "mocked_dependencies": list(self.mocked_dependencies),
             "output_changes": list(self.summary.output_changes) if self.summary else [],
-            "changes": (
-                [{"address": c.address, "action": c.action} for c in self.summary.changes]
-                if self.summary
-                else []
-            ),
+            "changes": [_change_json(c) for c in self.summary.changes] if self.summary else [],
             **({"gate": self.gate.to_json()} if self.gate is not None else {}),
         }
 
@@ -79,10 +76,7 @@ class Result:
         plan's summary holds what the document keeps: counts, addresses and actions,
         output names). Raises ``ValueError`` naming the first key that is missing or of
         the wrong type."""
-        changes = tuple(
-            ResourceChange(_text(c, "address"), _type_of(_text(c, "address")), _text(c, "action"))
-            for c in _items(data, "changes")
-        )
+        changes = tuple(_change_from(c) for c in _items(data, "changes"))
         outputs = tuple(str(o) for o in _items(data, "output_changes"))
         counts = data.get("counts")
         if not isinstance(counts, Mapping) or not all(
@@ -120,6 +114,32 @@ class Result:
                 else None
             ),
         )
+
+
+def _change_json(c: ResourceChange) -> dict[str, Any]:
+    """One resource change in summary.json: its address, its action, whether it is
+    imported, and the address it moves from (null when it does not move)."""
+    return {
+        "address": c.address,
+        "action": c.action,
+        "importing": c.importing,
+        "previous_address": c.moved_from if c.moves else None,
+    }
+
+
+def _change_from(data: Mapping[str, Any]) -> ResourceChange:
+    """The inverse of :func:`_change_json`."""
+    address = _text(data, "address")
+    importing = data.get("importing", False)
+    if not isinstance(importing, bool):
+        raise ValueError(f"importing: expected true or false, found {type(importing).__name__}")
+    return ResourceChange(
+        address,
+        _type_of(address),
+        _text(data, "action"),
+        importing=importing,
+        moved_from=_optional(data, "previous_address"),
+    )
 
 
 def _type_of(address: str) -> str:

@@ -1,6 +1,9 @@
 """The reviewer's page, piece by piece: what :mod:`tooling.core.report` puts outside the folds. Pure.
 
-- :func:`totals_line`: the run's totals in words (add / change / replace / destroy);
+- :func:`totals_line`: the run's totals in words (add / change / replace / destroy, and
+  forget / import / move when the plan does any);
+- :func:`warnings`: every destroy and replacement, then every forget, import and move, by
+  unit (the warnings block), and :func:`drift_lines`: the changes outside OpenTofu;
 - :func:`module_change`: a unit's module as ``terraform-proxmox v1.1.0 → v1.2.0``;
 - :func:`replace_why`: the attributes that force a replacement (``replace_paths``);
 - :func:`approval_lines`: who approves a manual unit, and how (CI and locally), and
@@ -31,12 +34,15 @@ from tooling.model.sources import parse_source
 #: the GitHub environment the apply workflow's manual job waits in
 APPROVAL_ENVIRONMENT = "infra-manual"
 _TOTALS = (("create", "to add"), ("update", "to change"), ("replace", "to replace"))
+#: what OpenTofu does to the state alone, named in the totals when the run does it
+_STATE_TOTALS = (("forget", "to forget"), ("import", "to import"), ("move", "to move"))
 __all__ = ["code", "plain"]  # re-exported: the report escapes its names with them
 
 
 def totals(results: Sequence[Result]) -> dict[str, int]:
-    """The run's resource counts, summed over units (``delete`` counts every destroy)."""
-    out = dict.fromkeys(("create", "update", "replace", "delete"), 0)
+    """The run's resource counts, summed over units (``delete`` counts every destroy;
+    ``forget``, ``import`` and ``move`` what OpenTofu does to the state alone)."""
+    out = dict.fromkeys(("create", "update", "replace", "delete", "forget", "import", "move"), 0)
     for r in results:
         for key in out:
             out[key] += int(r.counts.get(key, 0))
@@ -44,9 +50,11 @@ def totals(results: Sequence[Result]) -> dict[str, int]:
 
 
 def totals_line(results: Sequence[Result]) -> str:
-    """``3 to add, 2 to change, 1 to replace, 1 to destroy`` (``no resource changes`` when all zero)."""
+    """``3 to add, 2 to change, 1 to replace, 1 to destroy``, then ``2 to forget``, ``1 to
+    import``, ``1 to move`` when the run does any (``no resource changes`` when all zero)."""
     t = totals(results)
     words = [f"{t[key]} {word}" for key, word in _TOTALS] + [f"{t['delete']} to destroy"]
+    words += [f"{t[key]} {word}" for key, word in _STATE_TOTALS if t[key]]
     return ", ".join(words) if any(t.values()) else "no resource changes"
 
 
@@ -242,3 +250,77 @@ def apply_graph(results: Sequence[Result], upstreams: Mapping[str, Sequence[str]
     if failed:
         lines.append(f"  class {','.join(failed)} failed")
     return "\n".join(lines)
+
+
+def warnings(results: Sequence[Result], per_group: int | None = None) -> list[str]:
+    """Every delete and replace by address, then every forget, import and move, one line
+    per unit, action and reason.
+
+    Deleted units' destroy plans come first. ``per_group`` caps the addresses
+    listed per line (the rest is counted, never hidden silently); the report
+    uses it only when the full list would not fit.
+    """
+    lines: list[str] = []
+    ordered = sorted(results, key=lambda r: not r.destroy)  # destroy plans of deleted units first
+    for r in ordered:
+        if r.summary is None:
+            continue
+        groups: dict[tuple[str, str | None], list[str]] = {}
+        for label, why, address in _warned(r):
+            groups.setdefault((label, why), []).append(address)
+        for (label, why), addresses in groups.items():
+            shown = addresses if per_group is None else addresses[:per_group]
+            listed = ", ".join(shown)
+            if len(shown) < len(addresses):
+                listed += f" … and {len(addresses) - len(shown)} more (all in the unit's plan text)"
+            lines.append(
+                f"- {label} in {code(r.path)} ({len(addresses)}): {listed}"
+                + (f". Why: {why}" if why else "")
+            )
+    return lines
+
+
+#: the warnings block's label of each state action
+_FORGET = "📤 **forget** (left in place, no longer managed by OpenTofu)"
+_FORGET_CREATE = "♻️ **replace, the old one forgotten** (left in place, no longer managed)"
+_IMPORT = "📥 **import** (brought under this unit's management)"
+_MOVE = "🚚 **move** (a new address in the state)"
+
+
+def _warned(r: Result) -> list[tuple[str, str | None, str]]:
+    """``(label, why, address as Markdown)`` of each change of ``r`` the warnings block
+    lists: its destroys and replacements, then its forgets, imports and moves."""
+    assert r.summary is not None
+    out: list[tuple[str, str | None, str]] = []
+    for c in r.summary.destructive:
+        label = (
+            "🗑️ **destroy** (unit deleted)"
+            if r.destroy
+            else ("♻️ **replace**" if c.action == "replace" else "🗑️ **delete**")
+        )
+        out.append((label, replace_why(c) if not r.destroy else None, code(c.address)))
+    for c in r.summary.forgotten:
+        create = c.action != "forget"
+        label = _FORGET_CREATE if create else _FORGET
+        why = replace_why(c) if create else reason_text(c.reason)
+        out.append((label, why, code(c.address)))
+    out += [(_IMPORT, None, code(c.address)) for c in r.summary.imported]
+    out += [
+        (_MOVE, None, f"{code(c.moved_from or '')} → {code(c.address)}") for c in r.summary.moved
+    ]
+    return out
+
+
+def drift_lines(results: Sequence[Result]) -> list[str]:
+    """The changes outside OpenTofu (refresh-detected drift), one line per unit and action."""
+    lines: list[str] = []
+    for r in results:
+        groups: dict[str, list[str]] = {}
+        for d in r.summary.drift if r.summary is not None else ():
+            groups.setdefault(d.action, []).append(d.address)
+        lines.extend(
+            f"- {code(r.path)}: {action} outside OpenTofu ({len(addresses)}): "
+            + ", ".join(code(a) for a in addresses)
+            for action, addresses in groups.items()
+        )
+    return lines

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooling.core.executors import Executor
+from tooling.model.policy import Executor
 
 SELF_HOSTED = "self-hosted"
 #: the label of the "no online runner" issues (one per executor, told apart by :func:`marker`)

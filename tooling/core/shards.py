@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tooling.core.changes import Affected
-from tooling.core.executors import MAX_LEGS as MAX_LEGS  # policy.toml's max_legs bound
+from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line
 from tooling.errors import ToolingError
+from tooling.model.policy import MAX_LEGS
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,9 @@ def parts(units: Sequence[str], dependencies: Mapping[str, Sequence[str]]) -> li
     return [tuple(g) for g in groups.values()]
 
 
-def unit_costs(summary: Mapping[str, Any] | None) -> dict[str, float]:
+def unit_costs(summary: Summary | None) -> dict[str, float]:
     """Each unit's plan time in a previous ``summary.json`` (``seconds`` > 0), by path."""
-    out: dict[str, float] = {}
-    for unit in (summary or {}).get("units") or ():
-        if not isinstance(unit, Mapping):
-            continue
-        seconds, path = unit.get("seconds"), unit.get("path")
-        if isinstance(path, str) and isinstance(seconds, int | float) and seconds > 0:
-            out[path] = float(seconds)
-    return out
+    return {u.path: u.seconds for u in summary.units if u.seconds > 0} if summary else {}
 
 
 def split(
@@ -221,7 +215,7 @@ def leg_units(doc: Mapping[str, Any], leg: str) -> tuple[str, list[str]]:
         if name == leg:
             units = entry.get("units")
             if not isinstance(units, list) or not all(isinstance(u, str) for u in units):
-                raise ToolingError(f"leg {leg} of the matrix has no list of units")
+                raise ToolingError(f"leg {escape_line(leg)} of the matrix has no list of units")
             return str(entry.get("executor")), list(units)
     raise ToolingError(
         f"--leg {escape_line(leg)}: the matrix has no such leg (legs: {escape_line(', '.join(ids)) or 'none'})"

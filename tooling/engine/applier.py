@@ -1,13 +1,16 @@
 """Apply exactly the reviewed plans, in DAG order, and stop where a human must look.
 
-For each unit of ``DIR/summary.json``, in order:
+For each unit of ``DIR/summary.json``, in order (what to do with it is
+:func:`tooling.core.applydecision.decide`'s, the same decision as the app tier's;
+the checks that read files and run processes are here):
 
-1. a unit whose plan did not succeed, or whose upstream failed, was refused or
-   did not run, is ``not-run``; one whose upstream waits for approval waits too;
-2. a unit the folder's record (``apply.json``) says was applied by an earlier
+1. a unit the folder's record (``apply.json``) says was applied by an earlier
    run is reported as ``applied`` (``earlier``) and left alone; one an earlier
    run was killed while applying is settled from OpenTofu's own output;
-3. ``no-changes`` plans are reported and skipped;
+2. ``no-changes`` plans are reported and skipped; a unit whose upstream failed,
+   was refused or did not run is ``not-run``;
+3. a unit whose plan failed, was blocked or not planned is ``refused``, one
+   withheld or excluded ``not-run``; one whose upstream waits for approval waits too;
 4. the binding is verified: the plan file's SHA-256 equals the one in the
    summary, HEAD is the commit the plans were made for, the tools are the
    versions the plans were made with, the state the plan file records is the
@@ -50,41 +53,37 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from tooling.core import applypolicy, binding, declared, encryption, review
+from tooling.core.applydecision import Action, Facts, Verified, binding_problems, decide
 from tooling.core.approval import against_reviewed, cascade_wait
-from tooling.core.gates import Gate, decide, parse_policy, reasons_text
+from tooling.core.gates import Gate
+from tooling.core.gates import decide as decide_gate
 from tooling.core.planjson import PlanSummary, summarize
 from tooling.core.record import (
-    MARKS,
     REPLANS,
     RUNNING,
+    ApplyRecord,
     ApplyRun,
     UnitApply,
     WaitingPlan,
-    binding_problems,
-    earlier_applied,
-    model_block,
     record_document,
     report_md,
-    upstream_block,
+    result_line,
 )
 from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
-from tooling.core.targets import unit_target
-from tooling.engine import applysafety, execguard, planstore, secrets, verify
+from tooling.core.summary import Summary
+from tooling.core.targets import model_refusal, unit_target
+from tooling.engine import applysafety, execguard, planfolder, planstore, secrets, verify
 from tooling.engine.reviewed import ReviewedPlans
-from tooling.engine.summary import planned_units
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
-from tooling.io import artifacts, backends, git, outdir, proc, terragrunt
-from tooling.io.outdir import read_record as read_record  # the folder's earlier record
+from tooling.io import backends, git, outdir, proc, terragrunt
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 
@@ -113,38 +112,37 @@ class Applier:
         self._differs: dict[str, list[str]] = {}
         self.dir = plans_dir.resolve()
         self.approve = approve_manual
-        summary_path = self.dir / "summary.json"
+        summary_path = self.dir / planfolder.SUMMARY
         if not summary_path.is_file():
             raise ToolingError(
                 f"{summary_path}: no summary.json; run `invoke plan --out {plans_dir}` first"
             )
         # an artifact downloaded from the pull request's run: checked before it is used
-        self.summary: dict[str, Any] = artifacts.read(summary_path, artifacts.SUMMARY)
-        now, planned_at = datetime.now(UTC), self.summary.get("planned_at")
-        applypolicy.refuse_stale(planned_at, now, ws.policy, str(summary_path))
-        if self.summary.get("interrupted"):
+        self.summary: Summary = planfolder.read_summary(summary_path)
+        applypolicy.refuse_stale(
+            self.summary.planned_at, datetime.now(UTC), ws.policy.apply, str(summary_path)
+        )
+        if self.summary.interrupted:
             # not the set a reviewer approved: some units stopped half way, and the
             # units after them were never planned
             raise ToolingError(
                 f"{summary_path}: this plan was interrupted before every unit finished; "
                 f"nothing applied. Plan again: `invoke plan --out {plans_dir}`"
             )
-        #: the planned units, typed; the document's own fields stay in ``summary``
-        self.units = planned_units(self.summary["units"], summary_path, plans_dir)
+        #: the planned units, in the summary's (DAG) order
+        self.units = list(self.summary.units)
         dirty = binding.dirty_refusal(self.summary, str(summary_path), str(plans_dir))
         if dirty:
             raise ToolingError(dirty)
         self.head = git.rev_parse(ws.root, "HEAD")
         self.tools_now = self._tools_now()
-        self.policy = parse_policy(ws.policy)
-        self.declared = declared.parse_policy(ws.policy)  # policy.toml [sensitive_attributes]
+        #: policy.toml, as the task's preamble read it
+        self.policy = ws.policy
         self.run = ApplyRun()
         self.model = ws.model()
         self.worktree: Path | None = None
-        self.record_doc = read_record(self.dir, self.summary)
-        self.earlier: dict[str, dict[str, Any]] = {
-            str(u.get("path")): u for u in self.record_doc.get("units", []) if isinstance(u, dict)
-        }
+        self.record_doc = planfolder.earlier_record(self.dir, self.summary)
+        self.earlier = {u.path: u for u in self.record_doc.units} if self.record_doc else {}
         self.started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
         self.running: str | None = None
         self._armed: dict[str, dict[str, str]] = {}  # per unit: see armed()
@@ -163,46 +161,32 @@ class Applier:
         return {tool.name: tool.version for tool in self.ws.checked_tools}
 
     # -- the record, saved after every unit
-    def document(self) -> dict[str, Any]:
+    def document(self) -> ApplyRecord:
         return record_document(
             self.run,
             order=[u.path for u in self.units],
             earlier=self.record_doc,
             head=self.head,
-            plans_head=self.summary.get("head"),
+            plans_head=self.summary.head,
             approve_manual=self.approve,
             started_at=self.started_at,
             running=self.running,
         )
 
     def save(self) -> None:
-        outdir.write_json(self.dir / "apply.json", self.document())
+        planfolder.write_record(self.dir, self.document())
 
-    # -- helpers
-    def record(
-        self,
-        path: str,
-        result: str,
-        reason: str,
-        *,
-        cascaded: bool = False,
-        gate: str = "none",
-        earlier: bool = False,
-        plan_text: str | None = None,
-        waiting_plan: WaitingPlan | None = None,
-    ) -> None:
-        self.run.units.append(
-            UnitApply(path, result, reason, cascaded, gate, earlier, plan_text, waiting_plan)
-        )
-        if self.running == path:
+    def record(self, entry: UnitApply) -> None:
+        self.run.units.append(entry)
+        if self.running == entry.path:
             self.running = None
-        show(f"  {MARKS[result]} {path}: {result}" + (f" ({reason})" if reason else ""))
+        show(result_line(entry))
         self.save()
 
     def run_dir(self, unit: Result) -> Path:
         if unit.destroy:
             if self.worktree is None:
-                base = self.summary.get("base")
+                base = self.summary.base
                 if not base:
                     raise ToolingError(
                         "summary.json has a destroy plan but no base revision; re-plan"
@@ -227,7 +211,7 @@ class Applier:
 
     def state_key(self, unit: Result) -> str | None:
         """The unit's own state key, from the model of the tree it is applied from."""
-        base = str(self.summary.get("base"))
+        base = str(self.summary.base)
         model = self.ws.model(self.ws.tree_at(base)) if unit.destroy else self.model
         model_unit = model.units.get(unit.path)
         return model_unit.state_key if model_unit else None
@@ -253,8 +237,8 @@ class Applier:
         (:func:`execguard.armed`: its module as planned, the units it reads outputs
         from), once per unit and run."""
         if path not in self._armed:
-            planned = next((u for u in self.units if u.path == path), None)
-            base = str(self.summary.get("base"))
+            planned = self.summary.unit(path)
+            base = str(self.summary.base)
             self._armed[path] = execguard.armed_unit(
                 path,
                 run_dir,
@@ -264,6 +248,7 @@ class Applier:
                 model=self.ws.model(self.ws.tree_at(base))
                 if planned is not None and planned.destroy
                 else self.model,
+                policy=self.policy,
             )
         return self._armed[path]
 
@@ -305,20 +290,16 @@ class Applier:
                 git.remove_worktree(self.ws.root, self.worktree)
         return self.run
 
-    def upstream_block(self, unit: Result) -> tuple[str, str] | None:
-        model_unit = self.model.units.get(unit.path)
-        return upstream_block(model_unit.dependencies if model_unit else (), self.run.by_path())
-
     def gate_of(self, unit: Result, summary: PlanSummary) -> Gate:
         """The gate, recomputed from the saved plan and policy.toml (never from summary.json)."""
         model_unit = self.model.units.get(unit.path)
         gate_class = "manual" if unit.destroy or model_unit is None else model_unit.gate
-        gate = decide(
+        gate = decide_gate(
             status=Status.CHANGES,
             declared=gate_class,
             summary=summary,
             destroy=unit.destroy,
-            policy=self.policy,
+            policy=self.policy.gates,
         )
         if self.reviewed is not None and unit.path not in self._differs:
             self._differs[unit.path] = self.reviewed.differences(
@@ -327,63 +308,74 @@ class Applier:
         return against_reviewed(gate, self._differs.get(unit.path))
 
     def one(self, unit: Result) -> None:
+        """Settle one unit: what the folder's record and this run say of it, then what its
+        saved plan says (:func:`tooling.core.applydecision.decide`, asked once for each)."""
         path = unit.path
-        claimed = unit.gate.decision if unit.gate is not None else "none"
-        if self.run.interrupted:
-            self.record(path, "not-run", "interrupted before this unit", gate=claimed)
-            return
-        before = self.earlier.get(path) or {}
-        killed = before.get("result") == RUNNING and self.settle_killed(unit)
-        kept = earlier_applied(path, before, claimed, killed_applied=killed)
-        if kept is not None:
-            self.record(
-                path, kept.result, kept.reason, cascaded=kept.cascaded, gate=kept.gate, earlier=True
-            )
-            return
-        if unit.status == Status.NO_CHANGES:
-            self.record(path, "no-changes", "", gate=claimed)
-            return
-        if unit.status != Status.CHANGES:
-            self.record(
-                path,
-                "not-run",
-                f"plan status is {unit.status}" + (f": {unit.error}" if unit.error else ""),
-                gate=claimed,
-            )
-            return
-        blocked = self.upstream_block(unit) or model_block(self.model.units.get(path), unit)
-        if blocked:
-            self.record(path, blocked[0], blocked[1], gate=claimed)
-            return
-        # a re-plan shown while this unit waited (made after its upstream applied) is the
-        # plan its approval is for: bound to it as the summary's plan is to the summary
-        try:
-            waiting = WaitingPlan.from_entry(before)
-        except ValueError as exc:
-            self.record(
-                path,
-                "refused",
-                f"apply.json names the re-plan this unit waits with as {exc}: the record was "
-                "altered; restore it from the apply run's artifact, or plan again",
-                gate=claimed,
-            )
-            return
-        if waiting is not None:
-            unit = replace(unit, plan_file=waiting.plan_file, plan_sha256=waiting.plan_sha256)
+        facts = self.facts(unit)
+        decision = decide(unit, facts)
+        verified: Verified | None = None
+        if decision.action is Action.VERIFY:
+            if decision.waiting is not None:  # the re-plan its approval is for
+                unit = replace(
+                    unit,
+                    plan_file=decision.waiting.plan_file,
+                    plan_sha256=decision.waiting.plan_sha256,
+                )
+            verified = self.verify(unit, replanned=decision.waiting is not None)
+            decision = decide(unit, replace(facts, verified=verified))
+        if decision.action is Action.CASCADE:
+            assert verified is not None and verified.plan is not None  # decided on the read plan
+            self.cascade(unit, verified.plan)
+        elif decision.action is Action.APPLY:
+            run_dir, plan_file = self.run_dir(unit), planstore.stored(self.dir, unit.plan_file)
+            result, reason = self.applied(unit, run_dir, plan_file)
+            note = decision.note if result == "applied" else ""
+            self.record(UnitApply(path, result, reason + note, gate=decision.gate))
+        else:
+            waiting = decision.waiting if decision.result == "waiting-approval" else None
+            text = planstore.text(self.dir, waiting.text_file) if waiting else None
+            self.record(decision.entry(path, plan_text=text))
+
+    def facts(self, unit: Result) -> Facts:
+        """What the folder's record and this run say of ``unit`` (its plan not read yet)."""
+        before = self.earlier.get(unit.path)
+        model_unit = self.model.units.get(unit.path)
+        done = self.run.by_path()
+        dependencies = model_unit.dependencies if model_unit is not None else ()
+        return Facts(
+            claimed=unit.gate.decision if unit.gate is not None else "none",
+            approved=self.approve,
+            interrupted=self.run.interrupted,
+            earlier=before,
+            killed_applied=not self.run.interrupted
+            and before is not None
+            and before.result == RUNNING
+            and self.settle_killed(unit),
+            upstream=tuple(done[d] for d in dependencies if d in done),
+            model_error=model_refusal(model_unit) if model_unit is not None else None,
+        )
+
+    def verify(self, unit: Result, *, replanned: bool) -> Verified:
+        """What the saved plan of ``unit`` is: bound to the review (its digest, the commit,
+        the tools), planned against the unit's own state, no state an earlier apply left
+        unsaved, the rules where OpenTofu runs; then read back, its secrets learnt and
+        its gate recomputed. The first step that finds a problem ends it."""
+        path = unit.path
         plan_file, run_dir = planstore.stored(self.dir, unit.plan_file), self.run_dir(unit)
         problems = binding_problems(
             unit,
             plan_sha256=planstore.digest(plan_file),
             head=self.head,
-            summary_head=self.summary.get("head"),
+            summary_head=self.summary.head,
             tools_now=self.tools_now,
-            tools_then=self.summary.get("tools") or {},
+            tools_then=self.summary.tools,
         ) or verify.before_apply(
             # its static form read again; the guard checks what the apply runs with
             run_dir,
             path,
             unit.tier,
             self.armed(path, run_dir),
+            self.policy,
         )
         if not problems:
             unbound = applysafety.unbound_plan(
@@ -394,59 +386,24 @@ class Applier:
             )
             left = applysafety.unsaved_state(path, run_dir, plan_file.parent)
             left = left or applysafety.cut_short_earlier(path, run_dir, plan_file.parent, self.env)
-            problems = [*problems, *(p for p in (unbound, left) if p)]
+            problems = [p for p in (unbound, left) if p]
         if problems:
-            self.record(path, "refused", "; ".join(problems), gate=claimed)
-            return
+            return Verified(tuple(problems))
         try:
             shown = planstore.show(run_dir, plan_file, self.env)
         except ToolingError as exc:
-            self.record(
-                path,
-                "refused",
-                encryption.unreadable_plan(str(exc)),
-                gate=claimed,
-            )
-            return
+            return Verified((encryption.unreadable_plan(str(exc)),))
         # what the apply's output may echo: the plan's sensitive values and its upstreams'
         if unreadable := learn_secrets(shown, path, run_dir, self.model.units.get(path), self.env):
-            self.record(path, "refused", unreadable, gate=claimed)
-            return
-        secrets.register(declared.values_in_plan(shown, self.declared))  # policy.toml's list
+            return Verified((unreadable,))
+        secrets.register(declared.values_in_plan(shown, self.policy.sensitive_attributes))
         reviewed = summarize(shown)
         if not reviewed.has_changes:
-            self.record(path, "no-changes", "the saved plan changes nothing", gate="none")
-            return
-        gate = self.gate_of(unit, reviewed)
-        note = (
-            ""
-            if gate.decision == claimed or waiting is not None
-            else f" (summary.json said {claimed}; the saved plan says {gate.decision})"
-        )
-        # an upstream applied in this run: the plan holds its mock or old outputs. Re-planned
-        # before any approval is asked for, so a human approves the values that will apply
-        if self.needs_cascade(unit, replanned=waiting is not None):
-            self.cascade(unit, reviewed)
-            return
-        if gate.decision == "manual" and not self.approve:
-            self.record(
-                path,
-                "waiting-approval",
-                "manual gate: "
-                + reasons_text(gate)
-                + note
-                + (" (the re-plan after its upstream applied, shown below)" if waiting else ""),
-                gate=gate.decision,
-                plan_text=planstore.text(self.dir, waiting.text_file if waiting else None),
-                waiting_plan=waiting,
-            )
-            return
-        result, reason = self.applied(unit, run_dir, plan_file)
-        self.record(
-            path,
-            result,
-            reason + note if result == "applied" and note else reason,
-            gate=gate.decision,
+            return Verified(plan=reviewed)
+        return Verified(
+            plan=reviewed,
+            gate=self.gate_of(unit, reviewed),
+            cascade=self.needs_cascade(unit, replanned=replanned),
         )
 
     def needs_cascade(self, unit: Result, *, replanned: bool = False) -> bool:
@@ -473,36 +430,38 @@ class Applier:
         out = self.dir / "cascade"
         target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(
-            target, out, self.armed(path, self.ws.run_dir(path)), declared=self.declared
-        )
+        fresh = plan_unit(target, out, self.armed(path, self.ws.run_dir(path)), policy=self.policy)
         if fresh.status == Status.ERROR:
             self.record(
-                path,
-                "failed",
-                f"re-plan after upstream apply failed: {fresh.error}",
-                cascaded=True,
-                gate=self.gate_of(unit, reviewed).decision,
+                UnitApply(
+                    path,
+                    "failed",
+                    f"re-plan after upstream apply failed: {fresh.error}",
+                    cascaded=True,
+                    gate=self.gate_of(unit, reviewed).decision,
+                )
             )
             return
         # a merge plan that differs from the pull request's reviewed one stays manual
         gate = against_reviewed(
-            decide(
+            decide_gate(
                 status=fresh.status,
                 declared=model_unit.gate,
                 summary=fresh.summary,
                 destroy=False,
-                policy=self.policy,
+                policy=self.policy.gates,
             ),
             self._differs.get(path),
         )
         if fresh.status == Status.NO_CHANGES:
             self.record(
-                path,
-                "no-changes",
-                "re-planned after upstream apply: nothing left to do",
-                cascaded=True,
-                gate=gate.decision,
+                UnitApply(
+                    path,
+                    "no-changes",
+                    "re-planned after upstream apply: nothing left to do",
+                    cascaded=True,
+                    gate=gate.decision,
+                )
             )
             return
         assert fresh.summary is not None and fresh.plan_file is not None
@@ -516,13 +475,15 @@ class Applier:
                 REPLANS + fresh.text_file if fresh.text_file else None,
             )
             self.record(
-                path,
-                "waiting-approval",
-                f"re-planned against its upstream's real outputs ({waiting.text_file or waiting.plan_file}); {why}",
-                cascaded=True,
-                gate=gate.decision,
-                plan_text=fresh.plan_text,
-                waiting_plan=waiting,
+                UnitApply(
+                    path,
+                    "waiting-approval",
+                    f"re-planned against its upstream's real outputs ({waiting.text_file or waiting.plan_file}); {why}",
+                    cascaded=True,
+                    gate=gate.decision,
+                    plan_text=fresh.plan_text,
+                    waiting_plan=waiting,
+                )
             )
             return
         result, reason = self.applied(
@@ -530,14 +491,12 @@ class Applier:
         )
         if result == "applied" and not reason:
             reason = "re-planned against its upstream's real outputs, then applied"
-        self.record(path, result, reason, cascaded=True, gate=gate.decision)
+        self.record(UnitApply(path, result, reason, cascaded=True, gate=gate.decision))
 
 
-def finish(
-    folder: outdir.ReportDir, record: Mapping[str, Any], run: ApplyRun, summary: Mapping[str, Any]
-) -> None:
+def finish(folder: outdir.ReportDir, record: ApplyRecord, run: ApplyRun, summary: Summary) -> None:
     """Write the record (``apply.json``) and the report (``apply.md``, also the job summary)."""
-    folder.write_json("apply.json", dict(record))
+    planfolder.write_record(folder.path, record)
     md = report_md(run, summary)
     folder.write_text("apply.md", md)
     folder.job_summary(md)

@@ -9,23 +9,23 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from tooling.core import appverify, execpoint
 from tooling.core.apps import AppState, Found
-from tooling.core.checksettings import parse_policy
+from tooling.model.policy import Policy
 
 
 def before_tofu(
-    policy: Mapping[str, Any],
+    policy: Policy,
     found: Sequence[Found],
     env: Mapping[str, str],
     app_dir: Path | None = None,
 ) -> list[str]:
     """Problems of what tofu would run with: the inherited environment (``env`` is the
     pipeline's own for tofu, added to this process's; ``TF_VAR_`` only of the variables
-    of the app's root module in ``app_dir``) and the remote module sources."""
-    allowed = parse_policy(policy).allowed_module_sources
+    of the app's root module in ``app_dir``) and the remote module sources
+    (``[check] allowed_module_sources``)."""
+    allowed = policy.check.allowed_module_sources
     variables = execpoint.variables_in(_root_module(app_dir)) if app_dir else frozenset()
     return appverify.env_problems(
         {**os.environ, **env}, env, variables

@@ -6,25 +6,26 @@ Before ``tofu`` runs, :func:`prepare` checks the app's name, its state location 
 its configuration (:func:`scan_config` reads the root module, its local modules and
 ``*.tfbackend`` files); :func:`backend_override` writes the generated backend file
 for one run; :class:`AppPlan` is what the per-unit planner runs for an app;
-:func:`apply_one` applies one reviewed plan behind the foundation's gate. The pure
-parts are in :mod:`tooling.core.apps`.
+:func:`apply_one` verifies and applies one reviewed plan behind the foundation's gate
+and decision (:mod:`tooling.core.applydecision`). The pure parts are in
+:mod:`tooling.core.apps`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tooling.core.applydecision import Action, Facts, Verified, binding_problems, decide
 from tooling.core.apps import (
     CONFIG_SUFFIXES,
     OVERRIDE_FILE,
     OVERRIDE_HEADER,
-    AppPolicy,
     AppState,
     Found,
     apply_args,
@@ -33,7 +34,6 @@ from tooling.core.apps import (
     foundation_buckets,
     init_args,
     override_text,
-    parse_policy,
     plan_args,
     plan_problems,
     refuse,
@@ -43,16 +43,17 @@ from tooling.core.apps import (
     state_for,
     state_problems,
 )
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.declared import values_in_plan
-from tooling.core.record import ApplyRun
-from tooling.core.results import Status
+from tooling.core.record import ApplyRun, UnitApply
+from tooling.core.results import Result, Status
+from tooling.core.summary import Summary
 from tooling.engine import apprule, planstore
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git, outdir, proc, terragrunt
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model import hcl
+from tooling.model.policy import AppPolicy, Policy
 
 
 def scan_config(app_dir: Path) -> list[Found]:
@@ -145,13 +146,13 @@ def prepare(
     *,
     root: Path,
     settings: config.Settings,
-    policy: Mapping[str, Any],
+    policy: Policy,
 ) -> Prepared:
     """Name, state location and configuration checks: everything before tofu runs (the
     tools are checked by the task's preamble). ``root``: the foundation's repository,
     ``policy``: its policy.toml."""
     name = check_name(app)
-    app_policy = parse_policy(policy)
+    app_policy = policy.app_tier()
     app_dir = resolve_dir(directory)
     state = state_for(name, root, os.environ)
     say(f"app {name}: {app_dir.name}/ with {state.describe()}")
@@ -208,64 +209,78 @@ class AppPlan:
 def apply_one(
     ws: Workspace,
     prep: Prepared,
-    plan_file: Path,
+    plans_dir: Path,
+    summary: Summary,
+    unit: Result,
+    facts: Facts,
     run: ApplyRun,
-    record: Callable[[str, str, str], None],
-    *,
-    approve_manual: bool,
-    claimed: str,
-) -> None:
-    """Init, check the saved plan's resource types once more, decide its gate from
-    the saved plan itself (never from summary.json), apply it."""
-    from tooling.core import gates, redact
-    from tooling.core.planjson import summarize
-    from tooling.engine import secrets
+) -> UnitApply:
+    """Verify the saved plan of the app's ``unit`` (the binding: its digest, the app
+    repository's commit, the tools; then, after ``tofu init``, the backend OpenTofu
+    recorded and the saved plan's resource types), decide with what it shows
+    (:func:`tooling.core.applydecision.decide`: the gate from the saved plan itself,
+    never from summary.json), and apply it when that is the decision. Its entry."""
     from tooling.engine.applier import outcome
 
+    plan_file = planstore.stored(plans_dir, unit.plan_file)
+    commit = app_commit(prep.app_dir)
+    problems = binding_problems(
+        unit,
+        plan_sha256=planstore.digest(plan_file),
+        head=commit or "",
+        summary_head=summary.head or "",
+        tools_now={t.name: t.version for t in ws.checked_tools},
+        tools_then=summary.tools,
+    )
+    if problems:
+        return decide(unit, replace(facts, verified=Verified(tuple(problems)))).entry(unit.path)
     log = plan_file.parent / "apply.log"
     raw = ws.root / ".iac" / "apply-output" / f"app-{prep.app}.out"
     try:
         with backend_override(prep.app_dir, prep.state.backend):
             init(prep, log)
-            refused = apprule.after_init(prep.env, prep.state)
-            if refused:
-                record("refused", "; ".join(refused), claimed)
-                return
-            shown = show(prep, plan_file)
-            secrets.register(redact.sensitive_in_plan(shown))
-            secrets.register(values_in_plan(shown, parse_declared(ws.policy)))
-            refused = plan_problems(shown, prep.policy)
-            if refused:
-                record("refused", "; ".join(refused), claimed)
-                return
-            reviewed = summarize(shown)
-            if not reviewed.has_changes:
-                record("no-changes", "the saved plan changes nothing", "none")
-                return
-            gate = gates.decide(
-                status=Status.CHANGES,
-                declared=prep.policy.gate,
-                summary=reviewed,
-                destroy=False,
-                policy=gates.parse_policy(ws.policy),
-            )
-            if gate.decision == "manual" and not approve_manual:
-                note = "" if gate.decision == claimed else f" (summary.json said {claimed})"
-                record(
-                    "waiting-approval",
-                    "manual gate: " + gates.reasons_text(gate) + note,
-                    gate.decision,
-                )
-                return
+            decision = decide(unit, replace(facts, verified=_verified(ws, prep, plan_file)))
+            if decision.action is not Action.APPLY:
+                return decision.entry(unit.path)
             args = apply_args(prep.app_dir, plan_file)
             raw.parent.mkdir(parents=True, exist_ok=True)
             raw.write_text("")
             code, interrupted = proc.run_to_file(args, output=raw, cwd=prep.app_dir, env=prep.env)
     except ToolingError as exc:
-        record("failed", str(exc), claimed)
-        return
+        return UnitApply(unit.path, "failed", str(exc), gate=facts.claimed)
     run.interrupted = interrupted
     output = raw.read_text(errors="replace")
     outdir.append_text(log, f"$ {' '.join(args)}\n{output}\n[exit {code}]\n")
     raw.unlink(missing_ok=True)
-    record(*outcome(code, output, interrupted), gate.decision)
+    result, reason = outcome(code, output, interrupted)
+    note = decision.note if result == "applied" else ""
+    return UnitApply(unit.path, result, reason + note, gate=decision.gate)
+
+
+def _verified(ws: Workspace, prep: Prepared, plan_file: Path) -> Verified:
+    """What the app's saved plan is, once ``tofu init`` ran: the backend OpenTofu
+    recorded, the plan read back (its secrets learnt), its resource types, its gate."""
+    from tooling.core import gates, redact
+    from tooling.core.planjson import summarize
+    from tooling.engine import secrets
+
+    refused = apprule.after_init(prep.env, prep.state)
+    if refused:
+        return Verified(tuple(refused))
+    shown = show(prep, plan_file)
+    secrets.register(redact.sensitive_in_plan(shown))
+    secrets.register(values_in_plan(shown, ws.policy.sensitive_attributes))
+    refused = plan_problems(shown, prep.policy)
+    if refused:
+        return Verified(tuple(refused))
+    reviewed = summarize(shown)
+    if not reviewed.has_changes:
+        return Verified(plan=reviewed)
+    gate = gates.decide(
+        status=Status.CHANGES,
+        declared=prep.policy.gate,
+        summary=reviewed,
+        destroy=False,
+        policy=ws.policy.gates,
+    )
+    return Verified(plan=reviewed, gate=gate)

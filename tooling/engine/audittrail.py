@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from tooling.core import audit
+from tooling.core.record import ApplyRecord
+from tooling.core.summary import Summary
 from tooling.core.termtext import escape_line as escape
 from tooling.errors import ToolingError
 from tooling.io.auditlog import AuditLog
@@ -50,7 +51,7 @@ def _previous(log: AuditLog) -> dict[str, Any] | None:
 
 
 def start_audit(
-    ws: Workspace, summary: Mapping[str, Any], *, head: str | None, approve_manual: bool
+    ws: Workspace, summary: Summary, *, head: str | None, approve_manual: bool
 ) -> AuditStart:
     """Write the ``started`` record before anything is applied (the plans of ``summary``,
     at ``head``); a record that cannot be written stops the apply here, with nothing applied."""
@@ -74,9 +75,7 @@ def start_audit(
     return AuditStart(key, audit.link(key, data), apply_id)
 
 
-def append_audit(
-    ws: Workspace, start: AuditStart, apply_doc: Mapping[str, Any], summary: Mapping[str, Any]
-) -> str:
+def append_audit(ws: Workspace, start: AuditStart, apply_doc: ApplyRecord, summary: Summary) -> str:
     """Write the ``completed`` record of the apply that just ended; returns where it went."""
     log = AuditLog(ws.root, ws.settings)
     previous = _previous(log)

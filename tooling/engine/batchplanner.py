@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import runlog
-from tooling.core.declared import Declared
 from tooling.core.planjson import PlanSummary
 from tooling.core.results import Result, Status
 from tooling.core.settle import (
@@ -48,6 +47,7 @@ from tooling.engine.unitplanner import (
 )
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, terragrunt
+from tooling.model.policy import Declared, Policy
 
 
 def run_batch(
@@ -56,11 +56,11 @@ def run_batch(
     env: Mapping[str, str],
     *,
     jobs: int,
+    policy: Policy,
     progress: Progress | None = None,
     lock: bool = True,
-    declared: Declared | None = None,
 ) -> list[Result]:
-    """Plan ``targets`` through one ``terragrunt run --all plan`` per folder tree.
+    """Plan ``targets`` under ``policy`` through one ``terragrunt run --all plan`` per folder tree.
 
     Same results as :func:`run_all` with :func:`plan_unit`, without a Terragrunt
     start-up (version probe, configuration parsing) per unit: the head tree's
@@ -86,7 +86,7 @@ def run_batch(
             env,
             jobs=jobs,
             progress=progress,
-            planner=partial(plan_unit, lock=lock, declared=declared),
+            planner=partial(plan_unit, policy=policy, lock=lock),
         )
     results: dict[str, Result] = {}
     for preset in presets(targets):
@@ -110,13 +110,13 @@ def run_batch(
             if progress:
                 progress.finish(results[t.path])
         for (root, destroy), group in groups.items():
-            group = _verified(group, out_dir, env, jobs, results, progress)
+            group = _verified(group, out_dir, env, jobs, results, progress, policy)
             if not group:
                 continue
             batch = _Batch(
                 root, group, out_dir, env, jobs=jobs, destroy=destroy, lock=lock, progress=progress
             )
-            batch.declared = declared or {}
+            batch.declared = policy.sensitive_attributes
             results.update(batch.run())
             if batch.unrun:
                 # Terragrunt stopped before running them (a configuration it cannot parse
@@ -129,7 +129,7 @@ def run_batch(
                     env,
                     jobs=jobs,
                     progress=progress,
-                    planner=partial(plan_unit, lock=lock),
+                    planner=partial(plan_unit, policy=policy, lock=lock),
                 ):
                     results[result.path] = result
     if progress:
@@ -144,11 +144,14 @@ def _verified(
     jobs: int,
     results: dict[str, Result],
     progress: Progress | None,
+    policy: Policy,
 ) -> list[Target]:
     """The rule's verifier before the batch's ``run --all``: a unit that breaks the rule is
     refused (an ``error`` naming each violation), its dependents in the group not planned;
     the rest of the group goes on."""
-    refused = verify.verify_many([(t.run_dir, t.path, t.tier) for t in group], env, jobs=jobs)
+    refused = verify.verify_many(
+        [(t.run_dir, t.path, t.tier) for t in group], env, policy, jobs=jobs
+    )
     kept: list[Target] = []
     for t in group:  # DAG order: a dependency is settled before its dependents
         failed = failed_dependency(t.dependencies, results)
@@ -216,7 +219,7 @@ class _Batch:
         self.jobs = max(1, jobs)
         self.destroy = destroy
         self.lock_state = lock
-        self.declared: Declared = {}
+        self.declared: Declared = {}  # policy.toml [sensitive_attributes]: redacted
         self.progress = progress
         self.units = {t.path: _UnitRun(t) for t in group}
         self.paths = frozenset(self.units)

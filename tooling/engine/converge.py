@@ -250,7 +250,7 @@ def _redact(text: str, token: tags.Token | None) -> str:
 
 def lock_platforms(ws: Workspace) -> tuple[str, ...]:
     """The platforms lock files cover: every executor's (policy.toml ``[executors.*] platforms``)."""
-    return executors.lock_platforms(executors.parse(ws.policy))
+    return executors.lock_platforms(ws.policy.executors)
 
 
 def refresh_locks(ctx: Context, plan: BumpPlan) -> list[LockChange]:

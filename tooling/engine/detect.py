@@ -17,6 +17,7 @@ from typing import TypeVar
 from tooling.core.changes import Affected, affected
 from tooling.errors import UsageError
 from tooling.io import git
+from tooling.io.stacks import NOT_GENERATED
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
 from tooling.model.repo import Change, Model
@@ -206,8 +207,12 @@ def unparsable(model: Model) -> list[str]:
 
 def unreadable_exit(model: Model) -> int:
     """For the read-only listings, after their full result: 1, with each parse error on
-    stderr (``file:line:col: message``), when a unit's HCL does not parse; else 0."""
-    broken = list(dict.fromkeys(unparsable(model)))
+    stderr (``file:line:col: message``), when a unit's HCL does not parse or a stack was
+    refused before generation (its files break a rule); else 0."""
+    refused = [
+        str(u.error) for u in model.units.values() if (u.error or "").startswith(NOT_GENERATED)
+    ]
+    broken = list(dict.fromkeys([*unparsable(model), *refused]))
     for error in broken:
         say(f"error: {error}")
     return 1 if broken else 0

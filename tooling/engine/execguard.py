@@ -31,6 +31,7 @@ from tooling.core.workcopy import Expected
 from tooling.engine import verify, workcopies
 from tooling.errors import ToolingError
 from tooling.io import guardbin, tags
+from tooling.model.policy import Policy
 from tooling.model.repo import Model
 from tooling.model.sources import parse_source, remote_url
 
@@ -124,16 +125,18 @@ def guarded_units(
     *,
     cache_dir: Path,
     model: Model,
+    policy: Policy,
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
     known_forms: Mapping[str, UnitRender] | None = None,
 ) -> list[GuardedUnit]:
     """What each unit of ``units`` (path, folder, module source), and each unit they read
-    outputs from, may run with (``known_forms``: static forms the caller worked out)."""
+    outputs from, may run with under ``policy`` (``known_forms``: static forms the caller
+    worked out)."""
     every = closure(units, model)
     repos = workcopies.Repos(cache_dir, env)
     repos.ask(source for _, _, source in every)
-    sides = verify.declared_sides([(d, p) for p, d, _ in every], env)
+    sides = verify.declared_sides([(d, p) for p, d, _ in every], env, policy)
     roots: dict[Path, list[str]] = {}
     for path, run_dir, _ in every:
         roots.setdefault(verify.repo_root(run_dir, path), []).append(path)
@@ -142,13 +145,13 @@ def guarded_units(
         todo = [p for p in paths if p not in forms]
         if todo:
             with contextlib.suppress(ToolingError):
-                forms.update(verify.static_forms(where, todo, model))
-    generated_names = {where: workcopies.root_generated(where) for where in roots}
+                forms.update(verify.static_forms(where, todo, policy, model))
+    root_file = policy.layout.root_file
+    generated_names = {where: workcopies.root_generated(where, root_file) for where in roots}
     out: list[GuardedUnit] = []
     for path, run_dir, source in every:
         unit = model.units.get(path)
         where = verify.repo_root(run_dir, path)
-        conf = verify.settings_of(where)
         try:
             if path in (unreadable or {}):
                 raise ToolingError(
@@ -169,7 +172,7 @@ def guarded_units(
             generated = execpoint.generated_expectations(declared)
             if backend is None:
                 why = (
-                    f"{conf.root_file} declares no state backend for this unit: its state "
+                    f"{root_file} declares no state backend for this unit: its state "
                     "would stay in the working copy"
                 )
         form = forms.get(path)
@@ -184,7 +187,7 @@ def guarded_units(
                 generated=generated,
                 backend=backend,
                 backend_error=None if backend is not None else f"{why}",
-                identity=role is not None and allowed_role(conf.policy, tier, role) is not None,
+                identity=role is not None and allowed_role(policy.check, tier, role) is not None,
                 extra=tuple((extra or {}).get(path, ())),
             )
         )
@@ -197,6 +200,7 @@ def armed(
     *,
     cache_dir: Path,
     model: Model,
+    policy: Policy,
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
     known_forms: Mapping[str, UnitRender] | None = None,
@@ -208,6 +212,7 @@ def armed(
         env,
         cache_dir=cache_dir,
         model=model,
+        policy=policy,
         unreadable=unreadable,
         extra=extra,
         known_forms=known_forms,
@@ -229,6 +234,7 @@ def armed_unit(
     *,
     cache_dir: Path,
     model: Model,
+    policy: Policy,
 ) -> dict[str, str]:
     """``env`` with the guard armed for one unit (its module ``source`` as planned), as
     an apply and its re-plans run it."""
@@ -238,6 +244,7 @@ def armed_unit(
         env,
         cache_dir=cache_dir,
         model=model,
+        policy=policy,
         unreadable={path: unit.error} if unit is not None and unit.error else None,
     )
     return armed_env

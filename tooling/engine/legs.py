@@ -5,8 +5,8 @@ matrix gave leg ID (:func:`plan_leg`); ``invoke report --merge DIR...`` combines
 the legs' folders into one report (:func:`merge`); the workflows' report steps
 merge each split executor's legs first (:func:`merge_matrix`). The checks are
 :mod:`tooling.core.legs`; the split itself :mod:`tooling.core.shards`. Every
-document read back (a leg's summary.json, a matrix) goes through
-:mod:`tooling.io.artifacts` first.
+document read back goes through :mod:`tooling.io.artifacts` first (a leg's summary.json
+by :func:`tooling.engine.planfolder.read_summary`, which types it).
 """
 
 from __future__ import annotations
@@ -14,14 +14,18 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tooling.core import legs, report
-from tooling.core.executors import MAX_LEGS
+from tooling.core.results import Result
+from tooling.core.summary import Summary
+from tooling.engine import planfolder
 from tooling.errors import ToolingError, UsageError
 from tooling.io import artifacts, outdir
 from tooling.io.ui import say, show
+from tooling.model.policy import MAX_LEGS
 
 #: the most files and folders the merge walks in one leg's folder: 20,000 units (the most a
 #: summary.json lists), each with its folders and its few files
@@ -54,22 +58,17 @@ def read_matrix(text: str) -> dict[str, Any]:
     return dict(doc)
 
 
-def _load(folder: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = artifacts.read(folder / "summary.json", artifacts.LEG_SUMMARY)
-    return doc
-
-
-def _load_all(folders: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
+def _load_all(folders: Sequence[Path]) -> list[tuple[str, Summary]]:
     """Each leg's summary.json, read one after the other; refused as soon as they hold more
     together than the merged summary.json may (its size limit, its 20,000 units), so
     256 legs at their limit are never all held in memory."""
-    docs: list[tuple[str, dict[str, Any]]] = []
+    docs: list[tuple[str, Summary]] = []
     size = units = 0
     for folder in folders:
         with contextlib.suppress(OSError):  # a missing file is refused by the reader
-            size += (folder / "summary.json").lstat().st_size
-        doc = _load(folder)
-        units += len(doc["units"])
+            size += (folder / planfolder.SUMMARY).lstat().st_size
+        doc = planfolder.read_summary(folder / planfolder.SUMMARY, artifacts.LEG_SUMMARY)
+        units += len(doc.units)
         if size > artifacts.SUMMARY.limit or units > MAX_UNITS:
             raise ToolingError(
                 f"{folder}: the legs up to this one hold more than one summary.json may "
@@ -80,23 +79,21 @@ def _load_all(folders: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
     return docs
 
 
-def _owned_files(name: str, folder: Path, doc: Mapping[str, Any]) -> list[str]:
+def _owned_files(name: str, folder: Path, doc: Summary) -> list[str]:
     """The files the merge copies from the leg ``folder``: every regular file of its units'
     folders, checked (:func:`tooling.core.legs.files_to_copy`) before anything is written."""
-    owned = {str(u["path"]) for u in doc["units"]}
+    owned = {u.path for u in doc.units}
     return legs.files_to_copy(name, owned, outdir.listing(folder, COPIED, MAX_PLACES))
 
 
-def _plan_texts(
-    folder: Path, units: Sequence[Mapping[str, Any]], files: Collection[str]
-) -> dict[str, str]:
+def _plan_texts(folder: Path, units: Sequence[Result], files: Collection[str]) -> dict[str, str]:
     """Each unit's plan text from its leg's folder: only a file of the unit's own folder
     that the merge checked and copies (``files``), at most :data:`MAX_TEXT` bytes; a
     damaged or hostile summary.json does not make the merge read any other file."""
     texts = {}
     for unit in units:
-        rel, path = unit.get("text_file"), str(unit["path"])
-        if not isinstance(rel, str) or rel not in files or legs.unit_of_file(rel) != path:
+        rel, path = unit.text_file, unit.path
+        if rel is None or rel not in files or legs.unit_of_file(rel) != path:
             continue
         # unreadable, too large or not UTF-8: the report then points to the artifact
         with contextlib.suppress(OSError, UnicodeDecodeError):
@@ -122,7 +119,7 @@ def _out_refusal(out: Path, sources: Sequence[Path]) -> str | None:
     return None
 
 
-def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
+def merge(root: Path, folders: Sequence[Path], out: Path) -> Summary:
     """``invoke report --merge DIR... --out OUT``: the legs' reports as one in OUT
     (summary.json, comment.md, the unit folders), or a one-line refusal. Every leg is
     read and checked before OUT is touched."""
@@ -144,24 +141,15 @@ def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
     for (name, leg_doc), source in zip(docs, resolved, strict=True):
         files = _owned_files(name, source, leg_doc)
         copies.append((source, files))
-        texts.update(_plan_texts(source, leg_doc["units"], frozenset(files)))
-    owner = {str(u["path"]): name for name, d in docs for u in d["units"]}
-    results = []
-    for unit in doc["units"]:
-        path = str(unit["path"])
-        try:
-            results.append(legs.result_of(unit, texts.get(path)))
-        except ValueError as exc:
-            raise ToolingError(
-                f"{owner[path]}: its summary.json holds unit {path}, which is not one ({exc}): "
-                "merge the folders the legs' `invoke plan --leg` wrote, as they wrote them"
-            ) from None
+        texts.update(_plan_texts(source, leg_doc.units, frozenset(files)))
+    # the report renders each unit with its plan text as the leg wrote it
+    results = [replace(u, plan_text=texts.get(u.path)) for u in doc.units]
     comment = report.render(
         results,
-        head=doc.get("head"),
-        base=doc.get("base"),
-        settings=doc.get("settings"),
-        interrupted=bool(doc.get("interrupted")),
+        head=doc.head,
+        base=doc.base,
+        settings=doc.settings,
+        interrupted=doc.interrupted,
         plans_dir=None,
     )
     # every leg checked: only now is OUT claimed and emptied
@@ -172,11 +160,11 @@ def merge(root: Path, folders: Sequence[Path], out: Path) -> dict[str, Any]:
                 outdir.copy_regular(source / rel, folder.path / rel)
         folder.write_text("comment.md", comment)
         # last: a folder with a summary.json is a whole merge, even after a kill
-        folder.write_json("summary.json", doc)
+        planfolder.write_summary(folder.path, doc)
         folder.job_summary(comment)
     show(report.table(results))
     say(
-        f"merged {len(docs)} leg(s) ({', '.join(doc['legs'])}): {len(doc['units'])} unit(s) "
+        f"merged {len(docs)} leg(s) ({', '.join(doc.legs or ())}): {len(doc.units)} unit(s) "
         f"into {out / 'summary.json'} and {out / 'comment.md'}"
     )
     return doc

@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import executors, shards
+from tooling.engine import planfolder
 from tooling.engine.detect import compute_affected, print_affected
-from tooling.io import artifacts
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
+from tooling.model.policy import MAX_LEGS
 
 
 def _timings(path: Path | None) -> dict[str, float]:
     """Each unit's plan time in an earlier run's summary.json (``--timings``), read as
-    untrusted input (:data:`tooling.io.artifacts.SUMMARY`: a regular file of bounded
-    size matching summary.json's schema)."""
+    untrusted input (:func:`tooling.engine.planfolder.read_summary`: a regular file of
+    bounded size matching summary.json's schema)."""
     if path is None:
         return {}
-    doc = artifacts.read(path, artifacts.SUMMARY, source=f"--timings {path}")
-    return shards.unit_costs(doc)
+    return shards.unit_costs(planfolder.read_summary(path, source=f"--timings {path}"))
 
 
 def matrix(
@@ -40,7 +40,7 @@ def matrix(
     costs = _timings(timings)
     change, model = compute_affected(ws, base, uncommitted=True)
     print_affected(change, say)
-    declared = executors.parse(ws.policy)
+    declared = ws.policy.executors
     doc = executors.matrix([(u.path, u.executor) for u in change.units], declared)
     limits = {name: max_legs or e.max_legs for name, e in declared.items()}
     if any(n > 1 for n in limits.values()) and doc["include"]:
@@ -71,9 +71,9 @@ def parse_max_legs(text: str) -> int | None:
         value = int(text.strip())
     except ValueError:
         value = 0
-    if not 1 <= value <= shards.MAX_LEGS:
+    if not 1 <= value <= MAX_LEGS:
         raise UsageError(
-            f"--max-legs {text}: pass a whole number from 1 to {shards.MAX_LEGS} "
-            f"(GitHub starts at most {shards.MAX_LEGS} jobs from one matrix)"
+            f"--max-legs {text}: pass a whole number from 1 to {MAX_LEGS} "
+            f"(GitHub starts at most {MAX_LEGS} jobs from one matrix)"
         )
     return value

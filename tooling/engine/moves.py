@@ -4,13 +4,12 @@ for its state (still at the old key). Used by ``invoke move-unit`` and ``invoke 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tooling.core.changes import Affected
 from tooling.errors import ToolingError
 from tooling.io import backends, config, git, terragrunt
-from tooling.model.layout import layout_from
 from tooling.model.repo import Model, Tree, WorkTree, load
 
 
@@ -81,14 +80,14 @@ class RenamedTree:
         ).hexdigest()
 
 
-def work_tree(root: Path) -> WorkTree:
-    """The working tree under the live folders of policy.toml ``[layout]``."""
-    return WorkTree(root, layout_from(config.read_policy(root)).live, git.prefix(root))
+def work_tree(root: Path, live: Sequence[str]) -> WorkTree:
+    """The working tree under the ``live`` folders (policy.toml ``[layout]``)."""
+    return WorkTree(root, tuple(live), git.prefix(root))
 
 
-def model_with_unit_at(root: Path, real: str, virtual: str) -> Model:
+def model_with_unit_at(root: Path, live: Sequence[str], real: str, virtual: str) -> Model:
     """The working tree's model as if the unit folder ``real`` were at ``virtual``."""
-    return load(RenamedTree(work_tree(root), real, virtual), None)
+    return load(RenamedTree(work_tree(root, live), real, virtual), None)
 
 
 def moved_unit_blocked(

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from tooling.core import encryption, redact
-from tooling.core.declared import Declared, values_in_plan
+from tooling.core.declared import values_in_plan
 from tooling.core.planjson import PlanSummary, from_stream, summarize
 from tooling.core.status import Status
-from tooling.engine import secrets
+from tooling.engine import planfolder, secrets
 from tooling.errors import ToolingError
-from tooling.io import artifacts, terragrunt
+from tooling.io import terragrunt
+from tooling.model.policy import Declared
 
 #: a unit's saved plan in a plan folder, beside its plan.txt and plan.log
 PLAN_NAME = "plan.tfplan"
@@ -163,15 +164,13 @@ def _plan_files(plans_dir: Path) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each plan file summary.json lists; a summary or a file that cannot
     be read yields nothing here (the apply refuses it by name later)."""
     try:
-        summary = artifacts.read(plans_dir / "summary.json", artifacts.SUMMARY)
+        summary = planfolder.read_summary(plans_dir / planfolder.SUMMARY)
     except ToolingError:
         return
-    units = summary.get("units") if isinstance(summary, dict) else None
-    for unit in units if isinstance(units, list) else []:
-        name = unit.get("plan_file") if isinstance(unit, dict) else None
-        if not isinstance(name, str) or unit.get("status") != Status.CHANGES:
+    for unit in summary.units:
+        if unit.plan_file is None or unit.status != Status.CHANGES:
             continue
-        path = stored(plans_dir, name)
+        path = stored(plans_dir, unit.plan_file)
         try:
             yield str(path), path.read_bytes()
         except OSError:

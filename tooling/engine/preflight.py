@@ -39,17 +39,16 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tooling.core import executors
-from tooling.core.checksettings import CheckPolicy, parse_policy
-from tooling.core.executors import Executor
 from tooling.core.rules.enforce import allowed_role
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.io.ui import say
+from tooling.model.policy import CheckPolicy, Executor, Policy
 
 ENV_EXECUTOR = "IAC_EXECUTOR"
 GCP_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -285,19 +284,19 @@ def check_state_backend(settings: config.Settings) -> None:
     )
 
 
-def check_roles(roles: Iterable[tuple[str, str, str | None]], *, policy: Mapping[str, Any]) -> None:
+def check_roles(roles: Iterable[tuple[str, str, str | None]], *, policy: Policy) -> None:
     """Refuse unless each ``(path, tier, role)`` unit (its role as its static form gives it)
     may run as that role on this job's executor (:func:`role_problems`) under ``policy``
     (policy.toml)."""
     name = os.environ.get(ENV_EXECUTOR, "").strip()
-    executor = executors.get(executors.parse(policy), name, what=ENV_EXECUTOR) if name else None
-    refused = role_problems(roles, executor, parse_policy(policy))
+    executor = executors.get(policy.executors, name, what=ENV_EXECUTOR) if name else None
+    refused = role_problems(roles, executor, policy.check)
     if refused:
         raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))
 
 
 def check(
-    units: Iterable[tuple[str, str | None]], *, policy: Mapping[str, Any], settings: config.Settings
+    units: Iterable[tuple[str, str | None]], *, policy: Policy, settings: config.Settings
 ) -> Executor | None:
     """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs)
     under ``policy`` (policy.toml) and ``settings``; the roles they run as are
@@ -310,7 +309,7 @@ def check(
     executor: Executor | None = None
     name = os.environ.get(ENV_EXECUTOR, "").strip()
     if name:
-        executor = executors.get(executors.parse(policy), name, what=ENV_EXECUTOR)
+        executor = executors.get(policy.executors, name, what=ENV_EXECUTOR)
         refused = foreign_units(units, name)
         if refused:
             raise ToolingError("preflight refused:\n  - " + "\n  - ".join(refused))

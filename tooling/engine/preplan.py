@@ -1,6 +1,7 @@
 """What ``invoke plan`` and ``invoke drift`` do before the first plan starts, in one order:
-refuse unparsable units, refuse bad unit names, refuse files that would run a command
-while Terragrunt parses them, each unit's static form worked out for the verifier, the
+settle the units whose file HCL refuses as errors of their own, refuse bad unit names,
+refuse files that would run a command while Terragrunt parses them (every file it will
+parse for the units in play), each unit's static form worked out for the verifier, the
 preflight (the roles the units assume, from those forms), the guard armed for the run
 (:mod:`tooling.engine.execguard`: what each unit's OpenTofu may run with), the working
 copies prepared, the report folder reset; then the plans run with interrupts forwarded
@@ -19,9 +20,11 @@ from tooling.engine.plan.request import PlanContext
 from tooling.engine.refusals import (
     refuse_bad_names,
     refuse_before_terragrunt,
-    refuse_unparsable,
+    refuse_unreadable_alone,
+    refuse_when_none_readable,
 )
 from tooling.io import backends, outdir, proc
+from tooling.model.policy import Policy
 from tooling.model.repo import Model
 
 
@@ -41,16 +44,22 @@ def prepared(
     a run refused here keeps the last report, and removes no working copy's files."""
     units = ctx.of_units()
     model = units.model
+    # a unit whose file HCL refuses is an error of its own: the other units go on
+    given, targets = targets, refuse_unreadable_alone(model, targets)
     try:
-        refuse_unparsable(model, [t.path for t in targets])
-        refuse_bad_names(
-            model, [t.path for t in targets if not t.destroy], live=units.live, policy=ctx.policy
-        )
+        refuse_bad_names(model, [t.path for t in targets if not t.destroy], policy=ctx.policy)
         refuse_before_terragrunt(
-            model, [t.path for t in targets if not t.destroy], root=ctx.root, policy=ctx.policy
+            model,
+            [t.path for t in targets if not t.destroy],
+            root=ctx.root,
+            policy=ctx.policy,
+            run_dirs={t.path: t.run_dir for t in targets if not t.destroy},
+            git_prefix=units.git_prefix,
         )
+        refuse_when_none_readable(given, targets)
+        root_file = ctx.policy.layout.root_file
         planned = [t for t in targets if not t.destroy and not t.preset]
-        forms = expect_forms(planned, model)
+        forms = expect_forms(planned, model, ctx.policy)
         preflight.check(
             [(t.path, t.executor) for t in targets], policy=ctx.policy, settings=ctx.settings
         )
@@ -64,6 +73,7 @@ def prepared(
                 env,
                 cache_dir=ctx.settings.cache_dir,
                 model=model,
+                policy=ctx.policy,
                 unreadable={t.path: t.model_error for t in targets if t.model_error},
                 known_forms=forms,
             )
@@ -75,6 +85,7 @@ def prepared(
             [(t.path, t.run_dir) for t in planned],
             ctx.settings,
             ctx.root,
+            root_file=root_file,
             declared={
                 p: backends.Backend(b.type, b.config) if b is not None else None
                 for p, b in declared.items()
@@ -82,7 +93,10 @@ def prepared(
         )
         folder.reset()
         guarded = workcopies.guarded(
-            targets, root=ctx.root, reads={p: u.reads for p, u in model.units.items()}
+            targets,
+            root=ctx.root,
+            root_file=root_file,
+            reads={p: u.reads for p, u in model.units.items()},
         )
         with proc.forwarding_interrupts(what):
             yield guarded, guarded_env
@@ -97,9 +111,9 @@ def _roots(targets: Sequence[Target]) -> dict[Path, list[Target]]:
     return out
 
 
-def expect_forms(targets: Sequence[Target], model: Model) -> dict[str, UnitRender]:
+def expect_forms(targets: Sequence[Target], model: Model, policy: Policy) -> dict[str, UnitRender]:
     """Each target's static form, worked out once for the verifier before its plan."""
     out: dict[str, UnitRender] = {}
     for root, group in _roots(targets).items():
-        out.update(verify.expect_forms([(t.run_dir, t.path) for t in group], model, root))
+        out.update(verify.expect_forms([(t.run_dir, t.path) for t in group], model, root, policy))
     return out

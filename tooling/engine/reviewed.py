@@ -5,7 +5,7 @@ group's): untrusted. It is one plan folder (``summary.json`` and ``units/``) or 
 folder of plan folders, one per leg, as ``download-artifact`` writes them
 (``PR_DIR/plan-hosted/summary.json``, ...). Each unit is looked up by its path:
 
-- every ``summary.json`` is read through :mod:`tooling.io.artifacts` (a regular
+- every ``summary.json`` is read by :func:`tooling.engine.planfolder.read_summary` (a regular
   file, within its size limit and schema);
 - a unit's reviewed plan must be at its own place (:func:`planstore.plan_path`),
   every folder on the way a real folder, never a symlink; its bytes are read once
@@ -36,10 +36,10 @@ from typing import Any
 
 from tooling.core.approval import reviewed_differences
 from tooling.core.planjson import COUNT_KEYS, PlanSummary, summarize
+from tooling.core.results import Result
 from tooling.core.status import Status
-from tooling.engine import planstore
+from tooling.engine import planfolder, planstore
 from tooling.errors import ToolingError
-from tooling.io import artifacts
 
 #: the most bytes a reviewed plan file may hold (a plan of thousands of resources is far less)
 PLAN_LIMIT = 1024 * 1024 * 1024
@@ -48,9 +48,7 @@ PLAN_LIMIT = 1024 * 1024 * 1024
 @dataclass(frozen=True)
 class _Entry:
     folder: Path  # the plan folder (PR_DIR or one of its legs)
-    status: str
-    plan_file: str | None
-    plan_sha256: str | None
+    unit: Result  # the unit as its summary.json records it
 
 
 def _is_dir(path: Path) -> bool:
@@ -75,23 +73,12 @@ class ReviewedPlans:
         self.refused: list[str] = []
         for plan_folder in self._plan_folders():
             try:
-                doc = artifacts.read(plan_folder / "summary.json", artifacts.SUMMARY)
+                summary = planfolder.read_summary(plan_folder / planfolder.SUMMARY)
             except ToolingError as exc:
                 self.refused.append(str(exc))
                 continue
-            for unit in doc.get("units", []):
-                if not isinstance(unit, dict) or not isinstance(unit.get("path"), str):
-                    continue
-                self.entries.setdefault(unit["path"], []).append(
-                    _Entry(
-                        plan_folder,
-                        str(unit.get("status")),
-                        unit.get("plan_file") if isinstance(unit.get("plan_file"), str) else None,
-                        unit.get("plan_sha256")
-                        if isinstance(unit.get("plan_sha256"), str)
-                        else None,
-                    )
-                )
+            for unit in summary.units:
+                self.entries.setdefault(unit.path, []).append(_Entry(plan_folder, unit))
 
     def _plan_folders(self) -> list[Path]:
         if (self.folder / "summary.json").exists() or (self.folder / "summary.json").is_symlink():
@@ -117,10 +104,10 @@ class ReviewedPlans:
                 f"the reviewed plans hold this unit {len(found)} times (legs {self._legs(found)})"
             ]
         entry = found[0]
-        if entry.status == Status.NO_CHANGES:
+        if entry.unit.status == Status.NO_CHANGES:
             reviewed = PlanSummary(dict.fromkeys(COUNT_KEYS, 0))
-        elif entry.status != Status.CHANGES:
-            return [f"the pull request's plan of this unit did not succeed ({entry.status})"]
+        elif entry.unit.status != Status.CHANGES:
+            return [f"the pull request's plan of this unit did not succeed ({entry.unit.status})"]
         else:
             try:
                 reviewed = self._summary(path, entry, run_dir, env)
@@ -138,14 +125,13 @@ class ReviewedPlans:
     ) -> PlanSummary:
         expected = planstore.plan_path(Path(), path).as_posix()
         parts = PurePosixPath(path).parts
-        if PurePosixPath(path).is_absolute() or ".." in parts or entry.plan_file != expected:
-            raise ToolingError(
-                f"summary.json names {entry.plan_file!r}, not the unit's own {expected}"
-            )
-        if not entry.plan_sha256:
+        plan_file, plan_sha256 = entry.unit.plan_file, entry.unit.plan_sha256
+        if PurePosixPath(path).is_absolute() or ".." in parts or plan_file != expected:
+            raise ToolingError(f"summary.json names {plan_file!r}, not the unit's own {expected}")
+        if not plan_sha256:
             raise ToolingError("summary.json records no SHA-256 of the plan")
         data = _read_within(entry.folder, PurePosixPath(expected))
-        if hashlib.sha256(data).hexdigest() != entry.plan_sha256:
+        if hashlib.sha256(data).hexdigest() != plan_sha256:
             raise ToolingError(
                 f"{expected}: its SHA-256 is not the one summary.json records (altered or swapped)"
             )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from tooling.core import executors, runners
+from tooling.core import runners
 from tooling.engine import issues
 from tooling.errors import ToolingError, UsageError
 from tooling.io.ui import say
@@ -20,7 +20,7 @@ def status(ws: Workspace, *, forge: Any = None) -> dict[str, Any]:
     """The runners document: every executor of policy.toml, with its runners."""
     from tooling.io.forge import RUNNERS_TOKEN_HELP, runners_forge_from_env
 
-    declared = executors.parse(ws.policy)
+    declared = ws.policy.executors
     if not any(runners.is_self_hosted(e) for e in declared.values()):
         return runners.report(declared, [])
     client = forge if forge is not None else runners_forge_from_env()
@@ -80,7 +80,7 @@ def unavailable_legs(
     """The legs whose executor has no online runner: ``{"executor", "message"}`` each.
 
     GitHub's API is asked only when a leg is self-hosted."""
-    declared = executors.parse(ws.policy)
+    declared = ws.policy.executors
     if not any(
         leg["executor"] in declared and runners.is_self_hosted(declared[leg["executor"]])
         for leg in legs

@@ -1,7 +1,7 @@
 """The secret values this process knows, and the redaction step built from them.
 
 Fed by the environment variables whose *names* say secret (policy.toml
-``[secrets]``, see :class:`tooling.core.redact.EnvRule`), read once, and by
+``[secrets]``, see :class:`tooling.model.policy.EnvRule`), read once, and by
 every sensitive value a run learns (dependencies' sensitive outputs, sensitive
 variables, sensitive attributes: see :mod:`tooling.core.redact`). :func:`install`
 makes it the one redaction step of :mod:`tooling.io.redacting` (every task's
@@ -16,19 +16,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from tooling.core.redact import (
     MIN_LENGTH,
-    EnvRule,
     Redactor,
     mask_commands,
-    parse_policy,
     secret_env,
     short_secret_env,
 )
 from tooling.io import redacting
+from tooling.model.policy import EnvRule
 
 
 class _Secrets:
@@ -97,9 +95,9 @@ def register(values: Iterable[str]) -> None:
     _SECRETS.add(values)
 
 
-def use_policy(policy: Mapping[str, Any]) -> None:
+def use_rule(rule: EnvRule) -> None:
     """Take the secret environment variables' names from policy.toml's ``[secrets]``."""
-    _SECRETS.use_rule(parse_policy(policy))
+    _SECRETS.use_rule(rule)
 
 
 def redact(text: str) -> str:

@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from tooling.core import redact
-from tooling.core.declared import Declared
 from tooling.core.results import Result, Status
 from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
 from tooling.engine import planstore, secrets, verify
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc, redacting, terragrunt
+from tooling.model.policy import Policy
 from tooling.model.units import Unit
 
 
@@ -78,6 +78,8 @@ class TerragruntPlan:
 
     target: Target
     env: Mapping[str, str]
+    #: policy.toml: what the verifier allows
+    policy: Policy
     lock: bool = True
     detailed_exitcode: bool = False
 
@@ -87,7 +89,8 @@ class TerragruntPlan:
 
     def prepare(self, log: Path) -> None:
         # the rule's verifier: a unit that breaks it is refused, never planned
-        verify.before_plan(self.target.run_dir, self.target.path, self.target.tier, self.env)
+        target = self.target
+        verify.before_plan(target.run_dir, target.path, target.tier, self.env, self.policy)
 
     def plan_args(self, plan_path: Path) -> list[str]:
         return terragrunt.plan_args(
@@ -114,19 +117,22 @@ def plan_unit(
     out_dir: Path,
     env: Mapping[str, str],
     *,
+    policy: Policy,
     lock: bool = True,
     detailed_exitcode: bool = False,
     command: PlanCommand | None = None,
-    declared: Declared | None = None,
 ) -> Result:
-    """Plan one unit; every failure becomes an ``error`` result, never an exception.
+    """Plan one unit under ``policy`` (its verifier's allowlists, the attributes it
+    declares sensitive); every failure becomes an ``error`` result, never an exception.
 
     ``lock=False`` plans without taking the state lock; with
     ``detailed_exitcode`` exit code 2 ("changes") is a success too, kept in
     ``Result.exit_code``. ``command`` replaces the unit's Terragrunt plan (and
     then ``lock`` and ``detailed_exitcode`` are its own business).
     """
-    cmd = command or TerragruntPlan(target, env, lock=lock, detailed_exitcode=detailed_exitcode)
+    cmd = command or TerragruntPlan(
+        target, env, policy, lock=lock, detailed_exitcode=detailed_exitcode
+    )
     started = time.monotonic()
     udir = planstore.unit_dir(out_dir, target.path)
     udir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +166,7 @@ def plan_unit(
         summary = planstore.summary_of(
             terragrunt.take_stream(planstore.stream_beside(plan_path)),
             lambda: cmd.show(plan_path),
-            declared or {},
+            policy.sensitive_attributes,
         )
         text_path, text = save_plan_text(udir, ran.stdout)
         read = from_plan(
@@ -303,6 +309,7 @@ class Progress:
             c = result.counts
             detail = (
                 f"+{c['create']} ~{c['update']} -{c['delete']} ±{c['replace']}"
+                + "".join(f" {k} {c[k]}" for k in ("forget", "import", "move") if c.get(k))
                 if result.status in (Status.CHANGES, Status.NO_CHANGES)
                 else (result.error or "").splitlines()[0][:120]
                 if result.error
@@ -328,7 +335,7 @@ def run_all(
     *,
     jobs: int,
     progress: Progress | None = None,
-    planner: Callable[[Target, Path, Mapping[str, str]], Result] = plan_unit,
+    planner: Callable[[Target, Path, Mapping[str, str]], Result],
 ) -> list[Result]:
     """Plan ``targets`` as a ready queue: a unit starts once its dependencies finished,
     ``jobs`` at a time; results in the targets' order."""

@@ -41,22 +41,19 @@ import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooling.core import envsize, executors
-from tooling.core.checksettings import CheckPolicy, parse_policy
-from tooling.core.executors import Executor
 from tooling.core.rules import enforce, registry
 from tooling.core.rules.resolved import static_units
 from tooling.core.rules.rule import UnitRender
 from tooling.core.rules.snapshot import Snapshot, Violation
 from tooling.engine import preflight
 from tooling.errors import ToolingError
-from tooling.io import config, proc, terragrunt
+from tooling.io import proc, terragrunt
 from tooling.model.declared import declared as declared_by_root
-from tooling.model.layout import Layout, layout_from
+from tooling.model.policy import CheckPolicy, Policy
 from tooling.model.repo import Model, WorkTree, load
 
 #: the file written beside a unit for one render: it includes what may declare generated files
@@ -67,32 +64,6 @@ DECLARED_HEADER = (
     "# written by the pipeline's verifier for one `terragrunt render`; removed right after"
 )
 _LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the verifier reads once per repository: the policy and the layout."""
-
-    policy: CheckPolicy
-    root_file: str
-    executors: Mapping[str, Executor]
-    layout: Layout
-
-
-_SETTINGS: dict[Path, Settings] = {}
-
-
-def settings_of(root: Path) -> Settings:
-    """policy.toml's ``[check]`` and ``[layout]`` of the repository at ``root`` (read once)."""
-    key = root.resolve()
-    with _LOCK:
-        if key not in _SETTINGS:
-            data = config.read_policy(key)
-            layout = layout_from(data)
-            _SETTINGS[key] = Settings(
-                parse_policy(data), layout.root_file, executors.parse(data), layout
-            )
-        return _SETTINGS[key]
 
 
 def repo_root(run_dir: Path, unit_path: str) -> Path:
@@ -123,14 +94,13 @@ def _snapshot(root: Path, model: Model, paths: Iterable[str]) -> Snapshot:
 
 
 def static_forms(
-    root: Path, paths: Sequence[str], model: Model | None = None
+    root: Path, paths: Sequence[str], policy: Policy, model: Model | None = None
 ) -> dict[str, UnitRender]:
     """The static form of each unit of ``paths`` (both sides, as ``invoke check`` builds
-    them) from ``model`` (default: the model of the files under ``root`` now); a unit the
-    model could not read has none (the guard refuses its working copy)."""
-    conf = settings_of(root)
+    them) under ``policy``, from ``model`` (default: the model of the files under ``root``
+    now); a unit the model could not read has none (the guard refuses its working copy)."""
     if model is None:
-        layout = conf.layout
+        layout = policy.layout
         model = load(WorkTree(root, layout.live, "", layout.default_tiers))
     wanted = [p for p in paths if p in model.units]
     subset = Model(
@@ -138,7 +108,8 @@ def static_forms(
     )
     snap = _snapshot(root, model, wanted)
     return {
-        form.facts.path: form for form in static_units(subset, conf.policy, snap, conf.root_file)
+        form.facts.path: form
+        for form in static_units(subset, policy.check, snap, policy.layout.root_file)
     }
 
 
@@ -147,12 +118,12 @@ _EXPECTED: dict[Path, UnitRender] = {}
 
 
 def expect_forms(
-    targets: Iterable[tuple[Path, str]], model: Model, root: Path
+    targets: Iterable[tuple[Path, str]], model: Model, root: Path, policy: Policy
 ) -> dict[str, UnitRender]:
     """Work out the static form of each ``(run_dir, path)`` unit once, with the run's
     ``model``: the next :func:`before_plan` (or batch verification) of the unit uses it."""
     items = list(targets)
-    forms = static_forms(root, [p for _, p in items], model)
+    forms = static_forms(root, [p for _, p in items], policy, model)
     with _LOCK:
         for run_dir, path in items:
             if path in forms:
@@ -166,7 +137,7 @@ def forget_forms() -> None:
         _EXPECTED.clear()
 
 
-def _form(run_dir: Path, unit_path: str) -> UnitRender | None:
+def _form(run_dir: Path, unit_path: str, policy: Policy) -> UnitRender | None:
     with _LOCK:
         kept = _EXPECTED.pop(run_dir.resolve(), None)
     if kept is not None:
@@ -177,17 +148,19 @@ def _form(run_dir: Path, unit_path: str) -> UnitRender | None:
             f"{run_dir}: the folder terragrunt was to run in {what}; "
             "restore it, or plan again from the current tree"
         )
-    return static_forms(repo_root(run_dir, unit_path), [unit_path]).get(unit_path)
+    return static_forms(repo_root(run_dir, unit_path), [unit_path], policy).get(unit_path)
 
 
-def violations(run_dir: Path, unit_path: str, tier: str = "", env: Any = None) -> list[Violation]:
+def violations(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> list[Violation]:
     """The unit's violations of the rule, on its static form (none when the model could
-    not read it: its working copy is refused by the guard)."""
-    form = _form(run_dir, unit_path)
+    not read it: its working copy is refused by the guard). ``tier`` and ``env`` are the
+    plan's: the static form reads neither (a unit's tier is the model's)."""
+    form = _form(run_dir, unit_path, policy)
     if form is None:
         return []
-    policy = settings_of(repo_root(run_dir, unit_path)).policy
-    return registry.verify(form.rendered, form.declared, form.facts, policy)
+    return registry.verify(form.rendered, form.declared, form.facts, policy.check)
 
 
 def roles_of(
@@ -213,49 +186,48 @@ def shown_role(role: str | None) -> str | None:
 
 
 def before_plan(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str] | None = None
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
 ) -> None:
     """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
     rule."""
-    found = violations(run_dir, unit_path, tier)
+    found = violations(run_dir, unit_path, tier, env, policy)
     if found:
         raise ToolingError(enforce.refusal(unit_path, found))
 
 
 def before_apply(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str] | None = None
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
 ) -> list[str]:
     """Why the unit may not be applied now (empty: it keeps the rule): its static form read
     again, and the role it would run as."""
     with _LOCK:
         _EXPECTED.pop(run_dir.resolve(), None)
     try:
-        root = repo_root(run_dir, unit_path)
-        conf = settings_of(root)
-        form = _form(run_dir, unit_path)
+        form = _form(run_dir, unit_path, policy)
         name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
         executor = (
-            executors.get(conf.executors, name, what=preflight.ENV_EXECUTOR) if name else None
+            executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR) if name else None
         )
     except ToolingError as exc:
         return [str(exc)]
     if form is None:
         return []
-    found = registry.verify(form.rendered, form.declared, form.facts, conf.policy)
+    found = registry.verify(form.rendered, form.declared, form.facts, policy.check)
     roles = preflight.role_problems(
-        [(unit_path, tier, shown_role(enforce.role_of(form.rendered)))], executor, conf.policy
+        [(unit_path, tier, shown_role(enforce.role_of(form.rendered)))], executor, policy.check
     )
     return ([enforce.refusal(unit_path, found)] if found else []) + roles
 
 
 def verify_many(
-    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str] | None = None, *, jobs: int = 1
+    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], policy: Policy, *, jobs: int = 1
 ) -> dict[str, str]:
-    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused."""
+    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused (``jobs``: kept
+    for the callers; judging a static form starts no process)."""
     refused: dict[str, str] = {}
     for run_dir, path, tier in units:
         try:
-            before_plan(run_dir, path, tier)
+            before_plan(run_dir, path, tier, env, policy)
         except ToolingError as exc:
             refused[path] = str(exc)
     return refused
@@ -319,16 +291,21 @@ def _allowed_files(root: Path, policy: CheckPolicy) -> list[Path]:
     return found
 
 
+def _declared_config(root: Path, policy: Policy) -> str:
+    """:func:`declared_text` for the repository at ``root`` under ``policy``."""
+    return declared_text(policy.layout.root_file, _allowed_files(root, policy.check))
+
+
 def model_declared(
-    root: Path, unit_path: str, env: Mapping[str, str], conf: Settings
+    root: Path, unit_path: str, env: Mapping[str, str], policy: Policy
 ) -> dict[str, Any] | None:
     """What the root file (and the allowlisted files) declare for the unit, worked out by
     the model (:mod:`tooling.model.declared`) instead of a Terragrunt process; None when
     the model cannot be exact."""
     if not unit_path:
         return None
-    files = [conf.root_file] + [
-        p.relative_to(root).as_posix() for p in _allowed_files(root, conf.policy)
+    files = [policy.layout.root_file] + [
+        p.relative_to(root).as_posix() for p in _allowed_files(root, policy.check)
     ]
     # Terragrunt's process sees our environment plus ``env``: the model reads the same
     return declared_by_root(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
@@ -390,14 +367,13 @@ def remove_declared(path: Path) -> None:
             path.unlink()
 
 
-def rendered_declared(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> dict[str, Any]:
+def rendered_declared(
+    run_dir: Path, unit_path: str, env: Mapping[str, str], policy: Policy
+) -> dict[str, Any]:
     """What the root file declares for the unit, as ``terragrunt render`` of a file that
     includes only the declaring files (written beside the unit for that moment)."""
     root = repo_root(run_dir, unit_path)
-    conf = settings_of(root)
-    ref = write_declared(
-        run_dir, declared_text(conf.root_file, _allowed_files(root, conf.policy)), unit_path
-    )
+    ref = write_declared(run_dir, _declared_config(root, policy), unit_path)
     try:
         return terragrunt.render_json(run_dir, env, ref)
     finally:
@@ -405,7 +381,7 @@ def rendered_declared(run_dir: Path, unit_path: str, env: Mapping[str, str]) -> 
 
 
 def declared_sides(
-    units: Sequence[tuple[Path, str]], env: Mapping[str, str], *, jobs: int = 2
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int = 2
 ) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
     """Per ``(run_dir, path)`` unit: what the root file declares for it (the model's answer,
     else Terragrunt's render of the declaring files), or None and why it could not be
@@ -417,7 +393,7 @@ def declared_sides(
             out[path] = (None, f"{run_dir} does not exist")
             continue
         root = repo_root(run_dir, path)
-        found = model_declared(root, path, env, settings_of(root))
+        found = model_declared(root, path, env, policy)
         if found is not None:
             out[path] = (found, None)
         else:
@@ -426,7 +402,7 @@ def declared_sides(
     def one(item: tuple[Path, str]) -> tuple[str, tuple[dict[str, Any] | None, str | None]]:
         run_dir, path = item
         try:
-            return path, (rendered_declared(run_dir, path, env), None)
+            return path, (rendered_declared(run_dir, path, env, policy), None)
         except ToolingError as exc:
             return path, (None, str(exc))
 

@@ -42,7 +42,6 @@ from tooling.errors import ToolingError
 from tooling.io import backends, config, git, tags
 from tooling.io.ui import say
 from tooling.model import hcl
-from tooling.model.layout import ROOT_FILE, layout_from
 from tooling.model.sources import parse_source, remote_url
 
 CACHE = ".terragrunt-cache"
@@ -135,16 +134,17 @@ def _selected(settings: config.Settings, declared: backends.Backend | None) -> t
 def prepare(
     units: Iterable[tuple[str, Path]],
     settings: config.Settings,
-    root: Path | None = None,
+    root: Path,
     *,
+    root_file: str,
     declared: Mapping[str, backends.Backend | None] | None = None,
 ) -> None:
     """Before planning ``units`` (path, folder): refuse a working copy on another backend
     than the one Terragrunt resolves for the unit (``declared``: the root file's; a unit
     missing there is compared with the tooling's settings), then remove the stale
-    generated files of the rest (each is named). ``root``: the repository, whose root.hcl
-    declares the generated files that are not stale."""
-    generated = root_generated(root) if root is not None else frozenset()
+    generated files of the rest (each is named). ``root``: the repository, whose root file
+    (``root_file``, policy.toml ``[layout]``) declares the generated files that are not stale."""
+    generated = root_generated(root, root_file)
     problems: list[str] = []
     stale: list[Stale] = []
     for unit, unit_dir in units:
@@ -161,26 +161,18 @@ def prepare(
             stale.extend(stale_files(unit, unit_dir, generated))
     if problems:
         raise ToolingError("\n".join(problems))
-    named = root_file_of(root) if root is not None else ROOT_FILE
     for item in stale:
         item.file.unlink(missing_ok=True)
         say(
             f"{item.unit}: removed {item.file.name} from its working copy: a generated file "
-            f"{named} does not declare (left by an earlier run, e.g. on another branch)"
+            f"{root_file} does not declare (left by an earlier run, e.g. on another branch)"
         )
 
 
-def root_file_of(root: Path) -> str:
-    """The name of the repository's Terragrunt root file (policy.toml ``[layout] root_file``)."""
-    try:
-        return layout_from(config.read_policy(root)).root_file
-    except ToolingError:  # refused by name where the policy is validated
-        return ROOT_FILE
-
-
-def root_generated(root: Path) -> frozenset[str]:
-    """The file names the generate blocks of the root file declare (literals only)."""
-    path = root / root_file_of(root)
+def root_generated(root: Path, root_file: str) -> frozenset[str]:
+    """The file names the generate blocks of the root file (``root_file`` at ``root``)
+    declare (literals only)."""
+    path = root / root_file
     try:
         body = hcl.parse(path.read_bytes(), str(path))
     except (OSError, ToolingError):
@@ -288,12 +280,11 @@ def expectation(
 
 
 def overridden(
-    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path
+    units: Iterable[str], reads: Mapping[str, Sequence[str]], root: Path, root_file: str
 ) -> dict[str, str]:
-    """The units one of whose HCL files (root.hcl aside) declares a hook labelled like
-    root.hcl's check: Terragrunt would run that one instead."""
+    """The units one of whose HCL files (the root file aside) declares a hook labelled
+    like root.hcl's check: Terragrunt would run that one instead."""
     out: dict[str, str] = {}
-    root_file = root_file_of(root)
     for unit in units:
         for rel in reads.get(unit, ()):
             if not rel.endswith(".hcl") or rel == root_file:
@@ -311,11 +302,15 @@ def overridden(
 
 
 def guarded(
-    targets: Sequence[Target], *, root: Path, reads: Mapping[str, Sequence[str]]
+    targets: Sequence[Target],
+    *,
+    root: Path,
+    root_file: str,
+    reads: Mapping[str, Sequence[str]],
 ) -> list[Target]:
     """The plan's ``targets``, a unit whose working copy is committed to git, or whose
     configuration declares a hook labelled like the old working-copy check, refused (an
-    ``error``, never planned)."""
+    ``error``, never planned); ``root_file``: the repository's (policy.toml ``[layout]``)."""
     todo = [t.path for t in targets if not t.preset]
     if not todo:
         return list(targets)
@@ -327,7 +322,7 @@ def guarded(
     )
     for unit, committed in workcopy.committed_caches(todo, tracked).items():
         refused[unit] = committed
-    for unit, why in overridden(todo, reads, root).items():
+    for unit, why in overridden(todo, reads, root, root_file).items():
         refused[unit] = why
     return [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t

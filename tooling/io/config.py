@@ -15,20 +15,16 @@ an S3 backend):
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import re
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooling.errors import ToolingError, UsageError
-from tooling.model import encryption
-from tooling.model.policydata import PolicyData
-from tooling.model.policyfile import POLICY_FILE, check_tables
+from tooling.model import encryption, policy
+from tooling.model.policy import POLICY_FILE, Policy
 
 
 @dataclass(frozen=True)
@@ -112,50 +108,17 @@ def cache_root() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iac-tooling"
 
 
-#: while a task runs (:func:`policy_read_once`): each repository's policy.toml, read once
-_TASK_POLICIES: dict[str, PolicyData] | None = None
+def read_policy(root: Path) -> Policy:
+    """``root/policy.toml`` as one :class:`~tooling.model.policy.Policy` (every table's
+    defaults when there is none): the one reader of that file.
 
-#: what a repository without policy.toml reads: its defaults
-_NO_POLICY = PolicyData({})
-
-
-@contextlib.contextmanager
-def policy_read_once() -> Iterator[None]:
-    """Within it (a task, :func:`tooling.cli.run`), :func:`read_policy` reads each
-    repository's policy.toml once: every later step gets what the first read."""
-    global _TASK_POLICIES
-    outer, _TASK_POLICIES = _TASK_POLICIES, {}
-    try:
-        yield
-    finally:
-        _TASK_POLICIES = outer
-
-
-def read_policy(root: Path) -> PolicyData:
-    """``root/policy.toml`` parsed (empty when there is none): the one reader of that file.
-
-    Each section is interpreted where it is used (``[gates]`` by
-    :func:`tooling.core.gates.parse_policy`, ``[executors]`` by
-    :func:`tooling.core.executors.parse`, ``[check]`` by
-    :func:`tooling.core.checksettings.parse_policy`, ``[apps]`` by
-    :func:`tooling.core.apps.parse_policy`). However many of a task's steps ask
-    (the policy check, the layout, the workspace, the verifier...), the file is
-    read once per task (:func:`policy_read_once`) and its text parsed once per
-    process (:func:`parse_policy_text`, cached by the text itself: an edited file
-    is parsed again). Every caller gets the same read-only
-    :class:`~tooling.model.policydata.PolicyData`, so each section is interpreted
-    once too (:func:`tooling.model.policydata.interpreted`). A failure is not
-    kept: the next call fails again with the same message.
+    A task's preamble reads it once (:func:`tooling.cli.run`) and hands the value
+    down; code that runs without one (a test calling the engine, ``doctor --path``)
+    reads it here. Each call reads the file anew: nothing is kept.
     """
     path = root / POLICY_FILE
-    key = os.path.abspath(path)
-    if _TASK_POLICIES is not None and key in _TASK_POLICIES:
-        return _TASK_POLICIES[key]
     text = _policy_text(path)
-    data = _NO_POLICY if text is None else _parsed(text)
-    if _TASK_POLICIES is not None:
-        _TASK_POLICIES[key] = data
-    return data
+    return parse_policy_text(text or "", str(path))
 
 
 def _policy_text(path: Path) -> str | None:
@@ -174,21 +137,21 @@ def _policy_text(path: Path) -> str | None:
         ) from None
 
 
-@functools.lru_cache(maxsize=8)
-def _parsed(text: str) -> PolicyData:
-    """:func:`parse_policy_text` once per text (a failure is not cached: raised each time),
-    read-only: every reader shares it."""
-    return PolicyData(parse_policy_text(text))
-
-
-def parse_policy_text(text: str) -> dict[str, Any]:
-    """policy.toml's text parsed and its tables checked: the one parser of that file."""
+def parse_policy_text(text: str, where: str = POLICY_FILE) -> Policy:
+    """policy.toml's text as a :class:`~tooling.model.policy.Policy`: TOML read, then every
+    table checked (:func:`~tooling.model.policy.policy_from`; ``where`` names the file in
+    the errors of ``[layout]``, each given the line of its table)."""
     try:
-        data = tomllib.loads(text)
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ToolingError(toml_error(POLICY_FILE, exc)) from None
-    check_tables(data)
-    return data
+    try:
+        return policy.policy_from(document, where)
+    except ToolingError as exc:
+        if "[layout" not in str(exc):
+            raise
+        # name the line of the [layout] table the error is about (policy.toml:LINE: ...)
+        raise ToolingError(policy.located(str(exc), text), code=exc.code) from None
 
 
 #: tomllib's message with its position (a pattern: compiled by ``re`` on the first error)

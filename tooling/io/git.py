@@ -390,7 +390,7 @@ def worktree_changes(
     files = [c.path for c in listed_changes if not mine(c.path.rstrip("/"))]
     if not files:
         return [], "", []
-    diff = git(repo, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff").stdout
+    diff = diff_head(repo)
     listed = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout
     untracked = []
     for path in zsplit(listed):
@@ -402,6 +402,20 @@ def worktree_changes(
             content = os.readlink(full).encode()
         untracked.append((path, content))
     return files, diff, untracked
+
+
+def diff_head(repo: Path) -> str:
+    """``git diff HEAD --binary`` of ``repo``'s working tree, its bytes kept as they are (a
+    file that is not UTF-8 is part of the difference: decoded with ``surrogateescape``,
+    encoding it the same way gives the bytes back)."""
+    args = ["git", "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"]
+    code, out, err = proc.run_bytes(args, cwd=repo)
+    if code != 0:
+        result = proc.Result(
+            tuple(args), code, out.decode(errors="replace"), err.decode(errors="replace")
+        )
+        raise proc.CalledProcessError(result, repo)
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _under(repo: Path, folder: Path | None) -> str | None:

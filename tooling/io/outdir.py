@@ -25,7 +25,6 @@ Every command that writes a report folder (``invoke plan``, ``drift``, ``apply``
 
 The same step guards the tooling's own stdout and stderr
 (:func:`tooling.io.redacting.guard_streams`).
-:func:`read_record` reads a plan folder's earlier apply record (``apply.json``).
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tooling.errors import ToolingError, UsageError
-from tooling.io import artifacts
 from tooling.io.redacting import redact, redact_json
 
 LOCK_NAME = ".report.lock"
@@ -268,7 +266,7 @@ class ReportDir:
         with ReportDir.claim(out, PLAN_LAYOUT, root=ws.root) as report:
             ...parse, preflight...
             report.reset()          # only now is the old report removed
-            report.write_json("summary.json", doc)
+            report.write_text("comment.md", text)
     """
 
     def __init__(self, path: Path, layout: Layout, root: Path) -> None:
@@ -440,19 +438,3 @@ def reset(out_dir: Path, root: Path, expected: Iterable[str], what: str) -> None
     )
     with ReportDir.claim(out_dir, layout, root=root) as report:
         report.reset()
-
-
-def read_record(plans_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The folder's earlier apply record (``apply.json``; empty when there is none): merged
-    into, never overwritten. Refused when it is unreadable or belongs to other plans."""
-    path = plans_dir / "apply.json"
-    if not path.is_file():
-        return {}
-    # the record of earlier applies from this folder: restored from an artifact, not deleted
-    doc: dict[str, Any] = artifacts.read(path, artifacts.APPLY_RECORD)
-    if doc.get("plans_head") not in (None, summary.get("head")):
-        raise ToolingError(
-            f"{path}: this record belongs to plans made at {str(doc.get('plans_head'))[:12]}, the folder's "
-            f"summary.json to {str(summary.get('head'))[:12]}: one folder, one set of plans"
-        )
-    return doc

@@ -22,10 +22,12 @@ import dataclasses
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tooling.io import proc, terragrunt
+from tooling.model.policy import Policy, policy_from
 from tooling.model.repo import Model, WorkTree, load
 from tooling.model.stacks import STACK_DIR, generated_unit, stack_files
 from tooling.model.trees import SKIP_DIRS
@@ -64,27 +66,52 @@ def copy_tree(src: Path, dest: Path) -> None:
                 dirnames.remove(name)
 
 
+#: decides, before ``terragrunt stack generate`` parses them, which stacks may be
+#: generated: (root, live folders, git prefix, policy.toml, stack files) -> {stack file:
+#: why it may not} (:func:`tooling.engine.stackscreen.screen`)
+StackScreen = Callable[[Path, tuple[str, ...], str, Policy, Sequence[str]], Mapping[str, str]]
+
+#: how the reason a stack was not generated starts (its units' error)
+NOT_GENERATED = "not generated: "
+#: why a stack is not generated when no screen was given: nothing unscanned is parsed
+UNSCREENED = NOT_GENERATED + "its files were not scanned before Terragrunt would parse them"
+
+
 def generate(
     root: Path,
     live: tuple[str, ...],
     env: dict[str, str],
     cache_dir: Path | None,
     default_tiers: tuple[tuple[str, str], ...] = (),
+    *,
+    screen: StackScreen | None = None,
+    git_prefix: str = "",
+    policy: Policy | None = None,
 ) -> Generated | None:
     """Generate every stack of the working tree at ``root`` in a scratch copy; None if there is none.
 
-    The copy lives until the process ends (plans run in it).
+    Each stack is first passed through ``screen`` (its files scanned, its sources
+    checked): one it refuses, or every one when there is no screen, is not generated
+    (its units keep the reason), so no Terragrunt process parses a file nothing
+    scanned. The copy lives until the process ends (plans run in it).
     """
     stacks = stack_files(WorkTree(root, live))
     if not stacks:
         return None
+    refused = (
+        dict(screen(root, live, git_prefix, policy or policy_from({}), stacks))
+        if screen is not None
+        else dict.fromkeys(stacks, UNSCREENED)
+    )
     parent = root / SCRATCH_DIR
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tree-", dir=parent))
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     copy_tree(root, scratch)
-    failures: dict[str, str] = {}
+    failures: dict[str, str] = dict(refused)
     for stack in stacks:
+        if stack in refused:
+            continue
         folder = scratch / (os.path.dirname(stack) or ".")
         ran = proc.run(
             ["terragrunt", "stack", "generate", "--no-color"],

@@ -5,20 +5,20 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tooling.errors import ToolingError
 from tooling.io import config
-from tooling.model.layout import Layout, layout_from, route_blind
-from tooling.model.policyfile import POLICY_FILE
+from tooling.model.layout import Layout, route_blind
+from tooling.model.policy import POLICY_FILE, Policy
 from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
 from tooling.model.stacks import generated_unit, stack_files
 
 if TYPE_CHECKING:
-    from tooling.io.stacks import Generated
+    from tooling.io.stacks import Generated, StackScreen
     from tooling.io.toolchain import InstalledTool
 
 
@@ -63,40 +63,56 @@ def mark_private(root: Path) -> Path:
     return folder
 
 
-def read_layout(root: Path) -> Layout:
-    """The layout of the repository at ``root`` (policy.toml ``[layout]``; today's by default)."""
-    return layout_from(config.read_policy(root), str(root / POLICY_FILE))
+@dataclass(frozen=True)
+class Project:
+    """A project root and its policy.toml, read once where the root was found."""
+
+    root: Path
+    policy: Policy
 
 
-def is_root(candidate: Path) -> bool:
-    """Whether ``candidate`` holds the root file and the live folder(s) its layout names."""
-    layout = read_layout(candidate) if (candidate / POLICY_FILE).is_file() else Layout()
-    return (candidate / layout.root_file).is_file() and all(
+def project_at(candidate: Path) -> Project | None:
+    """``candidate`` as a project root, when it holds the root file and the live folder(s)
+    its policy.toml names (none: today's layout); else None."""
+    policy = config.read_policy(candidate)
+    layout = policy.layout
+    if (candidate / layout.root_file).is_file() and all(
         (candidate / d).is_dir() for d in layout.live
-    )
+    ):
+        return Project(candidate, policy)
+    return None
+
+
+def nearest_project(start: Path | None = None) -> Project | None:
+    """The nearest folder above ``start`` holding the root file and live folder(s), with
+    its policy; at git's top level, else the one project root below it whose policy.toml
+    says so (:func:`project_below`); else None."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        found = project_at(candidate)
+        if found is not None:
+            return found
+    if (here / ".git").exists():
+        return project_below(here)
+    return None
 
 
 def nearest_root(start: Path | None = None) -> Path | None:
-    """The nearest folder above ``start`` holding the root file and live folder(s); at
-    git's top level, else the one project root below it whose policy.toml says so
-    (:func:`root_below`); else None."""
-    here = (start or Path.cwd()).resolve()
-    found = next((c for c in (here, *here.parents) if is_root(c)), None)
-    if found is None and (here / ".git").exists():
-        found = root_below(here)
-    return found
+    """The root of :func:`nearest_project` (None: not inside a project)."""
+    found = nearest_project(start)
+    return found.root if found is not None else None
 
 
 #: how deep below git's top level a project root's policy.toml is looked for
 _ROOT_DEPTH = 4
 
 
-def root_below(top: Path) -> Path | None:
+def project_below(top: Path) -> Project | None:
     """The one project root below ``top`` (a folder whose policy.toml, root file and live
     folders make it one, at most :data:`_ROOT_DEPTH` folders down); None if none or several."""
     from tooling.model.trees import SKIP_DIRS
 
-    found: list[Path] = []
+    found: list[Project] = []
     for dirpath, dirnames, filenames in os.walk(top):
         depth = len(Path(dirpath).relative_to(top).parts)
         dirnames[:] = [
@@ -104,17 +120,20 @@ def root_below(top: Path) -> Path | None:
             for d in dirnames
             if d not in SKIP_DIRS and not d.startswith(".") and depth < _ROOT_DEPTH
         ]
-        if POLICY_FILE in filenames and dirpath != str(top) and is_root(Path(dirpath)):
-            found.append(Path(dirpath))
+        if POLICY_FILE in filenames and dirpath != str(top):
+            project = project_at(Path(dirpath))
+            if project is not None:
+                found.append(project)
     return found[0] if len(found) == 1 else None
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The repository root: the nearest folder above ``start`` holding the root file and live folder(s).
+def find_project(start: Path | None = None) -> Project:
+    """The project around ``start``: the nearest folder above it holding the root file and
+    live folder(s), with its policy.toml read.
 
     By default ``root.hcl`` and ``live/``; policy.toml ``[layout]`` names others.
     """
-    found = nearest_root(start)
+    found = nearest_project(start)
     if found is not None:
         return found
     here = (start or Path.cwd()).resolve()
@@ -124,23 +143,41 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 
-@dataclass
+def find_root(start: Path | None = None) -> Path:
+    """The repository root: the root of :func:`find_project`."""
+    return find_project(start).root
+
+
 class Workspace:
-    """The repository a task runs in: its root, settings, layout and models, read once per run."""
+    """The repository a task runs in: its root, settings, policy, layout and models, read
+    once per run."""
 
-    root: Path
-    settings: config.Settings = field(default_factory=config.load)
-
-    #: the models of git revisions read in this run, by the tree's fingerprint
-    _revision_models: dict[str, Model] = field(default_factory=dict, init=False, repr=False)
-
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: config.Settings | None = None,
+        policy: Policy | None = None,
+        stack_screen: StackScreen | None = None,
+    ) -> None:
         # Absolute, always: the state path and the plans' locations derive from it.
-        self.root = self.root.resolve()
+        self.root = root.resolve()
+        self.settings = settings if settings is not None else config.load()
+        #: policy.toml, parsed and checked: the task preamble's (:func:`tooling.cli.workspace`),
+        #: else read from ``root`` now (:func:`tooling.io.config.read_policy`)
+        self.policy = policy if policy is not None else config.read_policy(self.root)
+        #: the models of git revisions read in this run, by the tree's fingerprint
+        self._revision_models: dict[str, Model] = {}
+        #: what scans the stacks before ``terragrunt stack generate`` parses them
+        #: (:func:`tooling.engine.stackscreen.screen`, which the command line gives); None:
+        #: no stack is generated (its units stay unread, with the reason)
+        self.stack_screen = stack_screen
 
     @classmethod
-    def here(cls, start: Path | None = None) -> Workspace:
-        return cls(find_root(start))
+    def here(
+        cls, start: Path | None = None, *, stack_screen: StackScreen | None = None
+    ) -> Workspace:
+        project = find_project(start)
+        return cls(project.root, policy=project.policy, stack_screen=stack_screen)
 
     @property
     def cache_dir(self) -> Path:
@@ -184,9 +221,10 @@ class Workspace:
         """The one line every task that reads the units prints first (:attr:`run_settings`)."""
         return self.run_settings.describe()
 
-    @cached_property
+    @property
     def layout(self) -> Layout:
-        return layout_from(self.policy, str(self.root / POLICY_FILE))
+        """policy.toml's ``[layout]``."""
+        return self.policy.layout
 
     @cached_property
     def git_prefix(self) -> str:
@@ -227,10 +265,7 @@ class Workspace:
 
     def _routed(self, model: Model) -> Model:
         """A unit the model cannot evaluate, routed by its folder (:func:`route_blind`)."""
-        declared = self.policy.get("executors", {})
-        return route_blind(
-            model, self.layout, tuple(declared) if isinstance(declared, dict) else ()
-        )
+        return route_blind(model, self.layout, tuple(self.policy.executors))
 
     @cached_property
     def current_model(self) -> Model:
@@ -257,7 +292,14 @@ class Workspace:
         env = terragrunt.base_env(config.git_rewrite_env(rewrites) if rewrites else {})
         try:
             return stacks.generate(
-                self.root, self.layout.live, env, self.cache_dir, self.layout.default_tiers
+                self.root,
+                self.layout.live,
+                env,
+                self.cache_dir,
+                self.layout.default_tiers,
+                screen=self.stack_screen,
+                git_prefix=self.git_prefix,
+                policy=self.policy,
             )
         except ToolingError as exc:
             # the stack units keep their error: any change selects them, their plan fails visibly
@@ -274,11 +316,6 @@ class Workspace:
             # exist, so the plan of this unit fails visibly
             return self.root / ".iac" / "stacks" / "not-generated" / path
         return generated.root / path
-
-    @cached_property
-    def policy(self) -> dict[str, Any]:
-        """policy.toml, read once per run (see :func:`tooling.io.config.read_policy`)."""
-        return config.read_policy(self.root)
 
     @cached_property
     def tool_env(self) -> dict[str, str]:

@@ -29,7 +29,7 @@ from tooling.model.exprs import (
     to_str,
 )
 from tooling.model.filefuncs import FileFunctions
-from tooling.model.gitpaths import from_top, top_level
+from tooling.model.gitpaths import from_top, in_repository, top_level
 from tooling.model.hcl import Body, Expr
 from tooling.model.units import UNIT_FILE
 
@@ -85,6 +85,25 @@ class UnitEvaluator(FileFunctions):
 
     def unresolved(self, file: ConfigFile, what: str) -> None:
         self.problems.append(f"{file.path}: cannot work out {what}")
+
+    def refuse_outside(self, rel: str, file: ConfigFile, what: str, line: int = 0) -> None:
+        """Refuse (recorded as read first: the rules name it) a configuration ``rel`` that
+        ``what`` in ``file`` parses outside the git repository (Terragrunt would parse a
+        file no review of the repository sees), or one written in JSON (the model reads
+        HCL; the rules read its templates: :func:`tooling.model.hclscan.json_templates`)."""
+        where = f"{file.path}:{line}" if line else file.path
+        if rel.startswith("../") and not in_repository(rel, self.loader.tree.git_prefix):
+            self.reads[rel] = None
+            raise ToolingError(
+                f"{where}: {what} parses {rel}, outside the repository: no review or scan "
+                "of the repository sees it. Move it into the repository"
+            )
+        if rel.endswith(".json"):
+            self.reads[rel] = None
+            raise ToolingError(
+                f"{where}: {what} parses {rel}, a configuration in JSON, which the model does "
+                "not evaluate: write it in HCL"
+            )
 
     # -- functions
     def call(self, name: str, args: list[Any], file: ConfigFile) -> Any:
@@ -190,6 +209,7 @@ class UnitEvaluator(FileFunctions):
             self.unresolved(file, "the file read_terragrunt_config() reads")
             return UNKNOWN
         rel = self.rel(args[0], file.scope.dir)
+        self.refuse_outside(rel, file, f"read_terragrunt_config({args[0]!r})")
         if not self.loader.tree.exists(rel) or self.loader.tree.is_dir(rel):
             if len(args) > 1:
                 return args[1]
@@ -233,6 +253,7 @@ class UnitEvaluator(FileFunctions):
                     f"{config.path}:{line}: cannot work out the path of include {name!r}"
                 )
             rel = self.rel(target, config.scope.dir)
+            self.refuse_outside(rel, config, f"include {name!r} ({target})", line)
             if not self.loader.tree.exists(rel):
                 raise ToolingError(
                     f"{config.path}:{line}: include {name!r} points at {rel}, which does not exist"

@@ -32,6 +32,7 @@ import hashlib
 from typing import Any
 
 from tooling.errors import ToolingError
+from tooling.model.hclstrict import CODE_SUFFIXES, Refused, once_only, refused_bytes
 
 # A body: {"a": {name: [expr, line]}, "b": [[type, [labels], body, line]]}
 Body = dict[str, Any]
@@ -104,7 +105,16 @@ def _calls_query() -> Any:
 
 
 def parse(data: bytes, filename: str) -> Body:
-    """Parse HCL bytes into a :data:`Body`; raise :class:`HclSyntaxError` with file:line."""
+    """Parse HCL bytes into a :data:`Body`; raise :class:`HclSyntaxError` with file:line
+    (what HCL or Terragrunt refuse is refused too: :mod:`tooling.model.hclstrict`)."""
+    bad = refused_bytes(data)
+    if bad is not None:
+        line, col, why = bad
+        raise HclSyntaxError(
+            f"{filename}:{line}:{col}: HCL syntax error ({why}): Terragrunt and the tooling's "
+            "rules would not read the same text. Save the file as UTF-8 text (without NUL "
+            "bytes) and run again."
+        )
     tree = _parser().parse(data)
     root = tree.root_node
     if root.has_error:
@@ -124,16 +134,26 @@ def parse(data: bytes, filename: str) -> Body:
             "applied. Flatten the expression (fewer nested lists/objects/calls)."
         )
     body = next((c for c in root.children if c.type == "body"), None)
-    return _Converter(data).body(body) if body is not None else {"a": {}, "b": []}
+    if body is None:
+        return {"a": {}, "b": []}
+    try:
+        return _Converter(data, not filename.endswith(CODE_SUFFIXES)).body(body)
+    except Refused as exc:
+        raise HclSyntaxError(
+            f"{filename}:{exc.line}:{exc.col}: HCL syntax error ({exc.why}): Terragrunt "
+            "would refuse the file or read only one of them. Keep one and run again."
+        ) from None
 
 
 def syntax_tree(data: bytes) -> Any:
     """The tree-sitter root node of HCL bytes, for readers that need positions.
 
     Offsets on the nodes are byte offsets into ``data``. The caller checks
-    ``has_error`` (and :func:`error_at` says where) before trusting the tree.
+    ``has_error`` (and :func:`error_at` says where) before trusting the tree. A NUL
+    byte is read as a blank (same offsets): the syntax tree would end there, while
+    Terragrunt reads on in a comment, so a call after it must not go unseen.
     """
-    return _parser().parse(data).root_node
+    return _parser().parse(data.replace(b"\0", b" ") if b"\0" in data else data).root_node
 
 
 def error_at(root: Any) -> tuple[int, int, str]:
@@ -176,8 +196,9 @@ def _unescape(text: str) -> str:
 
 
 class _Converter:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, config: bool = True) -> None:
         self.data = data
+        self.config = config  # Terragrunt configuration, not OpenTofu code
 
     def text(self, node: Any) -> str:
         return self.data[node.start_byte : node.end_byte].decode(errors="replace")
@@ -185,11 +206,18 @@ class _Converter:
     def body(self, node: Any) -> Body:
         attrs: dict[str, list[Any]] = {}
         blocks: list[list[Any]] = []
+        seen: dict[tuple[str, ...], int] = {}
         for child in node.named_children:
             if child.type == "attribute":
                 name = self.text(child.named_children[0])
                 expr = next(c for c in child.named_children[1:] if c.type == "expression")
                 line = child.start_point[0] + 1
+                if name in attrs:
+                    raise Refused(
+                        line,
+                        child.start_point[1] + 1,
+                        f"the attribute {name!r} is set twice, first at line {attrs[name][1]}",
+                    )
                 if name in OPAQUE_ATTRIBUTES:
                     attrs[name] = [("opaque", line, self.outer_calls(expr)), line]
                 else:
@@ -217,7 +245,10 @@ class _Converter:
                             self.expr(kid.named_children[1]),
                             kid.start_point[0] + 1,
                         ]
-                blocks.append([btype, labels, inner, child.start_point[0] + 1])
+                line = child.start_point[0] + 1
+                if self.config:
+                    once_only(seen, btype, labels, line, child.start_point[1] + 1)
+                blocks.append([btype, labels, inner, line])
         return {"a": attrs, "b": blocks}
 
     def outer_calls(self, node: Any) -> list[Expr]:

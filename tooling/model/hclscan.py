@@ -78,3 +78,88 @@ def _top_level(node: Any, data: bytes) -> str:
         current = current.parent
     first = next((c for c in current.named_children if c.type == "identifier"), None)
     return _text(data, first) if first is not None else ""
+
+
+def _literal_string(data: bytes, node: Any) -> str | None:
+    """The value of a quoted string without interpolation (under ``expression`` or
+    ``literal_value``), else None."""
+    while node is not None and node.type in ("expression", "literal_value") and node.named_children:
+        node = node.named_children[0]
+    if node is None or node.type != "string_lit":
+        return None
+    parts = [c for c in node.named_children if c.type != "quoted_template_start"]
+    parts = [c for c in parts if c.type != "quoted_template_end"]
+    if any(c.type != "template_literal" for c in parts):
+        return None
+    return "".join(_text(data, c) for c in parts)
+
+
+def _presence_test(data: bytes, call: Any) -> bool:
+    """Whether the call is one side of ``== ""`` or ``!= ""``: only whether it is empty is read."""
+    node = call
+    while node.parent is not None and node.parent.type == "expression":
+        node = node.parent
+    op = node.parent
+    if op is None or op.type != "binary_operation":
+        return False
+    token = next((c for c in op.children if c.type in ("==", "!=")), None)
+    if token is None:
+        return False
+    others = [c for c in op.named_children if c != node]
+    return len(others) == 1 and _literal_string(data, others[0]) == ""
+
+
+def env_reads(data: bytes, tree: Any = None) -> list[tuple[str | None, int, bool]]:
+    """Every ``get_env(NAME, ...)`` in HCL bytes, in order: (NAME when it is a literal string,
+    else None; 1-based line; whether the call is only tested for being empty)."""
+    out: list[tuple[str | None, int, bool]] = []
+    for node in _nodes(syntax_tree(data) if tree is None else tree):
+        if node.type != "function_call":
+            continue
+        name = next((c for c in node.named_children if c.type == "identifier"), None)
+        if name is None or _text(data, name) != "get_env":
+            continue
+        args = next((c for c in node.named_children if c.type == "function_arguments"), None)
+        first = args.named_children[0] if args is not None and args.named_children else None
+        variable = _literal_string(data, first) if first is not None else None
+        out.append((variable, node.start_point[0] + 1, _presence_test(data, node)))
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string of a JSON value (keys included), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def json_templates(data: bytes) -> list[tuple[int, bytes]]:
+    """The templates of a Terragrunt configuration in JSON (``*.hcl.json``: Terragrunt
+    evaluates every string holding ``${`` or ``%{`` as a template, so ``"${run_cmd(...)}"``
+    runs), each as HCL bytes the scanners read (one attribute holding a heredoc of the
+    template), with the 1-based line of the JSON file it comes from (where the string's
+    start is found, else 1). Bytes that are not JSON yield none: Terragrunt refuses them."""
+    import json
+
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return []
+    text = data.decode("utf-8", "replace")
+    out: list[tuple[int, bytes]] = []
+    for string in _strings(document):
+        if "${" not in string and "%{" not in string:
+            continue
+        marker = "EOT"
+        while marker in string:
+            marker += "X"
+        encoded = json.dumps(string)[1:-1]
+        at = text.find(encoded[:40]) if encoded else -1
+        line = text.count("\n", 0, at) + 1 if at >= 0 else 1
+        hcl = f"x = <<{marker}\n{string}\n{marker}\n".encode()
+        out.append((line, hcl))
+    return out

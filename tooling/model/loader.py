@@ -17,9 +17,9 @@ from tooling.model.configfiles import ConfigFile, Loader, Scope
 from tooling.model.evaluator import UnitEvaluator
 from tooling.model.excludes import EXCLUDES_FILE, matching, parse_excludes_file
 from tooling.model.exprs import UNKNOWN, blocks_of, locals_exprs, norm
-from tooling.model.gitpaths import top_level
+from tooling.model.gitpaths import in_repository, top_level
 from tooling.model.parsecache import ParseCache
-from tooling.model.sources import parse_source
+from tooling.model.sources import local_source_dir, parse_source
 from tooling.model.stacks import STACK_DIR, declared_units, stack_files
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import (
@@ -31,30 +31,18 @@ from tooling.model.units import (
     dag_order,
 )
 
-#: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)
-_REMOTE_PREFIXES = ("github.com/", "git@", "bitbucket.org/", "gitlab.com/")
-
-
-def local_source_dir(source: str) -> str | None:
-    """The folder of a local module source (``./m``, ``../m``, ``m``, ``/abs``), or None if remote."""
-    if "::" in source or "://" in source or source.startswith(_REMOTE_PREFIXES):
-        return None
-    first = source.split("/", 1)[0]
-    if "." in first and first not in (".", "..") and "/" in source:
-        return None  # a host name: go-getter's S3/GCS and other detectors
-    path = source.split("?", 1)[0]
-    if "//" in path:  # "dir//subdir": the whole folder is copied
-        path = path.split("//", 1)[0]
-    return path
-
 
 def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
-    """The unit in ``unit_file``; one it cannot evaluate carries the error instead of raising."""
+    """The unit in ``unit_file``; one it cannot evaluate carries the error instead of raising
+    (and the files outside the repository it was found to read before the error: the
+    rules name them)."""
+    unit_dir = posixpath.dirname(unit_file) or "."
+    ev = UnitEvaluator(loader, unit_dir)
     try:
-        return _unit(loader, unit_file)
+        return _unit(loader, unit_file, ev)
     except (ToolingError, RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
         # one unit the model cannot read must not blind the rest: it is kept, with the error
-        unit_dir = posixpath.dirname(unit_file) or "."
+        prefix = loader.tree.git_prefix
         if isinstance(exc, RecursionError):
             exc = ToolingError(
                 f"{unit_file}:1: cannot evaluate: its references or expressions go deeper than "
@@ -63,8 +51,17 @@ def evaluate_unit(loader: Loader, unit_file: str) -> Unit:
             )
         elif not isinstance(exc, ToolingError):
             exc = ToolingError(f"{unit_file}: cannot evaluate ({type(exc).__name__}: {exc})")
+        # what it was found to read outside the repository, or in JSON: the rules name it
+        outside = (
+            r
+            for r in ev.reads
+            if (r.startswith("../") and not in_repository(r, prefix)) or r.endswith(".json")
+        )
         return unreadable_unit(
-            unit_dir, (unit_file,), str(exc), _default_tier(unit_dir, loader.tree.default_tiers)
+            unit_dir,
+            tuple(sorted({unit_file, *outside})),
+            str(exc),
+            _default_tier(unit_dir, loader.tree.default_tiers),
         )
 
 
@@ -106,9 +103,8 @@ def _default_tier(unit_dir: str, by_root: tuple[tuple[str, str], ...] = ()) -> s
     return parts[1] if len(parts) > 2 else parts[-1]
 
 
-def _unit(loader: Loader, unit_file: str) -> Unit:
-    unit_dir = posixpath.dirname(unit_file) or "."
-    ev = UnitEvaluator(loader, unit_dir)
+def _unit(loader: Loader, unit_file: str, ev: UnitEvaluator) -> Unit:
+    unit_dir = ev.unit_dir
     unit = loader.file(unit_file, Scope(unit_file))
     ev.read(unit_file)
     # OpenTofu reads a file or folder linked into the unit's folder at the link's

@@ -11,7 +11,7 @@ from pathlib import Path
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import Model, Unit
 
-MODEL_CACHE_VERSION = 13
+MODEL_CACHE_VERSION = 15
 
 #: the fields of a cached unit record (:func:`save` writes ``asdict`` of each unit)
 _UNIT_FIELDS = frozenset(f.name for f in fields(Unit))

@@ -10,7 +10,7 @@ from typing import Any
 
 from tooling.model.hcl import Body, parse
 
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 
 
 class ParseCache:

@@ -187,6 +187,23 @@ def _clean_repo_path(raw: str) -> str | None:
     return path.rstrip("/")
 
 
+#: go-getter's forms of a remote source; anything else is a path on disk (as Terragrunt reads it)
+_REMOTE_PREFIXES = ("github.com/", "git@", "bitbucket.org/", "gitlab.com/")
+
+
+def local_source_dir(source: str) -> str | None:
+    """The folder of a local module source (``./m``, ``../m``, ``m``, ``/abs``), or None if remote."""
+    if "::" in source or "://" in source or source.startswith(_REMOTE_PREFIXES):
+        return None
+    first = source.split("/", 1)[0]
+    if "." in first and first not in (".", "..") and "/" in source:
+        return None  # a host name: go-getter's S3/GCS and other detectors
+    path = source.split("?", 1)[0]
+    if "//" in path:  # "dir//subdir": the whole folder is copied
+        path = path.split("//", 1)[0]
+    return path
+
+
 def parse_source(text: str, *, default_registry: str = DEFAULT_REGISTRY) -> ModuleSource:
     """Parse a module source string (the content of ``source = "..."``).
 

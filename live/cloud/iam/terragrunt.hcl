@@ -19,6 +19,6 @@ inputs = {
     apply    = { repository = "infrastructure", subject = "environment:infra-auto", policy = "AdministratorAccess" }
     registry = { repository = "apps", subject = "ref:refs/heads/main", policy = "RegistryPush" }
   }
-  # Sensitive: never shown in plans, reports or logs.
-  bootstrap_token = get_env("IAC_BOOTSTRAP_TOKEN", "sandbox-not-a-secret")
+  # Sensitive: the job's TF_VAR_bootstrap_token wins over this sandbox placeholder (secret-read).
+  bootstrap_token = "sandbox-not-a-secret"
 }

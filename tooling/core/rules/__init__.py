@@ -21,7 +21,7 @@ process or touches the disk: the callers gather the inputs and print the results
   configuration as Terragrunt resolves it, against what the root file declares; in
   ``invoke check`` on each unit's static form, :mod:`.resolved`).
 
-The ``[check]`` settings the rules read are :mod:`tooling.core.checksettings`. Every
+The ``[check]`` settings the rules read are :class:`tooling.model.policy.CheckPolicy`. Every
 violation names ``file:line``, the rule it breaks and how to fix it; docs/rules.md
 explains each rule id, and how to add a rule.
 """

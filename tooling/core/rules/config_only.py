@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import locals_exprs
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 _CODE_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")

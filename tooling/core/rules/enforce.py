@@ -30,9 +30,9 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.rule import Rule, Stage, UnitFacts, UnitRender, each_unit
 from tooling.core.rules.snapshot import Violation
+from tooling.model.policy import CheckPolicy
 
 #: the OpenTofu commands a dependency's mock outputs may stand in for: the ones known to
 #: write neither state nor infrastructure (a mock value never reaches an apply, a destroy,

@@ -37,7 +37,7 @@ from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import blocks_of, locals_exprs
 from tooling.model.hcl import parse, syntax_tree
 from tooling.model.hclscan import function_calls as hcl_calls
-from tooling.model.hclscan import variable_uses
+from tooling.model.hclscan import json_templates, variable_uses
 from tooling.model.repo import UNIT_FILE
 
 HOOKS = ("before_hook", "after_hook", "error_hook")
@@ -297,9 +297,18 @@ def refused_before_terragrunt(
     lists the file, the command functions, and a dependency's outputs outside
     ``inputs``: what ``invoke check`` reports as ``run-at-parse``, ``command-dependent``
     and ``dependency-outside-inputs``, for the plan to refuse before a Terragrunt
-    process (whose parse would run or resolve them) starts."""
+    process (whose parse would run or resolve them) starts. A configuration in JSON
+    (``*.json``, which ``read_terragrunt_config`` and ``include`` parse too) has its
+    calls in its strings' templates: each is read (:func:`json_templates`)."""
+    refused = not _allowed(path, run_allowlist)
+    if path.endswith(".json"):
+        return [
+            Violation(path, line, v.rule, v.message, v.fix)
+            for line, template in json_templates(data)
+            for v in _call_violations(path, hcl_calls(template), refused)
+        ]
     tree = syntax_tree(data)  # parsed once for both readings
-    found = _call_violations(path, hcl_calls(data, tree), not _allowed(path, run_allowlist))
+    found = _call_violations(path, hcl_calls(data, tree), refused)
     return found + _dependency_violations(path, variable_uses(data, "dependency", tree))
 
 
@@ -372,8 +381,8 @@ PARSE_TIME = Rule(
     keeps_unreadable=True,
     notes={
         Stage.BEFORE_TERRAGRUNT: (
-            "yes, on the text of every file the planned units read (every HCL file of "
-            "the repository when one of them cannot be evaluated)"
+            "yes, on the text of every file Terragrunt will parse for the units in play "
+            "(every HCL file of the repository when one of them cannot be evaluated)"
         ),
         Stage.AT_EXECUTION: (
             "through the plan: a saved plan is applied only on the commit it was planned on"

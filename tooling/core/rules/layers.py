@@ -15,6 +15,7 @@ from tooling.core.rules.snapshot import (
     unit_file,
 )
 from tooling.model.repo import Unit
+from tooling.model.trees import in_live
 
 
 def _executor_site(unit: Unit, snap: Snapshot) -> tuple[str, int]:
@@ -90,6 +91,8 @@ def check_layers(ctx: Context) -> list[Violation]:
         for dep in unit.dependencies:
             line = unit.line_of.get(f"dependency:{dep}", 1)
             if dep not in model.units:
+                if dep.startswith("../") or not in_live(dep, policy.live):
+                    continue  # dependency-outside names it (tooling.core.rules.closure)
                 out.append(
                     Violation(
                         unit_file(unit),

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.enforce import (
     IDENTITY_ENV,
     TOOL_ENV,
@@ -31,6 +30,7 @@ from tooling.core.rules.enforce import (
 )
 from tooling.core.rules.rule import Rule, Stage, UnitFacts, UnitRender, each_unit
 from tooling.core.rules.snapshot import Violation
+from tooling.model.policy import CheckPolicy
 
 #: arguments a unit may add to OpenTofu's (the guard checks each where OpenTofu runs, with
 #: its value: a variable file in the working copy, a variable of the module's)

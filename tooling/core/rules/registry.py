@@ -12,20 +12,24 @@ its section in docs/rules.md and a broken repository in ``tests/check_corpus/``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
+from tooling.core.closure import ParseClosure, parse_closure
 from tooling.core.rules import (
     bootstrap,
+    closure,
     config_only,
     enforce,
+    envvars,
     facts,
     hidden,
     layers,
     passing,
     pins,
     readable,
+    secretreads,
     state,
     tool_pins,
 )
@@ -33,7 +37,9 @@ from tooling.core.rules.resolved import static_units
 from tooling.core.rules.rule import Context, Rule, Stage, UnitFacts, UnitRender
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
+from tooling.model.stacks import StackSource
 
 #: every rule, in the order of docs/rules.md
 RULES: tuple[Rule, ...] = (
@@ -52,6 +58,10 @@ RULES: tuple[Rule, ...] = (
     hidden.COMPUTED_REFS,
     hidden.HOOK_BLOCKS,
     hidden.PARSE_TIME,
+    closure.CLOSURE,
+    secretreads.SECRET_READS,
+    envvars.ENV_VARS,
+    envvars.ENV_VARS_RENDERED,
     enforce.GENERATE,
     enforce.STATE,
     passing.PASSING,
@@ -95,18 +105,50 @@ def check_context(
     model_error: ToolingError | None = None,
     apps: Sequence[AppWorkspace] = (),
     root_file: str = "root.hcl",
+    git_prefix: str = "",
+    escapes: Callable[[str], str | None] | None = None,
+    stack_sources: Sequence[StackSource] = (),
+    stack_files: Sequence[str] = (),
 ) -> Context:
     """The context of ``invoke check``: the repository's files, its model (or why it could
-    not be read), its app workspaces, the Terragrunt files the text rules read and each
-    unit's static form."""
+    not be read), its app workspaces, the Terragrunt files the text rules read, each
+    unit's static form and what Terragrunt parses for every unit (``git_prefix``: the
+    project root below git's top level; ``escapes``: where a file that is a symbolic
+    link leaving the repository points; ``stack_sources`` and ``stack_files``: what the
+    stacks fetch, and the files their generation parses)."""
+    closure = ParseClosure((), (), (), tuple(stack_sources))
+    if model is not None:
+        closure = parse_closure(
+            model,
+            model.order,
+            live=policy.live,
+            git_prefix=git_prefix,
+            text=lambda p: snap.text(p) if p in snap.paths else None,
+            escapes=escapes or (lambda _p: None),
+        )
+        closure = replace(closure, stack_sources=tuple(stack_sources))
     return Context(
+        closure=closure,
         policy=policy,
         root_file=root_file,
         snap=snap,
         model=model,
         model_error=model_error,
         apps=tuple(apps),
-        hcl_files=tuple(config_only.hcl_files(model, policy, snap)),
+        hcl_files=tuple(
+            dict.fromkeys(
+                [
+                    *config_only.hcl_files(model, policy, snap),
+                    *(f for f in stack_files if f in snap.paths),
+                    # what the units read that Terragrunt parses too (a JSON configuration)
+                    *(
+                        f
+                        for f in (closure.files if closure else ())
+                        if f.endswith(".json") and f in snap.paths
+                    ),
+                ]
+            )
+        ),
         units=static_units(model, policy, snap, root_file),
     )
 

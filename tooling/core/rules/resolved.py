@@ -18,11 +18,11 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
 from tooling.core.rules.config_only import literal_strings
 from tooling.core.rules.enforce import ROLE_ATTRS
 from tooling.core.rules.rule import UnitFacts, UnitRender
 from tooling.core.rules.snapshot import Snapshot, safe_body, unit_file
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 _TOP_ATTRS = (*ROLE_ATTRS, "terraform_binary", "download_dir")

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.core.checksettings import CheckPolicy
+from tooling.core.closure import ParseClosure
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
+from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 
@@ -74,7 +75,8 @@ class Context:
     """Everything a rule reads, one type for every rule and stage.
 
     - ``CHECK`` fills all of it (:func:`tooling.core.rules.registry.check_context`);
-    - ``BEFORE_TERRAGRUNT``: ``snap`` and ``hcl_files``, the files the units to plan read;
+    - ``BEFORE_TERRAGRUNT``: ``snap``, ``closure`` and ``hcl_files``, the files Terragrunt
+      will parse for the units in play;
     - ``AT_EXECUTION``: ``units``, the one unit about to run (its static form).
 
     A rule reads what it needs and finds the rest empty (no model: ``model`` is None).
@@ -96,6 +98,9 @@ class Context:
     hcl_files: tuple[str, ...] = ()
     #: each unit's configuration, both sides
     units: tuple[UnitRender, ...] = ()
+    #: what Terragrunt parses for the units in play (``CHECK``: every unit), and what of
+    #: it leaves the repository (:func:`tooling.core.closure.parse_closure`)
+    closure: ParseClosure | None = None
 
 
 #: a rule's check: the context in, its violations out (any order; the caller sorts)

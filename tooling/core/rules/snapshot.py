@@ -70,7 +70,9 @@ class Snapshot:
     def body(self, path: str) -> hcl.Body:
         """The parsed HCL of ``path``; raises :class:`tooling.model.hcl.HclSyntaxError` naming file:line."""
         if path not in self._bodies:
-            self._bodies[path] = hcl.parse(self.text(path).encode(), path)
+            # surrogateescape: a text read with it gives its very bytes back to the parser,
+            # which refuses those that are not UTF-8 (file:line)
+            self._bodies[path] = hcl.parse(self.text(path).encode("utf-8", "surrogateescape"), path)
         return self._bodies[path]
 
     def under(self, folder: str) -> list[str]:

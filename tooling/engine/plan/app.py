@@ -8,16 +8,14 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from tooling.core import gates
 from tooling.core.apps import APPS_PREFIX, EXECUTOR, TIER
-from tooling.core.declared import parse_policy as parse_declared
 from tooling.core.results import with_gates
 from tooling.core.settle import settled
 from tooling.core.status import Status
+from tooling.core.summary import AppRecord
 from tooling.core.targets import Target
-from tooling.engine import appruns, planstore
+from tooling.engine import appruns, planfolder, planstore
 from tooling.engine.plan.request import PlanContext, PlanOutcome, PlanRequest
-from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import plan_unit
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc
@@ -50,8 +48,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
             appruns.backend_override(prep.app_dir, prep.state.backend),
             proc.forwarding_interrupts("the app plan"),
         ):
-            declared = parse_declared(ctx.policy)  # policy.toml [sensitive_attributes]
-            result = plan_unit(target, out_dir, prep.env, command=command, declared=declared)
+            result = plan_unit(target, out_dir, prep.env, policy=ctx.policy, command=command)
     except ToolingError as exc:
         result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
@@ -64,18 +61,20 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
             plan_sha256=None,
             error="refused: " + "; ".join(command.refused),
         )
-    policy = gates.parse_policy(ctx.policy)
+    policy = ctx.policy.gates
     (result,) = with_gates([result], policy)
-    doc = summary_document(
-        [result],
-        base=None,
-        head="",
-        executor=None,
-        root=ctx.root,
-        policy=policy,
-        interrupted=interrupted,
+    summary = replace(
+        planfolder.summary_of(
+            [result],
+            base=None,
+            # the app repository's commit, when its folder is in one
+            head=appruns.app_commit(prep.app_dir),
+            executor=None,
+            root=ctx.root,
+            policy=policy,
+            interrupted=interrupted,
+        ),
+        app=AppRecord(prep.app, prep.app_dir.name, prep.state.to_json()),
     )
-    doc["head"] = appruns.app_commit(prep.app_dir)  # the app repository's, when it is in one
-    doc["app"] = {"name": prep.app, "dir": prep.app_dir.name, "state": prep.state.to_json()}
-    write_summary(out_dir, doc)
-    return PlanOutcome((result,), interrupted, doc["head"], summary=doc)
+    planfolder.write_summary(out_dir, summary)
+    return PlanOutcome((result,), interrupted, summary.head, summary=summary)

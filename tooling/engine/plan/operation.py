@@ -24,21 +24,20 @@ from typing import TypeVar
 from tooling.core import binding, legs
 from tooling.core.approval import DIFFERS, against_reviewed
 from tooling.core.changes import Affected
-from tooling.core.declared import parse_policy as parse_declared
-from tooling.core.gates import GatePolicy, parse_policy
 from tooling.core.results import Result, with_gates
 from tooling.core.status import Status
+from tooling.core.summary import LegRecord
 from tooling.core.targets import Target, never_run_loops, select_targets, unit_target
-from tooling.engine import planstore, preflight
+from tooling.engine import planfolder, planstore, preflight
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.detect import print_affected, worktree_affected
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.engine.preplan import prepared
 from tooling.engine.reviewed import ReviewedPlans
-from tooling.engine.summary import summary_document, write_summary
 from tooling.engine.unitplanner import Progress, plan_unit, run_all
 from tooling.io import backends, git, outdir, proc
 from tooling.io.ui import say
+from tooling.model.policy import Policy
 from tooling.model.repo import Change, Model
 
 T = TypeVar("T")
@@ -137,7 +136,7 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
                 jobs=request.parallel,
                 progress=Progress(len(targets)),
                 lock=not on_pr,
-                declared=parse_declared(ctx.policy),
+                policy=ctx.policy,
             )
             if request.reviewed is None:
                 return results, {}
@@ -150,23 +149,22 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
     finally:
         if worktree is not None:
             git.remove_worktree(root, worktree)
-    gates = parse_policy(ctx.policy)
-    results = _gated(results, ctx.policy, gates, differs)
+    results = _gated(results, ctx.policy, differs)
     results = _with_sources_before(units.model_at, results, change)
-    summary = summary_document(
+    summary = planfolder.summary_of(
         results,
         base=change.base if change else None,
         head=head_sha,
         executor=request.executor,
         root=root,
-        policy=gates,
+        policy=ctx.policy.gates,
         settings=units.run_settings,
         interrupted=interrupted,
         worktree=tree_state,
         planned_at=started,
         leg=_leg_record(request.leg),
     )
-    write_summary(out_dir, summary)
+    planfolder.write_summary(out_dir, summary)
     return PlanOutcome(
         tuple(results),
         interrupted,
@@ -226,14 +224,11 @@ def _targets(
 
 
 def _gated(
-    results: Sequence[Result],
-    policy: Mapping[str, object],
-    gates: GatePolicy,
-    differs: Mapping[str, list[str]],
+    results: Sequence[Result], policy: Policy, differs: Mapping[str, list[str]]
 ) -> list[Result]:
     """``results`` with their gates: a lock file's error explained, the gate decided under
-    ``gates``, and manual where the plan ``differs`` from the reviewed one."""
-    gated = with_gates(_explain_lock_errors(policy, results), gates)
+    ``policy.gates``, and manual where the plan ``differs`` from the reviewed one."""
+    gated = with_gates(_explain_lock_errors(policy, results), policy.gates)
     return [
         replace(r, gate=against_reviewed(r.gate, differs[r.path]))
         if r.gate is not None and r.path in differs
@@ -242,9 +237,9 @@ def _gated(
     ]
 
 
-def _leg_record(leg: legs.Leg | None) -> dict[str, object] | None:
+def _leg_record(leg: legs.Leg | None) -> LegRecord | None:
     """summary.json's ``leg``: which leg of the matrix this folder holds (for the merge)."""
-    return legs.leg_record(leg.id, leg.index, leg.count, leg.units) if leg else None
+    return LegRecord(leg.id, leg.index, leg.count, leg.units) if leg else None
 
 
 def blocked_moves(
@@ -302,14 +297,14 @@ def _with_sources_before(
     ]
 
 
-def _explain_lock_errors(policy: Mapping[str, object], results: Sequence[Result]) -> list[Result]:
+def _explain_lock_errors(policy: Policy, results: Sequence[Result]) -> list[Result]:
     """A plan that failed on its unit's lock file says which file, and the command that fixes it."""
     if not any(r.error for r in results):
         return list(results)
     from tooling.core import executors
     from tooling.core.bump import lock_hint
 
-    platforms = executors.lock_platforms(executors.parse(policy))
+    platforms = executors.lock_platforms(policy.executors)
     out = []
     for result in results:
         hint = lock_hint(result.error, result.path, platforms) if result.error else None
@@ -338,9 +333,7 @@ def _drift(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> 
     )
     env = units.environment(()) if targets else {}
     # the attributes policy.toml declares are redacted like sensitive ones
-    planner = partial(
-        plan_unit, lock=False, detailed_exitcode=True, declared=parse_declared(ctx.policy)
-    )
+    planner = partial(plan_unit, policy=ctx.policy, lock=False, detailed_exitcode=True)
 
     def plan(targets: list[Target], env: dict[str, str]) -> list[Result]:
         return run_all(

@@ -4,19 +4,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tooling.io.config import Settings
+from tooling.model.policy import Policy
 from tooling.model.repo import Model
 
 if TYPE_CHECKING:
     from tooling.core.changes import Affected
     from tooling.core.legs import Leg
     from tooling.core.results import Result
+    from tooling.core.summary import Summary
     from tooling.engine.reviewed import ReviewedPlans
     from tooling.io.workspace import Workspace
 
@@ -72,8 +74,6 @@ class UnitsContext:
 
     #: the working tree's model
     model: Model
-    #: the live folders (policy.toml ``[layout]``)
-    live: tuple[str, ...]
     #: the project root below git's top level ("" at the top)
     git_prefix: str
     #: the settings as they apply to this repository (what summary.json records)
@@ -95,8 +95,8 @@ class PlanContext:
     root: Path
     #: the settings as the environment gives them (state, module sources, caches)
     settings: Settings
-    #: policy.toml, read and checked by the task's preamble
-    policy: Mapping[str, Any]
+    #: policy.toml, read and checked once by the task's preamble
+    policy: Policy
     #: its units (None for an app's plan, which reads none)
     units: UnitsContext | None = None
 
@@ -109,7 +109,6 @@ class PlanContext:
         ws.check_tools()  # checked by the task's preamble already: the workspace checks once
         units = UnitsContext(
             model=ws.current_model,
-            live=ws.layout.live,
             git_prefix=ws.git_prefix,
             run_settings=ws.run_settings,
             model_at=lambda rev: ws.model(ws.tree_at(rev)),
@@ -136,7 +135,7 @@ class PlanOutcome:
     #: the commit planned (an app's: its repository's, None when its folder is in none)
     head: str | None
     #: summary.json as written (None for drift, which keeps no plan)
-    summary: Mapping[str, Any] | None = None
+    summary: Summary | None = None
     #: what the change affects (None when units were named, or all planned)
     change: Affected | None = None
     #: how many uncommitted changes of the working tree were planned
