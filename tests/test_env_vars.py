@@ -169,7 +169,13 @@ def test_ld_preload_in_an_included_file_is_refused_for_every_unit_including_it(
 
 
 def test_a_literal_map_of_module_variables_still_plans(example_repo: Path, tmp_path: Path) -> None:
-    edit(example_repo, DNS_FILE, SOURCE_LINE, _extra('{ TF_VAR_note = "x" }', '"plan"'))
+    # zone_name is a variable of the unit's module: the only TF_VAR_ the guard lets through
+    edit(
+        example_repo,
+        DNS_FILE,
+        SOURCE_LINE,
+        _extra('{ TF_VAR_zone_name = "example.net" }', '"plan"'),
+    )
     commit_all(example_repo, "a literal env_vars")
     assert invoke(example_repo, "check").returncode == 0
     ran = invoke(example_repo, "plan", "--unit", DNS, "--out", str(tmp_path / "out"))
