@@ -51,6 +51,9 @@ class Trick:
     body: str = ""  # HCL after it
     inputs: str = ""  # more lines of its inputs
     files: dict[str, str] = field(default_factory=dict)  # files of the unit folder
+    #: the rule that refuses the whole run before Terragrunt starts (env-vars: a variable a
+    #: process reads before its own code), so no report is written; None: refused alone
+    early: str | None = None
 
     @property
     def path(self) -> str:
@@ -69,6 +72,7 @@ TRICKS = [
         "exec-env",
         _extra('["init", "plan"]', 'env_vars = { HOME = "${get_terragrunt_dir()}/h" }'),
         files={"h/.tofurc": EVIL_TOFURC},
+        early="env-vars",
     ),
     Trick(
         "var-file-outside",
@@ -129,6 +133,7 @@ TRICKS = [
         "enforce-env",
         "exec-env",
         _extra('["init", "plan"]', 'env_vars = { LD_PRELOAD = "${get_terragrunt_dir()}/x.so" }'),
+        early="env-vars",
     ),
     Trick(
         "state-on-plan",
@@ -159,6 +164,8 @@ TRICKS = [
 ]
 #: units Terragrunt hands over whole: the guard refuses before OpenTofu starts
 BY_NAME = {t.name: t for t in TRICKS}
+#: the tricks refused alone: the others plan beside them
+ALONE = [t for t in TRICKS if t.early is None]
 
 
 def _write_unit(repo: Path, trick: Trick) -> None:
@@ -174,17 +181,33 @@ def _write_unit(repo: Path, trick: Trick) -> None:
         (unit / rel).write_text(text)
 
 
-@pytest.fixture(scope="module")
-def tricks_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def _repo_of(tmp_path_factory: pytest.TempPathFactory, tricks: list[Trick]) -> Path:
     from tooling.io import toolchain
 
     toolchain.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path_factory.mktemp("exec") / "infra")
     (repo / "outside.tfvars").write_text('zone_name = "outside.example"\n')
-    for trick in TRICKS:
+    for trick in tricks:
         _write_unit(repo, trick)
     commit_all(repo, "tricks")
-    yield repo
+    return repo
+
+
+@pytest.fixture(scope="module")
+def tricks_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The example with every trick refused alone (the other units plan beside them)."""
+    yield _repo_of(tmp_path_factory, ALONE)
+
+
+@pytest.fixture(scope="module")
+def early_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The example with every trick that refuses the whole run before Terragrunt."""
+    yield _repo_of(tmp_path_factory, [t for t in TRICKS if t.early is not None])
+
+
+def _repo_for(trick: Trick, request: pytest.FixtureRequest) -> Path:
+    repo: Path = request.getfixturevalue("early_repo" if trick.early else "tricks_repo")
+    return repo
 
 
 def _assert_refused(entry: dict[str, Any] | Any, trick: Trick) -> None:
@@ -196,12 +219,14 @@ def _assert_refused(entry: dict[str, Any] | Any, trick: Trick) -> None:
     assert trick.path in error
 
 
-def test_check_names_every_trick_the_text_shows(tricks_repo: Path) -> None:
-    violations, _model = check.run(tricks_repo)
+def test_check_names_every_trick_the_text_shows(tricks_repo: Path, early_repo: Path) -> None:
+    violations = check.run(tricks_repo)[0] + check.run(early_repo)[0]
     for trick in TRICKS:
         rules = {v.rule for v in violations if v.file == f"{trick.path}/terragrunt.hcl"}
         if trick.static is not None:
             assert trick.static in rules, (trick.name, rules)
+        if trick.early is not None:
+            assert trick.early in rules, (trick.name, rules)
 
 
 def test_the_batch_planner_refuses_every_trick_and_plans_the_other_units(
@@ -211,7 +236,7 @@ def test_the_batch_planner_refuses_every_trick_and_plans_the_other_units(
     ran = invoke(tricks_repo, "plan", "--all", "--out", str(out))
     assert ran.returncode == 1, ran.output
     units = units_by_path(read_summary(out))
-    for trick in TRICKS:
+    for trick in ALONE:
         _assert_refused(units[trick.path], trick)
         assert not list((out / "units" / trick.path).glob("*.tfplan"))
     for clean in ("live/cloud/dns", "live/cloud/iam", "live/cluster/network"):
@@ -221,12 +246,18 @@ def test_the_batch_planner_refuses_every_trick_and_plans_the_other_units(
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_the_per_unit_planner_refuses_each_trick(
-    tricks_repo: Path, tmp_path: Path, name: str
+    request: pytest.FixtureRequest, tmp_path: Path, name: str
 ) -> None:
     trick = BY_NAME[name]
+    repo = _repo_for(trick, request)
     out = tmp_path / "plans"
-    ran = invoke(tricks_repo, "plan", "--unit", trick.path, "--out", str(out))
+    ran = invoke(repo, "plan", "--unit", trick.path, "--out", str(out))
     assert ran.returncode == 1, ran.output
+    if trick.early is not None:  # refused before Terragrunt starts: no report at all
+        assert f"{trick.path}/terragrunt.hcl:" in ran.stderr, ran.output
+        assert f": {trick.early}: " in ran.stderr, ran.output
+        assert not (out / "summary.json").exists()
+        return
     _assert_refused(units_by_path(read_summary(out))[trick.path], trick)
     assert not list((out / "units" / trick.path).glob("*.tfplan"))
 
@@ -238,7 +269,7 @@ def test_drift_refuses_every_trick_and_checks_the_other_units(
     invoke(tricks_repo, "drift", "--out", str(out))
     doc = json.loads((out / "drift.json").read_text())
     units = {u["path"]: u for u in doc["units"]}
-    for trick in TRICKS:
+    for trick in ALONE:
         _assert_refused(units[trick.path], trick)
     assert units["live/cloud/dns"]["status"] in ("drifted", "in-sync"), units["live/cloud/dns"]
 
@@ -252,20 +283,22 @@ def _armed(repo: Path, *paths: str) -> dict[str, str]:
         ws.tool_env,
         cache_dir=ws.settings.cache_dir,
         model=model,
+        policy=ws.policy,
     )
     return env
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_the_guard_alone_refuses_what_terragrunt_hands_over(
-    tricks_repo: Path, tmp_path: Path, name: str
+    request: pytest.FixtureRequest, tmp_path: Path, name: str
 ) -> None:
     """Terragrunt runs the unit itself with the run's environment: no static verifier in
     the way, only the guard before each OpenTofu command."""
     trick = BY_NAME[name]
+    repo = _repo_for(trick, request)
     plan_file = tmp_path / "p.tfplan"
     ran = terragrunt.run(
-        terragrunt.plan_args(plan_file), tricks_repo / trick.path, _armed(tricks_repo, trick.path)
+        terragrunt.plan_args(plan_file), repo / trick.path, _armed(repo, trick.path)
     )
     output = ran.stdout + ran.stderr
     assert ran.returncode != 0, output
@@ -279,7 +312,7 @@ def test_the_guard_alone_refuses_what_terragrunt_hands_over(
     else:
         assert line.startswith(f"ERROR {trick.path}") and "; " in line, line
     assert not plan_file.exists()
-    assert not (tricks_repo / "stolen.tfstate").exists()
+    assert not (repo / "stolen.tfstate").exists()
 
 
 def test_the_guard_lets_a_clean_unit_through_unchanged(tricks_repo: Path, tmp_path: Path) -> None:
@@ -331,6 +364,17 @@ FLIP = (
 )
 
 
+def _refused_before_terragrunt(
+    repo: Path, out: Path, args: tuple[str, ...], unit_file: str
+) -> None:
+    """A computed env_vars is refused before any Terragrunt process (``env-vars``, on the
+    text): the run stops naming the file, and writes no report."""
+    ran = invoke(repo, *args, "--out", str(out))
+    assert ran.returncode == 1, ran.output
+    assert f"{unit_file}:" in ran.stderr and ": env-vars: " in ran.stderr, ran.output
+    assert not (out / "summary.json").exists() and not (out / "drift.json").exists()
+
+
 def test_finding_5_env_vars_that_flip_while_the_run_goes_are_refused_on_every_path(
     tmp_path: Path, tools: None
 ) -> None:
@@ -360,21 +404,14 @@ def test_finding_5_env_vars_that_flip_while_the_run_goes_are_refused_on_every_pa
     assert not (repo / "stolen.tfstate").exists()
     violations, _ = check.run(repo)
     assert "enforce-env" in {v.rule for v in violations if v.file == f"{registry}/terragrunt.hcl"}
-    # the batch: iam and registry planned together
-    out = tmp_path / "batch"
-    invoke(repo, "plan", "--unit", "live/cloud/iam", "--unit", registry, "--out", str(out))
-    units = units_by_path(read_summary(out))
-    assert units[registry]["status"] == "error" and ": enforce-env: " in str(
-        units[registry]["error"]
-    )
-    assert units["live/cloud/iam"]["status"] == "no-changes"  # applied above
-    # per unit, and drift
-    out = tmp_path / "one"
-    invoke(repo, "plan", "--unit", registry, "--out", str(out))
-    assert units_by_path(read_summary(out))[registry]["status"] == "error"
-    invoke(repo, "drift", "--out", str(tmp_path / "drift"))
-    drift = {u["path"]: u for u in json.loads((tmp_path / "drift/drift.json").read_text())["units"]}
-    assert drift[registry]["status"] == "error"
+    # the batch (iam and registry planned together), per unit, and drift: a computed
+    # env_vars refuses the run before Terragrunt starts (env-vars), no report written
+    for args in (
+        ("plan", "--unit", "live/cloud/iam", "--unit", registry),
+        ("plan", "--unit", registry),
+        ("drift",),
+    ):
+        _refused_before_terragrunt(repo, tmp_path / "again", args, f"{registry}/terragrunt.hcl")
     # the guard alone, now that iam's working copy is there and the condition holds
     assert list((repo / "live/cloud/iam/.terragrunt-cache").rglob("*"))
     ran = terragrunt.run(
@@ -436,14 +473,9 @@ def test_finding_7_a_computed_env_vars_is_named_by_check_and_refused_by_plan_dri
     assert record["live/cloud/iam"]["result"] == "applied"
     assert not (repo / ".iac/state" / dns / "terraform.tfstate").exists()
     commit_all(repo, "a computed env_vars")
-    for args in (["plan", "--unit", dns], ["plan", "--unit", dns, "--unit", "live/cloud/iam"]):
-        again = tmp_path / "again"
-        invoke(repo, *args, "--out", str(again))
-        unit = units_by_path(read_summary(again))[dns]
-        assert unit["status"] == "error" and ": enforce-env: " in str(unit["error"])
-    invoke(repo, "drift", "--out", str(tmp_path / "drift"))
-    drift = {u["path"]: u for u in json.loads((tmp_path / "drift/drift.json").read_text())["units"]}
-    assert drift[dns]["status"] == "error"
+    for args in (("plan", "--unit", dns), ("plan", "--unit", dns, "--unit", "live/cloud/iam")):
+        _refused_before_terragrunt(repo, tmp_path / "again", args, f"{dns}/terragrunt.hcl")
+    _refused_before_terragrunt(repo, tmp_path / "drift", ("drift",), f"{dns}/terragrunt.hcl")
     # and the guard alone, on what Terragrunt computes
     ran = terragrunt.run(terragrunt.plan_args(tmp_path / "p"), repo / dns, _armed(repo, dns))
     assert (
