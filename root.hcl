@@ -145,16 +145,3 @@ generate "backend" {
   if_exists = "overwrite_terragrunt"
   contents  = local.state_bucket == "" ? local.backend_local : local.backend_s3
 }
-
-# The working-copy rule (docs/rules.md, "working-copy"): before OpenTofu's init
-# (which reads the configuration too) and again right before it plans or
-# applies, the unit's working copy must hold exactly the module's files at the
-# commit its tag names, plus the files the generate blocks above declare. The
-# pipeline arms the check through IAC_WORKCOPY_HOOK; a plain `terragrunt plan`
-# runs `true` instead.
-terraform {
-  before_hook "iac_working_copy" {
-    commands = ["init", "plan", "apply"]
-    execute  = concat(jsondecode(get_env("IAC_WORKCOPY_HOOK", "[\"true\"]")), [get_terragrunt_dir()])
-  }
-}

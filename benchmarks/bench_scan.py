@@ -7,12 +7,11 @@ once, as the task has it already), in three cases:
 
   all       every unit planned (`plan --all`);
   one       the last unit of a dependency chain (its upstream units are in play);
-  two-tiers one unit in each of two tiers (the verifier's `render --all` starts from
-            their common folder: every unit below it is in play);
+  two-tiers one unit in each of two tiers (where a revision's verifier ran
+            `render --all` from their common folder, every unit below it was in
+            play; the static verifier starts no Terragrunt process);
 
-and `invoke check`'s run of the rules (`tooling.commands.check.run`) once per tree;
-and what the working-copy check's launcher (`iac-clean-exec`) adds to each start of
-the hook (CPU seconds of `/bin/true` started through it and directly).
+and `invoke check`'s run of the rules (`tooling.commands.check.run`) once per tree.
 Trees: the example (7 units) and trees from benchmarks/gentree.py (`--units`, each a
 tree of that many units: chains of 10, 10 groups per tier). CPU seconds are user +
 system of this process and its children (git's one call), per call, the median of
@@ -111,27 +110,6 @@ def measure(root: Path, repeat: int) -> dict[str, Any]:
     return out
 
 
-def launcher_cost(repeat: int) -> dict[str, float] | None:
-    """CPU seconds of starting ``/bin/true`` through the working-copy check's launcher
-    (``iac-clean-exec``, what each hook run adds) and directly, each the median of
-    ``repeat`` rounds of 20 starts; None when this tooling has no launcher."""
-    try:
-        from tooling.io import cleanexec
-    except ImportError:
-        return None
-    import subprocess
-
-    launched = cleanexec.clean(["/bin/true"])
-
-    def starts(argv: list[str]) -> None:
-        for _ in range(20):
-            subprocess.run(argv, check=True)
-
-    through = timed(lambda: starts(launched), repeat) / 20
-    direct = timed(lambda: starts(["/bin/true"]), repeat) / 20
-    return {"through_launcher_cpu_s": round(through, 5), "direct_cpu_s": round(direct, 5)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, action="append", default=[])
@@ -162,12 +140,6 @@ def main() -> None:
                     f"  {case:<10} {row['planned']:>5} planned  {row['cpu_s']:>8} CPU s  "
                     f"{row['cpu_s_per_unit']:>8} CPU s per planned unit"
                 )
-    results["launcher"] = cost = launcher_cost(args.repeat)
-    if cost is not None:
-        print(
-            f"a start through iac-clean-exec: {cost['through_launcher_cpu_s']} CPU s "
-            f"(directly: {cost['direct_cpu_s']} CPU s)"
-        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -4,23 +4,25 @@ The tree: a fresh git copy of the example (root.hcl, live/, policy.toml), local
 state, the sandbox module catalog. Each repeat runs both paths twice, paired and
 interleaved (which of the pair goes first alternates between repeats):
 
-  verified  what `invoke plan` does before the first plan: the preflight with
-            every unit rendered meanwhile (`preflight_rendered`: one
-            `terragrunt render --all` in a thread beside the preflight, what
-            root.hcl declares from the model, then the roles checked), the
-            working-copy check armed (`workcopies.armed`: the tags' trees and
-            the manifest; root.hcl's hook then runs the check before each init
-            and plan), then the plans, whose verifier uses those renders;
+  verified  what `invoke plan` does before the first plan: every unit's static
+            form worked out (`preplan.expect_forms`), the preflight with the
+            roles read from those forms, the guard armed (`execguard.armed`:
+            the tags' trees, the modules' variables, the root file's side from
+            the model, guard.json; Terragrunt then runs the guard before each
+            OpenTofu command), then the plans, whose verifier judges each
+            unit's static form before its Terragrunt process;
   plain     the preflight alone (`preflight.check`), then the same plans with
-            the verifier switched off (this script only) and the hook unarmed
-            (root.hcl runs `true`, as a plain `terragrunt plan` does).
+            the verifier switched off (this script only) and Terragrunt running
+            the pinned OpenTofu itself (`TG_TF_PATH` names it, as `invoke plan`
+            did before the guard).
 
   per-unit  the 7 units planned one after the other by the per-unit planner
             (`plan_unit`);
   batch     the 7 units planned by the batch planner (`run_batch`, `--jobs`).
 
 The rule's share is (verified - plain) / plain, of the whole run (pre-plan
-work plus plans): the renders and the working-copy check together. The load
+work plus plans): the static forms and the guard together; so is the rule's cost,
+verified - plain, in CPU seconds per run and per unit. The load
 average is sampled before each pair. The first repeat starts with empty `.terragrunt-cache`
 folders (module fetch, `tofu init`); later repeats plan warm. Wall seconds, and
 CPU seconds (user + system of this process and of every child process).
@@ -48,13 +50,16 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import example_tree  # noqa: E402
 
-from tooling.engine import preflight, secrets, verify, workcopies  # noqa: E402
+from tooling.engine import execguard, preflight, secrets, verify  # noqa: E402
 from tooling.engine.batchplanner import run_batch  # noqa: E402
 from tooling.engine.plan.request import Mode, PlanContext  # noqa: E402
-from tooling.engine.preplan import preflight_rendered  # noqa: E402
+from tooling.engine.preplan import expect_forms  # noqa: E402
 from tooling.engine.unitplanner import Target, plan_unit  # noqa: E402
 from tooling.io import toolchain  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
+
+#: the example's units, which every run plans
+UNITS = 7
 
 secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it
 
@@ -99,15 +104,24 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     undo = None if verified else _plain()
     try:
         start, c0 = time.perf_counter(), cpu()
-        if verified:  # as engine/preplan.py orders it: the check armed, then the render
-            env = workcopies.arm_for(
-                all_targets,
-                env,
-                root=ws.root,
-                root_file=ws.layout.root_file,
-                cache_dir=ws.settings.cache_dir,
+        if verified:  # as engine/preplan.py orders it: the forms, the roles, the guard
+            model = context.of_units().model
+            forms = expect_forms(all_targets, model, ws.policy)
+            preflight.check(
+                [(t.path, t.executor) for t in all_targets],
+                policy=ws.policy,
+                settings=ws.settings,
             )
-            preflight_rendered(context, all_targets, dict(env), jobs=jobs)
+            preflight.check_roles(
+                verify.roles_of([(t.path, t.tier) for t in all_targets], forms), policy=ws.policy
+            )
+            env, _ = execguard.armed(
+                [(t.path, t.run_dir, t.source) for t in all_targets],
+                env,
+                cache_dir=ws.settings.cache_dir,
+                model=model,
+                policy=ws.policy,
+            )
         else:
             preflight.check(
                 [(t.path, t.executor) for t in all_targets],
@@ -126,7 +140,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
             ]
         total, total_cpu = time.perf_counter() - start, cpu() - c0
     finally:
-        verify.forget_prerendered()
+        verify.forget_forms()
         if undo is not None:
             undo()
     return {"pre": pre, "pre_cpu": pre_cpu, "total": total, "total_cpu": total_cpu}
@@ -175,6 +189,15 @@ def main() -> None:
                     f"{p:.2f} s (medians), share of the pairs median "
                     f"{statistics.median(shares):+.1%} (min {min(shares):+.1%}, max {max(shares):+.1%})"
                 )
+            added = [
+                r[kind]["verified"]["total_cpu"] - r[kind]["plain"]["total_cpu"] for r in picked
+            ]
+            units = UNITS
+            print(
+                f"{label} {kind} the rule's CPU (verified - plain), median of the pairs: "
+                f"{statistics.median(added):.3f} s per run of {units} units "
+                f"(budget {0.06 * units + 0.1:.2f} s: 0.06 s a unit and 0.1 s a run)"
+            )
             loads = [r[f"{kind}_load"] for r in picked]
             print(
                 f"{label} {kind} load average (1 min) before the pairs: {min(loads):.1f} to {max(loads):.1f}"

@@ -1,15 +1,17 @@
-"""Benchmark the working-copy check (docs/rules.md, "working-copy") per unit.
+"""Benchmark the guard at the point of execution (docs/rules.md, "The point of
+execution": the arguments, the environment, the working copy and the recorded backend,
+before each OpenTofu command) per unit.
 
 On a copy of the example tree (embedded default: sandbox catalog, local state),
 after one warm-up plan of every unit:
 
-  prepare  what the pipeline does once per run before Terragrunt starts:
-           work out every unit's expectation (one git fetch of the tags per
-           module repository, one ls-tree per tag) and write the manifest.
-  hook     the hook alone, as Terragrunt starts it: `python -I -S
-           workcopy_hook.py MANIFEST UNIT` in the unit's working copy.
-  plan     a bare `terragrunt plan` of one unit with the hook armed and with it
-           unarmed (root.hcl then runs `true`), interleaved, repeat after repeat.
+  prepare  what the pipeline does once per run before Terragrunt starts: work out
+           what every unit may run with (its module's files and variables: one
+           `git ls-remote --tags` per module repository, one ls-tree per commit
+           once; the root file's side from the model) and write guard.json.
+  plan     a bare `terragrunt plan` of one unit with the guard armed
+           (`TG_TF_PATH` names it) and with the pinned OpenTofu itself,
+           interleaved, repeat after repeat.
   batch    `terragrunt run --all --parallelism J plan` over every unit, armed
            and unarmed, interleaved.
 
@@ -36,8 +38,8 @@ sys.path.insert(0, str(HERE))
 
 from benchenv import example_tree, sh  # noqa: E402
 
-from tooling.engine import secrets, workcopies  # noqa: E402
-from tooling.io import terragrunt  # noqa: E402
+from tooling.engine import execguard, secrets  # noqa: E402
+from tooling.io import terragrunt, toolchain  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
 secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it
@@ -63,24 +65,23 @@ def main() -> None:
     parser.add_argument("--unit", default="live/cloud/dns")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    toolchain.ensure_bin_dir_on_path()
 
-    with tempfile.TemporaryDirectory(prefix="bench-workcopy-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         root = example_tree(Path(tmp) / "infra")
         ws = Workspace(root)
         model = ws.model()
         units = [(p, root / p, model.units[p].source) for p in model.order]
         base = ws.tool_env
         cache = ws.settings.cache_dir
-        root_file = ws.layout.root_file
 
         def arm() -> dict[str, str]:
-            return workcopies.armed(units, base, root=root, root_file=root_file, cache_dir=cache)
+            return execguard.armed(units, base, cache_dir=cache, model=model, policy=ws.policy)[0]
 
         prepare = [timed(arm) for _ in range(args.repeat)]
         armed = arm()
-        hook = json.loads(armed[workcopies.HOOK_ENV])
 
-        # warm-up: every working copy initialised, the hook passing
+        # warm-up: every working copy initialised, the guard passing
         plan_all = terragrunt.run_all_plan_args(
             [f"./{p}" for p, _d, _s in units],
             Path(tmp) / "plans",
@@ -92,12 +93,6 @@ def main() -> None:
             raise SystemExit(f"warm-up plan failed:\n{warm.stderr[-3000:]}")
 
         unit_dir = root / args.unit
-        work = terragrunt.work_dir(unit_dir / ".terragrunt-cache", unit_dir / "terragrunt.hcl")
-        hook_runs, hook_cpu = [], []
-        for _ in range(args.repeat):
-            hook_runs.append(timed(lambda: sh(work, *hook, str(unit_dir), check=True)))
-            hook_cpu.append(CPU[-1])
-
         plan_args = terragrunt.plan_args(Path(tmp) / "one.tfplan")
         one_on, one_off, all_on, all_off = [], [], [], []
         cpu: dict[str, list[float]] = {"one_on": [], "one_off": [], "all_on": [], "all_off": []}
@@ -116,13 +111,11 @@ def main() -> None:
     rows: dict[str, float] = {
         "units": n,
         "prepare_s": med(prepare),
-        "hook_s": med(hook_runs),
         "plan_armed_s": med(one_on),
         "plan_unarmed_s": med(one_off),
         "batch_armed_s": med(all_on),
         "batch_unarmed_s": med(all_off),
     }
-    rows["hook_cpu_s"] = med(hook_cpu)
     for key, values in cpu.items():
         rows[f"{key}_cpu_s"] = med(values)
     rows["plan_cpu_overhead_pct"] = 100 * (rows["one_on_cpu_s"] / rows["one_off_cpu_s"] - 1)

@@ -58,6 +58,13 @@ def _module(source: str) -> Any:
     return add
 
 
+def _tofurc(app_dir: Path, infra: Path) -> dict[str, str]:
+    rc = infra / "h" / ".tofurc"
+    rc.parent.mkdir(exist_ok=True)
+    rc.write_text("provider_installation {\n  direct {}\n}\n")
+    return {"TF_CLI_CONFIG_FILE": str(rc)}
+
+
 def _env(name: str, value: str) -> Any:
     def add(app_dir: Path, infra: Path) -> dict[str, str]:
         return {name: value.replace("INFRA", str(infra))}
@@ -76,6 +83,21 @@ TRICKS = [
     ),
     ("tf-cli-args-all", _env("TF_CLI_ARGS", "-lock=false"), "TF_CLI_ARGS=", True),
     ("tf-workspace", _env("TF_WORKSPACE", "live"), "TF_WORKSPACE", True),
+    # by allowlist, as the guard checks a foundation unit's environment
+    (
+        "tf-cli-config-file",
+        _tofurc,
+        "TF_CLI_CONFIG_FILE",
+        True,
+    ),
+    ("tf-plugin-cache-dir", _env("TF_PLUGIN_CACHE_DIR", "INFRA/p"), "TF_PLUGIN_CACHE_DIR", True),
+    ("ld-preload", _env("LD_PRELOAD", "INFRA/x.so"), "LD_PRELOAD", True),
+    (
+        "pipeline-passphrase",
+        _env("TF_VAR_iac_encryption_passphrase", "known"),
+        "TF_VAR_iac_encryption_passphrase",
+        True,
+    ),
     (
         "module-duplicate-ref",
         _module("git::https://git.example.com/platform-modules/m.git?re%66=main&ref=v1.0.0"),
@@ -154,6 +176,15 @@ def test_the_pipelines_own_init_arguments_in_the_environment_are_not_a_trick() -
     own = {"TF_CLI_ARGS_init": "-lockfile=readonly"}
     assert appverify.env_problems({**own, "PATH": "/bin"}, own) == []
     assert appverify.env_problems({"TF_CLI_ARGS_init": "-backend=false"}, own) != []
+
+
+def test_the_environment_is_an_allowlist_of_the_apps_own_variables() -> None:
+    app = frozenset({"database_size"})
+    allowed = {"TF_VAR_database_size": "small", "HOME": "/home/runner", "PATH": "/bin"}
+    assert appverify.env_problems(allowed, {}, app) == []
+    for key in ("TF_VAR_other", "TF_VAR_iac_encryption_passphrase", "TF_LOG", "LD_AUDIT"):
+        [problem] = appverify.env_problems({key: "secret-value"}, {}, app)
+        assert problem.startswith(f"{key}=… is set") and "secret-value" not in problem
 
 
 def test_the_backend_record_must_carry_the_apps_key_and_nothing_else() -> None:

@@ -3,8 +3,9 @@ Terragrunt process per unit and the batch's ``run --all``), before its apply, an
 by ``invoke check`` with the same rule.
 
 Every trick is a unit of a real example tree beside ``live/cloud/dns``; the verifier
-renders it with the pinned Terragrunt. A refused unit is never planned: no plan file,
-the report names the rule, ``file:line`` and the fix, and the other units go on.
+judges its static form before any Terragrunt process of it starts. A refused unit is
+never planned: no plan file, the report names the rule, ``file:line`` and the fix, and
+the other units go on.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tooling.commands import check
 from tooling.engine import verify
 from tooling.engine.batchplanner import run_batch
 from tooling.engine.unitplanner import Target, plan_unit
-from tooling.io import config
+from tooling.io import config, terragrunt
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -341,28 +342,38 @@ def test_a_unit_that_starts_ignoring_errors_after_its_plan_is_refused_at_apply(
     assert not (repo / ".iac/state/live/cloud/dns/terraform.tfstate").exists()
 
 
-def test_the_batch_verification_renders_every_unit_at_once_and_leaves_no_file_behind(
-    tricks_repo: Path,
+def test_the_batch_verification_starts_no_terragrunt_process_and_leaves_no_file_behind(
+    tricks_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every unit is judged on its static form (what Terragrunt hands to OpenTofu is the
+    guard's, where OpenTofu runs): no render, no file written beside a unit."""
+    started: list[object] = []
+    real = terragrunt.run
+
+    def counted(*args: object, **kwargs: object) -> object:
+        started.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(terragrunt, "run", counted)
     model = Workspace(tricks_repo).model()
-    dirs = [(tricks_repo / p).resolve() for p in model.order]
-    renders = verify.render_tree(
-        tricks_repo.resolve(),
-        dirs,
-        Workspace(tricks_repo).tool_env,
-        config.read_policy(tricks_repo),
+    ws = Workspace(tricks_repo)
+    refused = verify.verify_many(
+        [(tricks_repo / p, p, model.units[p].tier) for p in model.order],
+        ws.tool_env,
+        ws.policy,
+        jobs=2,
     )
-    assert set(renders) == set(dirs)  # no unit fell back to a render of its own
-    mine, declared = renders[(tricks_repo / "live/cloud/gen-base64").resolve()]
+    assert set(refused) == {t.path for t in TRICKS}
+    assert started == []
+    forms = verify.static_forms(tricks_repo, ["live/cloud/gen-base64"], ws.policy, model)
+    mine, declared = (
+        forms["live/cloud/gen-base64"].rendered,
+        forms["live/cloud/gen-base64"].declared,
+    )
     # root.hcl declares the backend and the encryption of state and plans
     assert set(mine["generate"]) == {"backend", "encryption", "extra"}
     assert set(declared["generate"]) == {"backend", "encryption"}
-    assert mine["generate"]["extra"]["contents"] == 'resource "terraform_data" "injected" {}\n'
-    left = [
-        p
-        for name in (verify.DECLARED_CONFIG, verify.RENDERED_OUT, verify.DECLARED_OUT)
-        for p in tricks_repo.rglob(name.format(token="*"))
-    ]
+    left = [p for p in tricks_repo.rglob(".iac-*") if ".iac/" not in p.as_posix()]
     assert left == []
 
 

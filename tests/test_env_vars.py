@@ -4,7 +4,8 @@ the real pinned tools and a real library built with gcc.
 
 The findings behind these tests: ``env_vars = { LD_PRELOAD =
 "${get_terragrunt_dir()}/lib/libx.so" }`` with a committed library ran its constructor
-inside the working-copy hook's ``sh`` and ``python``; and ``env_vars = local.e`` was
+inside the working-copy hook's ``sh`` and ``python`` (the hook is gone: the guard,
+a static executable, now runs where it ran); and ``env_vars = local.e`` was
 invisible to ``check`` (it iterated the characters of the expression), so only the
 plan's verifier refused it.
 """
@@ -168,27 +169,33 @@ def test_ld_preload_in_an_included_file_is_refused_for_every_unit_including_it(
 
 
 def test_a_literal_map_of_module_variables_still_plans(example_repo: Path, tmp_path: Path) -> None:
-    edit(example_repo, DNS_FILE, SOURCE_LINE, _extra('{ TF_VAR_note = "x" }', '"plan"'))
+    # zone_name is a variable of the unit's module: the only TF_VAR_ the guard lets through
+    edit(
+        example_repo,
+        DNS_FILE,
+        SOURCE_LINE,
+        _extra('{ TF_VAR_zone_name = "example.net" }', '"plan"'),
+    )
     commit_all(example_repo, "a literal env_vars")
     assert invoke(example_repo, "check").returncode == 0
     ran = invoke(example_repo, "plan", "--unit", DNS, "--out", str(tmp_path / "out"))
     assert ran.returncode == 0, ran.output
 
 
-# --------------------------------------------------------------------------- the hook itself
+# --------------------------------------------------------------------------- the guard itself
 
 
-def test_the_working_copy_check_starts_with_a_clean_environment_whatever_a_unit_sets(
+def test_a_preloaded_library_is_loaded_by_no_process_the_guard_starts_and_is_refused(
     example_repo: Path, tmp_path: Path
 ) -> None:
     """Past the rules (Terragrunt run directly, as a rule that missed would let it): a
     unit's ``env_vars`` put ``LD_PRELOAD`` of a committed library in the environment of
-    root.hcl's hook. The check starts through a statically linked launcher with an
-    environment of its own: the library is loaded in no process, and the check still
-    runs (it leaves its mark, holding Terragrunt's process id)."""
+    what Terragrunt starts for OpenTofu. That is the guard, a static executable no
+    dynamic loader runs for: the library is loaded in no process, and the guard refuses
+    the variable by its allowlist (``exec-env``) before OpenTofu starts."""
     import os
 
-    from tooling.engine import workcopies
+    from tooling.engine import execguard
     from tooling.io.workspace import Workspace
 
     marker = tmp_path / "loaded.txt"
@@ -207,13 +214,13 @@ def test_the_working_copy_check_starts_with_a_clean_environment_whatever_a_unit_
     build_library(example_repo / unit / "lib" / "libx.so", marker)
     commit_all(example_repo, "a unit preloading a committed library")
     ws = Workspace(example_repo)
-    source = ws.model().units[unit].source
-    env = workcopies.armed(
-        [(unit, example_repo / unit, source)],
+    model = ws.model()
+    env, _ = execguard.armed(
+        [(unit, example_repo / unit, model.units[unit].source)],
         ws.tool_env,
-        root=example_repo,
-        root_file="root.hcl",
         cache_dir=tmp_path / "cache",
+        model=model,
+        policy=ws.policy,
     )
     ran = subprocess.run(
         ["terragrunt", "plan", "-input=false", "--non-interactive", "--no-color"],
@@ -223,8 +230,7 @@ def test_the_working_copy_check_starts_with_a_clean_environment_whatever_a_unit_
         text=True,
         check=False,
     )
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    output = ran.stdout + ran.stderr
+    assert ran.returncode != 0, output
     assert not marker.exists(), f"the library was loaded: {marker.read_text()}"
-    marks = list((example_repo / unit).glob(".terragrunt-cache/*/*/.terraform/iac-checked-*"))
-    assert len(marks) == 1, "the working-copy check did not run"
-    assert marks[0].name == f"iac-checked-{env[workcopies.MARK_ENV]}"
+    assert f"{unit}: exec-env: OpenTofu's environment sets LD_PRELOAD" in output, output

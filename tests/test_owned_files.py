@@ -58,24 +58,23 @@ def test_a_unit_whose_declared_side_needs_the_reserved_name_is_refused_naming_th
 
     monkeypatch.setattr(verify, "model_declared", inexact)
     ws = Workspace(example_repo)
-    unit = ws.model().units[DNS]
     with pytest.raises(ToolingError) as raised:
-        verify.before_plan(example_repo / DNS, DNS, unit.tier, ws.tool_env, ws.policy)
+        verify.rendered_declared(example_repo / DNS, DNS, ws.tool_env, ws.policy)
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(f"{DNS}/.iac-declared.hcl: ")
     assert "not the pipeline's" in message and "rename it" in message
     _my_files_are_intact(example_repo)
-    # many units at once: the tree is not rendered with the user's file in place, and
-    # the other units are rendered (each on its own) as before
-    dirs = [(example_repo / p).resolve() for p in ("live/cloud/dns", "live/cloud/iam")]
-    with pytest.raises(ToolingError, match="not the pipeline's"):
-        verify.render_tree(example_repo.resolve(), dirs, ws.tool_env, ws.policy)
-    _my_files_are_intact(example_repo)
-    iam = ws.model().units["live/cloud/iam"]
-    verify.before_plan(
-        example_repo / "live/cloud/iam", "live/cloud/iam", iam.tier, ws.tool_env, ws.policy
+    # many units at once: the unit is not rendered with the user's file in place (the
+    # guard then refuses it, naming why), and the other units are rendered as before
+    sides = verify.declared_sides(
+        [(example_repo / p, p) for p in ("live/cloud/dns", "live/cloud/iam")],
+        ws.tool_env,
+        ws.policy,
     )
+    assert sides[DNS][0] is None and "not the pipeline's" in str(sides[DNS][1])
+    assert sides["live/cloud/iam"][0] is not None and sides["live/cloud/iam"][1] is None
+    _my_files_are_intact(example_repo)
     assert not (example_repo / "live/cloud/iam" / verify.DECLARED_CONFIG).exists()
 
 

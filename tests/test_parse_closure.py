@@ -213,11 +213,19 @@ def test_a_symbolic_link_leaving_the_repository_is_refused(repo: Path, tmp_path:
     _refused(ran, tmp_path, tmp_path / "ran.txt", "live/cloud/tier.hcl:1: read-outside:")
 
 
-def test_a_unit_below_the_folder_the_render_starts_from_is_read_though_not_planned(
+def _not_parsed(ran: Invoked, tmp_path: Path, marker: Path, planned: tuple[str, ...]) -> None:
+    assert ran.returncode == 0, ran.output
+    assert not marker.exists(), "Terragrunt parsed a unit nobody planned: its command ran"
+    statuses = {p: u["status"] for p, u in units_by_path(read_summary(tmp_path / "out")).items()}
+    assert set(statuses) == set(planned) and "error" not in statuses.values(), statuses
+
+
+def test_a_unit_beside_the_planned_ones_is_parsed_by_no_terragrunt_process(
     repo: Path, tmp_path: Path
 ) -> None:
-    """dns and iam are planned; the verifier renders them with one ``render --all`` from
-    live/cloud, which parses registry too: a command in registry would run."""
+    """dns and iam are planned (one batch ``run --all``, one path filter per unit); the
+    verifier judges their static forms without Terragrunt, so no ``render --all`` from
+    live/cloud parses registry: its command never runs and the plan goes on."""
     marker = tmp_path / "ran.txt"
     edit(
         repo,
@@ -226,15 +234,17 @@ def test_a_unit_below_the_folder_the_render_starts_from_is_read_though_not_plann
         f'  repositories  = [run_cmd("sh", "-c", "echo ran >> {marker}; echo web")]',
     )
     commit_all(repo, "a command in a unit not planned")
-    ran = _run(repo, tmp_path, ("plan", "--unit", DNS, "--unit", "live/cloud/iam", "--out"))
-    _refused(ran, tmp_path, marker, f"{REGISTRY_FILE}:25: run-at-parse: run_cmd()")
+    planned = (DNS, "live/cloud/iam")
+    ran = _run(repo, tmp_path, ("plan", "--unit", planned[0], "--unit", planned[1], "--out"))
+    _not_parsed(ran, tmp_path, marker, planned)
 
 
-def test_a_configuration_below_the_render_folder_that_is_no_unit_is_read_too(
+def test_a_configuration_below_the_live_folders_that_is_no_unit_is_parsed_by_no_process(
     repo: Path, tmp_path: Path
 ) -> None:
-    """Two live folders (live/cloud, live/cluster): a plan of one unit of each renders
-    from live/, where Terragrunt's discovery finds live/attic/old, which is no unit."""
+    """Two live folders (live/cloud, live/cluster) and live/attic/old, which is no unit,
+    below their common folder: a plan of one unit of each starts Terragrunt from no
+    folder whose discovery would parse it."""
     marker = tmp_path / "ran.txt"
     edit(
         repo,
@@ -245,8 +255,9 @@ def test_a_configuration_below_the_render_folder_that_is_no_unit_is_read_too(
     (repo / "live/attic/old").mkdir(parents=True)
     (repo / "live/attic/old/terragrunt.hcl").write_text(_calling(marker))
     commit_all(repo, "an old configuration left below live/")
-    ran = _run(repo, tmp_path, ("plan", "--unit", DNS, "--unit", "live/cluster/network", "--out"))
-    _refused(ran, tmp_path, marker, "live/attic/old/terragrunt.hcl:2: run-at-parse: run_cmd()")
+    planned = (DNS, "live/cluster/network")
+    ran = _run(repo, tmp_path, ("plan", "--unit", planned[0], "--unit", planned[1], "--out"))
+    _not_parsed(ran, tmp_path, marker, planned)
 
 
 def test_a_dependency_in_the_live_folders_still_plans(repo: Path, tmp_path: Path) -> None:

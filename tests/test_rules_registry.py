@@ -24,6 +24,7 @@ from infra_fixtures import REPO
 from test_check import CASES, CORPUS, apply_case, base_tree
 
 from tooling.commands import check
+from tooling.core import execpoint
 from tooling.core.rules.registry import RULES, docs_table, ids_at, run
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation
@@ -31,9 +32,9 @@ from tooling.core.rules.snapshot import Snapshot, Violation
 RULES_MD = REPO / "docs" / "rules.md"
 TABLE_START = "<!-- the registry's table: tooling.core.rules.registry.docs_table() -->"
 TABLE_END = "<!-- end of the registry's table -->"
-#: enforced by root.hcl's hook inside the Terragrunt process, not by a loop over the
-#: registry (docs/rules.md, "The working copy")
-OUTSIDE_THE_REGISTRY = {"working-copy"}
+#: enforced by the guard before each OpenTofu command, not by a loop over the registry
+#: (docs/rules.md, "The point of execution" and "The working copy")
+OUTSIDE_THE_REGISTRY = {"working-copy", *execpoint.RULES}
 
 
 def _documented_ids() -> set[str]:

@@ -1,6 +1,7 @@
-"""What the root file declares for a unit, worked out by the model instead of a second
+"""What the root file declares for a unit (the guard compares the working copy's generated
+files and the recorded backend with it), worked out by the model instead of a
 ``terragrunt render``: equal to Terragrunt's own render where the model answers, a render
-where it cannot, and Terragrunt's render as the judge wherever the two would differ.
+where it cannot; and the units judged on their static forms, with no render at all.
 
 Every comparison is against the pinned Terragrunt rendering the same files.
 """
@@ -33,19 +34,14 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _terragrunt_declared(root: Path, unit: str, env: dict[str, str]) -> dict[str, Any]:
-    conf = config.read_policy(root)
-    return verify._render_declared(
-        root / unit,
-        env,
-        verify.declared_text(conf.layout.root_file, verify._allowed_files(root, conf.check)),
-    )
+    return verify.rendered_declared(root / unit, unit, env, config.read_policy(root))
 
 
 def _compared(render: dict[str, Any]) -> dict[str, Any]:
-    hooks = render["terraform"]
+    hooks = render.get("terraform") or {}
     return {
         "generate": render["generate"],
-        "hooks": {k: hooks[k] for k in ("before_hook", "after_hook", "error_hook")},
+        "hooks": {k: hooks.get(k) or {} for k in ("before_hook", "after_hook", "error_hook")},
     }
 
 
@@ -67,7 +63,6 @@ def test_the_model_declares_what_terragrunt_renders_for_every_example_unit(
     for unit in ws.model().order:
         model = verify.model_declared(repo, unit, env, conf)
         assert model is not None, unit
-        assert model[verify.FROM_MODEL] is True
         assert _compared(model) == _compared(_terragrunt_declared(repo, unit, env)), unit
 
 
@@ -119,17 +114,18 @@ def _count_renders(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return seen
 
 
-def test_one_terragrunt_render_per_run_in_the_batch_and_per_unit_alone(
+def test_no_terragrunt_render_verifies_a_unit_in_the_batch_or_alone(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The units are judged on their static forms, and the root file's side comes from the
+    model: the verifier starts no Terragrunt process on either path."""
     ws = Workspace(repo)
     model = ws.model()
-    dirs = [(repo / p).resolve() for p in model.order]
     seen = _count_renders(monkeypatch)
-    renders = verify.render_tree(repo.resolve(), dirs, ws.tool_env, config.read_policy(repo))
-    assert len(seen) == 1 and "--config" not in seen[0]  # no declared render --all
-    assert set(renders) == set(dirs)
-    seen.clear()
+    refused = verify.verify_many(
+        [(repo / p, p, model.units[p].tier) for p in model.order], ws.tool_env, ws.policy
+    )
+    assert refused == {}
     unit = model.units["live/cloud/dns"]
     assert (
         verify.violations(
@@ -137,8 +133,9 @@ def test_one_terragrunt_render_per_run_in_the_batch_and_per_unit_alone(
         )
         == []
     )
-    # the unit's own render only: the root file's side came from the model
-    assert len(seen) == 1 and "--config" not in seen[0]
+    sides = verify.declared_sides([(repo / p, p) for p in model.order], ws.tool_env, ws.policy)
+    assert all(side is not None and why is None for side, why in sides.values())
+    assert seen == []
     assert not list(repo.rglob(verify.DECLARED_CONFIG))
 
 
@@ -178,7 +175,7 @@ def _smuggled(contents: str) -> str:
     ],
     ids=["model-cannot", "model-wrong"],
 )
-def test_terragrunt_decides_where_the_model_cannot_or_would_differ(
+def test_the_static_form_judges_whether_the_model_works_the_declared_side_out_or_not(
     tmp_path: Path, tools: None, variant: str, root_extra: str, from_model: bool
 ) -> None:
     repo = make_example_repo(tmp_path / "infra")
@@ -226,12 +223,11 @@ def test_the_model_reads_the_environment_terragrunt_inherits_not_only_the_runs_o
     assert verify.violations(repo / clean, clean, "cloud", env, config.read_policy(repo)) == []
 
 
-def test_a_plan_where_the_model_answers_wrongly_is_judged_under_the_armed_hook_on_both_sides(
+def test_a_plan_where_the_model_answers_wrongly_for_a_file_that_is_no_code_plans(
     tmp_path: Path, tools: None
 ) -> None:
-    """The units are rendered before the run arms its working-copy hook; when the model's
-    declared side is wrong and Terragrunt decides, both sides are rendered under one
-    environment, so root.hcl's own hook is never taken for a unit's."""
+    """The model's declared side is wrong for a generated file OpenTofu does not read
+    (``stamp.txt``): the guard compares only OpenTofu's files, and the unit plans."""
     repo = make_example_repo(tmp_path / "infra")
     with (repo / "root.hcl").open("a") as fh:
         fh.write(

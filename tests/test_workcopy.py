@@ -1,21 +1,18 @@
-"""The working-copy rule: after Terragrunt's init, right before OpenTofu plans or applies,
-a unit's working copy holds exactly the pinned module's files plus root.hcl's generated
-files (docs/rules.md, "working-copy"). Real terragrunt, tofu and git."""
+"""The working-copy rule: right before each OpenTofu command, a unit's working copy holds
+exactly the pinned module's files plus root.hcl's generated files (docs/rules.md,
+"working-copy"), as the guard checks it. Real terragrunt, tofu and git."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units_by_path
 
 from tooling.core import workcopy
-from tooling.core.workcopy import Expected
 from tooling.model import hcl
-from tooling.model.layout import ROOT_FILE
 
 DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"
@@ -23,91 +20,8 @@ MOVING = "https://git.example.com/test-modules/terraform-moving.git"
 EVIL = 'resource "terraform_data" "smuggled" {\n  input = "not in the module"\n}\n'
 
 
-# -- the pure rule
-
-
-def _expected(**over: object) -> Expected:
-    base: dict[str, Any] = {
-        "unit": DNS,
-        "pinned": "https://h/o/m.git@v1.1.0",
-        "commit": "c" * 40,
-        "subdir": "modules/vm",
-        "files": {"modules/vm/main.tf": "a" * 40, "modules/vm/tpl.yaml": "b" * 40},
-        "generated": frozenset({"backend.tf"}),
-    }
-    base.update(over)
-    return Expected(**base)
-
-
-MODULE = {"modules/vm/main.tf": "a" * 40, "modules/vm/tpl.yaml": "b" * 40}
-
-
-@pytest.mark.parametrize(
-    ("found", "unit_files", "wanted"),
-    [
-        ({**MODULE, "modules/vm/backend.tf": "x"}, frozenset(), []),
-        (
-            {**MODULE, "modules/vm/terragrunt-null-vars.auto.tfvars.json": "x", "README.md": "y"},
-            frozenset(),
-            [],
-        ),
-        (
-            {**MODULE, "modules/vm/main.tf": "e" * 40},
-            frozenset(),
-            ["modules/vm/main.tf in the working copy differs from https://h/o/m.git@v1.1.0"],
-        ),
-        (
-            {"modules/vm/tpl.yaml": "b" * 40},
-            frozenset(),
-            ["modules/vm/main.tf of https://h/o/m.git@v1.1.0 is missing"],
-        ),
-        (
-            {**MODULE, "modules/vm/extra.tf": "x"},
-            frozenset({"terragrunt.hcl", "extra.tf"}),
-            [f"{DNS}/extra.tf:1: working-copy: OpenTofu code beside terragrunt.hcl"],
-        ),
-        (
-            {**MODULE, "modules/vm/zone_override.tf": "x"},
-            frozenset(),
-            ["modules/vm/zone_override.tf in the working copy is neither a file of"],
-        ),
-        (
-            {**MODULE, "modules/other/x.auto.tfvars": "x"},
-            frozenset(),
-            ["modules/other/x.auto.tfvars in the working copy is neither"],
-        ),
-        (  # a generated name is accepted in the module's folder only
-            {**MODULE, "modules/backend.tf": "x"},
-            frozenset(),
-            ["modules/backend.tf in the working copy is neither"],
-        ),
-    ],
-    ids=[
-        "module-plus-generated",
-        "terragrunt-own-and-non-code",
-        "changed-module-file",
-        "missing-module-file",
-        "unit-folder-code",
-        "undeclared-generated",
-        "tfvars-elsewhere",
-        "generated-name-elsewhere",
-    ],
-)
-def test_a_working_copy_is_the_module_plus_root_generated_files_and_nothing_else(
-    found: dict[str, str], unit_files: frozenset[str], wanted: list[str]
-) -> None:
-    got = workcopy.problems(_expected(), found, unit_files)
-    assert len(got) == len(wanted), got
-    for line, fragment in zip(got, wanted, strict=True):
-        assert fragment in line
-        assert "working-copy" in line
-
-
-def test_a_unit_whose_expectation_is_unknown_is_refused_whatever_its_copy_holds() -> None:
-    unknown = _expected(files={}, error="https://h/o/m.git has no tag v9.9.9")
-    assert workcopy.problems(unknown, MODULE) == [
-        f"{DNS}: working-copy: https://h/o/m.git has no tag v9.9.9"
-    ]
+# -- the pure parts (the comparison itself is the guard's: tooling/guard/main_test.go,
+# run by tests/test_guard.py)
 
 
 def test_root_hcl_declares_its_generated_file_names_and_only_literal_ones() -> None:
@@ -138,112 +52,9 @@ def test_a_hook_labelled_like_the_check_is_found_with_its_line() -> None:
     assert workcopy.hook_overrides(body) == [7]
 
 
-def test_the_hooks_blob_hash_is_the_models() -> None:
+def test_the_expectations_blob_hash_is_the_models() -> None:
     for data in (b"", b"resource {}\n", bytes(range(256))):
         assert workcopy.blob_sha(data) == hcl.blob_sha(data)
-
-
-def test_the_hook_process_hashes_and_verifies_without_loading_openssl_or_typing(
-    tmp_path: Path,
-) -> None:
-    """The hook runs once per unit and command: what it imports is paid on every plan.
-    Run as Terragrunt runs it, on a copy that keeps the rule (exit 0)."""
-    import os
-    import subprocess
-    import sys
-
-    unit, copy = tmp_path / "unit", tmp_path / "copy"
-    unit.mkdir()
-    copy.mkdir()
-    (copy / "main.tf").write_text(EVIL)
-    expected = Expected(DNS, "local", None, "", {"main.tf": hcl.blob_sha(EVIL.encode())})
-    manifest = tmp_path / "manifest.bin"
-    manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
-    hook = Path(__file__).resolve().parent.parent / "tooling" / "engine" / "workcopy_hook.py"
-    ran = subprocess.run(
-        [sys.executable, "-I", "-S", "-X", "importtime", str(hook), str(manifest), str(unit)],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-    )
-    assert ran.returncode == 0, ran.stderr
-    loaded = {
-        line.rsplit("|", 1)[1].strip()
-        for line in ran.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
-    assert "tooling.core.workcopy" in loaded
-    assert not loaded & {"hashlib", "_hashlib", "typing", "pathlib", "json", "dataclasses"}
-
-
-def test_a_plan_right_after_the_checked_init_of_the_same_process_is_not_checked_twice(
-    tmp_path: Path,
-) -> None:
-    """The armed hook as Terragrunt runs it (the shell wrapper, then the check): a check
-    that passes before ``init`` leaves a mark holding its parent's process id under this
-    run's token; only a ``plan`` of that same parent skips the check. Any other mark,
-    command or run checks again, and a failed check leaves no mark."""
-    import os
-    import subprocess
-
-    from tooling.engine import workcopies
-
-    unit, copy = tmp_path / "unit", tmp_path / "copy"
-    unit.mkdir()
-    copy.mkdir()
-    (copy / "main.tf").write_text(EVIL)
-    expected = Expected(DNS, "local", None, "", {"main.tf": hcl.blob_sha(EVIL.encode())})
-    manifest = tmp_path / "manifest" / "m.bin"
-    manifest.parent.mkdir()
-    manifest.write_bytes(workcopy.manifest_bytes({os.path.realpath(unit): expected}))
-    armed = workcopies.armed(
-        [], {}, root=tmp_path, root_file=ROOT_FILE, cache_dir=tmp_path / "cache"
-    )
-    hook = [*json.loads(armed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
-    token = armed[workcopies.MARK_ENV]
-    mark = copy / ".terraform" / f"iac-checked-{token}"
-
-    def run(
-        command: str, of: list[str] | None = None, **extra: str
-    ) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ["PATH"], "TG_CTX_COMMAND": command, **extra}
-        return subprocess.run(of or hook, cwd=copy, env=env, capture_output=True, text=True)
-
-    # another run's hook: armed with a token of its own
-    rearmed = workcopies.armed(
-        [], {}, root=tmp_path, root_file=ROOT_FILE, cache_dir=tmp_path / "cache"
-    )
-    other = [*json.loads(rearmed[workcopies.HOOK_ENV])[:-1], str(manifest), str(unit)]
-
-    (copy / ".terraform").mkdir()
-    (copy / ".terraform" / "iac-checked-0ld").write_text("1\n")  # an earlier run's mark
-    assert run("init", IAC_WORKCOPY_MARK=token).returncode == 0
-    assert mark.read_text() == f"{os.getpid()}\n"  # this process ran the hook, as Terragrunt does
-    assert not (copy / ".terraform" / "iac-checked-0ld").exists()
-
-    (copy / "extra.tf").write_text(EVIL)  # the copy no longer keeps the rule
-    assert run("plan", IAC_WORKCOPY_MARK=token).returncode == 0  # same process, right after
-    for command, of, extra in [
-        ("apply", hook, {"IAC_WORKCOPY_MARK": token}),  # apply is always checked
-        ("plan", other, {}),  # another run's token
-        # another run, whose environment names this run's token (a unit's env_vars): the
-        # check's environment is the launcher's, its token the one it was armed with
-        ("plan", other, {"IAC_WORKCOPY_MARK": token}),
-    ]:
-        refused = run(command, of, **extra)
-        assert refused.returncode == 1 and "extra.tf" in refused.stderr, (command, extra)
-    mark.write_text("1\n")  # another process's mark
-    refused = run("plan", IAC_WORKCOPY_MARK=token)
-    assert refused.returncode == 1 and "extra.tf" in refused.stderr
-    mark.unlink()
-    refused = run("init", IAC_WORKCOPY_MARK=token)
-    assert refused.returncode == 1 and "extra.tf" in refused.stderr
-    assert not mark.exists()  # a failed check leaves no mark
-
-
-def test_the_manifest_round_trips() -> None:
-    expected = {"/x/live/cloud/dns": _expected()}
-    assert workcopy.read_manifest(workcopy.manifest_bytes(expected)) == expected
 
 
 # -- end to end

@@ -48,20 +48,22 @@ use_usage_exit_codes()
     }
 )
 def setup(c: Context, pipeline: bool = False) -> None:
-    """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions).
+    """Install the pinned OpenTofu, Terragrunt, actionlint and act (from .tool-versions), and
+    build the pipeline's guard (tooling/guard, with Go).
 
     For each tool: a cached build, else a binary of the right version on PATH,
     else the official release verified against its checksums, else a build from
-    the Go module. Links them into this Python environment's bin directory. Builds
-    the working-copy check's launcher (iac-clean-exec, needs Go) once per machine.
+    the Go module. Links them into this Python environment's bin directory. The
+    guard, which Terragrunt runs instead of OpenTofu to check each command, is built
+    from its source beside the pinned OpenTofu, once per version of that source.
     Idempotent: on a warm machine it takes well under a second.
     """
-    from tooling.io import cleanexec, toolchain
+    from tooling.io import guardbin, toolchain
 
     def go() -> None:
         installed = toolchain.setup(_project_root(), test_tools=not pipeline)
+        guardbin.ensure()
         print(toolchain.summary_line(installed), file=sys.stderr)
-        cleanexec.launcher()  # the plans need it: a missing Go is named here, not mid-plan
 
     run(go)
 

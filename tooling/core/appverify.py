@@ -3,10 +3,13 @@
 The foundation's verifier judges what Terragrunt resolves; an app runs plain
 ``tofu``, so the rule is checked on what ``tofu`` itself will use:
 
-- **the environment** ``tofu`` inherits: ``TF_CLI_ARGS`` / ``TF_CLI_ARGS_<command>``
-  add arguments to every run (``-state=``, ``-backend-config=``, ``-chdir=``...)
-  and ``TF_WORKSPACE`` moves the state to another workspace's key, where no
-  review sees it: any of them other than the pipeline's own is refused;
+- **the environment** ``tofu`` inherits, by allowlist: a variable that configures
+  OpenTofu, Terragrunt or the loader (``TF_*``, ``TOFU_*``, ``TG_*``, ``LD_*``) is the
+  pipeline's own or a ``TF_VAR_`` of the app's own variables, as the guard allows a
+  foundation unit's. ``TF_CLI_ARGS`` / ``TF_CLI_ARGS_<command>`` add arguments to
+  every run (``-state=``, ``-backend-config=``, ``-chdir=``...), ``TF_WORKSPACE``
+  moves the state to another workspace's key, ``TF_CLI_CONFIG_FILE`` installs other
+  providers, ``LD_PRELOAD`` runs a library in every process: all refused;
 - **the backend after init**: OpenTofu records the backend it initialised, after
   the generated override file, every ``*_override.tf`` of the folder, the
   ``-backend-config`` arguments and the environment, in its data folder
@@ -30,9 +33,9 @@ from tooling.core.apps import AppState, Found
 from tooling.model.sources import is_commit_sha, parse_source
 from tooling.model.versions import parse_version
 
-#: environment variables that change the arguments or the workspace of every tofu run
-_ARGS_ENV = "TF_CLI_ARGS"
-_WORKSPACE_ENV = "TF_WORKSPACE"
+#: the variables that configure OpenTofu, Terragrunt, its providers' plugin loading, or
+#: the dynamic loader of every process tofu starts: by allowlist (:func:`env_problems`)
+TOOL_ENV_PREFIXES = ("TF_", "TOFU_", "TG_", "TERRAGRUNT_", "LD_")
 #: the S3 settings the pipeline passes with -backend-config (apps.backend_config_args)
 _S3_SETTINGS = frozenset(
     {
@@ -51,20 +54,31 @@ _S3_SETTINGS = frozenset(
 )
 
 
-def env_problems(env: Mapping[str, str], own: Mapping[str, str]) -> list[str]:
-    """Variables of ``env`` (what tofu runs with) that change its arguments or workspace,
-    unless ``own`` (the pipeline's environment for tofu) sets them to that value."""
+def env_problems(
+    env: Mapping[str, str], own: Mapping[str, str], variables: frozenset[str] = frozenset()
+) -> list[str]:
+    """Variables of ``env`` (what tofu runs with) that configure OpenTofu or the loader
+    (:data:`TOOL_ENV_PREFIXES`), by allowlist: the pipeline's own (``own``, with that
+    value) and ``TF_VAR_`` of the app's own ``variables`` (never the pipeline's
+    ``iac_*``), as the guard allows a foundation unit's (docs/rules.md, "The point of
+    execution"). Values are never shown."""
     out: list[str] = []
     for key in sorted(env):
-        upper = key.upper()
-        if not (upper.startswith(_ARGS_ENV) or upper == _WORKSPACE_ENV):
+        if not key.upper().startswith(TOOL_ENV_PREFIXES) or own.get(key) == env[key]:
             continue
-        if own.get(key) == env[key]:
+        name = key[len("TF_VAR_") :] if key.startswith("TF_VAR_") else None
+        if name is not None and name in variables and not name.lower().startswith("iac_"):
             continue
+        if key.upper().startswith(("TF_CLI_ARGS", "TF_WORKSPACE")):
+            why = "it changes the arguments, backend, state or workspace of `tofu init/plan/apply`"
+        elif name is not None:
+            why = "it is not a variable of the app's root module (the pipeline's own never are)"
+        else:
+            why = "it changes how OpenTofu, its providers or the loader run"
         out.append(
-            f"{key}={env[key]!r} is set in the environment tofu would run with: it changes "
-            "the arguments, backend, state or workspace of `tofu init/plan/apply` where no "
-            f"review sees it; unset {key} (the pipeline sets the app's backend and key)"
+            f"{key}=… is set in the environment tofu would run with: {why}, where no review "
+            f"sees it; unset {key} (the pipeline sets the app's backend, key and OpenTofu's "
+            "environment)"
         )
     return out
 

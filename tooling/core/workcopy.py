@@ -1,53 +1,41 @@
-"""The working-copy rule: what OpenTofu reads after Terragrunt's init is the pinned module. Pure.
+"""The working-copy rule: what OpenTofu reads is the pinned module. Pure.
 
 After Terragrunt has fetched a unit's module into ``UNIT/.terragrunt-cache/<h>/<h>/``,
 copied the unit folder into the module's folder and written its generated
 files, OpenTofu reads every configuration file of that folder (and of the
-folders its ``module`` blocks name). Before OpenTofu plans or applies, that
-checkout must hold:
+folders its ``module`` blocks name). Before each OpenTofu command, that checkout
+must hold:
 
 - every file of the module repository's tree at the commit the pinned tag names,
   byte for byte (compared by git blob SHA, so also against a ``git ls-tree``);
 - besides them, no OpenTofu file (``*.tf``, ``*.tf.json``, ``*.tofu``,
   ``*.tofu.json``, ``*.tfvars``, ``*.tfvars.json``) anywhere in the checkout,
-  except in the module's folder the files ``root.hcl``'s ``generate`` blocks
-  declare and the null-inputs file Terragrunt itself writes.
+  except in the module's folder the files the root file's ``generate`` blocks
+  declare, with the contents it declares for the unit, and the null-inputs file
+  Terragrunt itself writes (null values of the module's own variables only).
 
-Everything here works on plain data: the expectation (:class:`Expected`,
-carried to the Terragrunt hook in a manifest) and the checkout as ``{path: blob SHA}``.
+The guard checks it (``tooling/guard``: :mod:`tooling.core.execpoint` carries it the
+expectation); here: the expectation (:class:`Expected`), the file names the root file
+generates, a committed working copy, and the hook label an old root file used.
 """
 
 from __future__ import annotations
 
-import marshal
+from collections.abc import Mapping
+from typing import Any
 
-TYPE_CHECKING = False  # not typing's: importing typing costs the hook more than its work
-if TYPE_CHECKING:  # the hook imports this module in a process of its own, per unit: keep it lean
-    from collections.abc import Mapping
-    from typing import Any
-
-    from tooling.model.hcl import Body
+from tooling.model.hcl import Body
 
 RULE = "working-copy"
 #: the files OpenTofu reads as configuration or variable values
 CODE_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json", ".tfvars", ".tfvars.json")
-#: written by Terragrunt itself before a command, for inputs whose value is null
-TERRAGRUNT_OWN = frozenset({"terragrunt-null-vars.auto.tfvars.json"})
-#: folders of a checkout that are not configuration: git's stub, OpenTofu's data folder
-SKIPPED_DIRS = frozenset({".git", ".terraform"})
 
 
 def blob_sha(data: bytes) -> str:
-    """The git blob SHA-1 of ``data`` (:func:`tooling.model.hcl.blob_sha`, which this
-    module does not import: the hook would pay for ``pathlib`` on every unit)."""
-    try:  # the interpreter's own SHA-1: importing hashlib loads OpenSSL, ~7 ms CPU per hook
-        from _sha1 import sha1  # type: ignore[import-not-found]
-    except ImportError:  # an interpreter built without it
-        from hashlib import sha1
+    """The git blob SHA-1 of ``data``."""
+    from tooling.model.hcl import blob_sha as sha
 
-    digest = sha1(b"blob %d\0" % len(data))
-    digest.update(data)
-    return str(digest.hexdigest())
+    return sha(data)
 
 
 def is_code(name: str) -> bool:
@@ -56,7 +44,7 @@ def is_code(name: str) -> bool:
 
 
 class Expected:
-    """What one unit's checkout must hold (a plain class: no ``dataclasses`` import)."""
+    """What one unit's checkout must hold."""
 
     __slots__ = ("commit", "error", "files", "generated", "pinned", "subdir", "unit")
 
@@ -106,20 +94,6 @@ class Expected:
         return f"Expected{self.to_data()!r}"
 
 
-def manifest_bytes(expected: Mapping[str, Expected]) -> bytes:
-    """The hook's manifest: unit folder (absolute) -> expectation. ``marshal``: read back
-    by the same interpreter (the hook runs the tooling's own), with no import at all."""
-    return marshal.dumps({k: v.to_data() for k, v in sorted(expected.items())})
-
-
-def read_manifest(data: bytes) -> dict[str, Expected]:
-    loaded = marshal.loads(data)
-    return {
-        str(k): Expected(u, p, c, s, f, frozenset(g), e)
-        for k, (u, p, c, s, f, g, e) in loaded.items()
-    }
-
-
 def declared_generated(root: Body) -> frozenset[str]:
     """The file names the ``generate`` blocks of a parsed ``root.hcl`` declare as literals.
 
@@ -156,70 +130,6 @@ def declared_generated(root: Body) -> frozenset[str]:
     return frozenset(names)
 
 
-def problems(
-    expected: Expected, found: Mapping[str, str], unit_files: frozenset[str] = frozenset()
-) -> list[str]:
-    """Why the checkout ``found`` ({path inside the checkout: blob SHA}) is not the
-    pinned module plus root.hcl's generated files; empty when it is.
-
-    ``unit_files`` are the names of the unit folder's own files (Terragrunt copies
-    them into the module's folder): a code file among them is named as the unit's.
-    """
-    if expected.error is not None:
-        return [f"{expected.unit}: {RULE}: {expected.error}"]
-    out: list[str] = []
-    unit = expected.unit
-    fix_cache = f"delete {unit}/.terragrunt-cache and plan again"
-    for path, sha in sorted(expected.files.items()):
-        got = found.get(path)
-        if got is None:
-            out.append(
-                f"{unit}: {RULE}: {path} of {expected.pinned} is missing from the working "
-                f"copy; {fix_cache}"
-            )
-        elif got != sha:
-            out.append(
-                f"{unit}: {RULE}: {path} in the working copy differs from {expected.pinned}"
-                f"{_at(expected)}; {fix_cache} (Terragrunt fetches the tag again)"
-            )
-    allowed_here = expected.generated | TERRAGRUNT_OWN
-    for path in sorted(found):
-        if path in expected.files or not is_code(path.rsplit("/", 1)[-1]):
-            continue
-        folder, _, name = path.rpartition("/")
-        if folder == expected.subdir and name in allowed_here:
-            continue
-        if folder == expected.subdir and name in unit_files:
-            out.append(
-                f"{unit}/{name}:1: {RULE}: OpenTofu code beside terragrunt.hcl is copied into "
-                "the module's folder and planned; move it into the module's repository "
-                "and pin the new tag (units hold configuration only)"
-            )
-            continue
-        out.append(
-            f"{unit}: {RULE}: {path} in the working copy is neither a file of "
-            f"{expected.pinned} nor one root.hcl generates; OpenTofu would read it; "
-            f"{fix_cache}"
-        )
-    return out
-
-
-def _at(expected: Expected) -> str:
-    return f" (commit {expected.commit})" if expected.commit else ""
-
-
-def checkout_root(work_dir: str, subdir: str) -> str | None:
-    """The checkout holding the module's folder ``work_dir`` (``subdir`` stripped), or
-    None when ``work_dir`` does not end with ``subdir``."""
-    if not subdir:
-        return work_dir
-    parts = work_dir.rstrip("/").split("/")
-    sub = subdir.strip("/").split("/")
-    if len(parts) <= len(sub) or parts[-len(sub) :] != sub:
-        return None
-    return "/".join(parts[: -len(sub)])
-
-
 def committed_caches(units: list[str], tracked: list[str]) -> dict[str, str]:
     """The units whose ``.terragrunt-cache`` git tracks (``tracked``: repository paths),
     each with its refusal: Terragrunt would reuse the committed copy as it is."""
@@ -237,7 +147,8 @@ def committed_caches(units: list[str], tracked: list[str]) -> dict[str, str]:
     return out
 
 
-#: the label of root.hcl's hook that runs the check (a hook of the same label elsewhere replaces it)
+#: the label of the hook root.hcl declared while the working copy was checked by a hook
+#: (before the guard): a hook of the same label in a unit is still refused by its name
 HOOK_LABEL = "iac_working_copy"
 
 
@@ -254,8 +165,10 @@ def hook_overrides(body: Body) -> list[int]:
     return lines
 
 
-#: root.hcl's hook, exactly (docs/rules.md): the one hook ``run-at-parse`` accepts, in
-#: the root file only; any other command, label or command list is a violation
+#: that hook, exactly (docs/rules.md): the one hook ``run-at-parse`` accepts, in the root
+#: file only, so that a root file which still declares it keeps passing; the pipeline no
+#: longer sets ``IAC_WORKCOPY_HOOK``, so it runs ``true``. Any other command, label or
+#: command list is a violation
 CANONICAL_HOOK = f"""terraform {{
   before_hook "{HOOK_LABEL}" {{
     commands = ["init", "plan", "apply"]

@@ -79,7 +79,7 @@ from tooling.core.record import outcome as _outcome
 from tooling.core.results import Result, Status
 from tooling.core.summary import Summary
 from tooling.core.targets import model_refusal, unit_target
-from tooling.engine import applysafety, planfolder, planstore, secrets, verify, workcopies
+from tooling.engine import applysafety, execguard, planfolder, planstore, secrets, verify
 from tooling.engine.reviewed import ReviewedPlans
 from tooling.engine.unitplanner import learn_secrets, plan_unit
 from tooling.errors import ToolingError
@@ -233,12 +233,23 @@ class Applier:
         return result, reason
 
     def armed(self, path: str, run_dir: Path) -> dict[str, str]:
-        """The environment a unit is verified and applied in: the working-copy check
-        armed for it (:func:`workcopies.armed_one`), once per unit and run."""
+        """The environment a unit is re-planned and applied in: the guard armed for it
+        (:func:`execguard.armed`: its module as planned, the units it reads outputs
+        from), once per unit and run."""
         if path not in self._armed:
             planned = self.summary.unit(path)
-            source = planned.source if planned is not None else None
-            self._armed[path] = workcopies.armed_one(self.ws, path, run_dir, source, self.env)
+            base = str(self.summary.base)
+            self._armed[path] = execguard.armed_unit(
+                path,
+                run_dir,
+                planned.source if planned is not None else None,
+                self.env,
+                cache_dir=self.ws.settings.cache_dir,
+                model=self.ws.model(self.ws.tree_at(base))
+                if planned is not None and planned.destroy
+                else self.model,
+                policy=self.policy,
+            )
         return self._armed[path]
 
     def apply_plan(self, path: str, run_dir: Path, plan_file: Path) -> tuple[int, str, bool]:
@@ -359,8 +370,7 @@ class Applier:
             tools_now=self.tools_now,
             tools_then=self.summary.tools,
         ) or verify.before_apply(
-            # rendered in the environment the apply runs in (the check armed): a unit's
-            # get_env reads the same values in both
+            # its static form read again; the guard checks what the apply runs with
             run_dir,
             path,
             unit.tier,
@@ -420,7 +430,7 @@ class Applier:
         out = self.dir / "cascade"
         target = unit_target(model_unit, "cascade", self.ws.run_dir(path))
         say(f"  ↻ {path}: upstream applied; re-planning against its real outputs")
-        fresh = plan_unit(target, out, self.env, policy=self.policy)
+        fresh = plan_unit(target, out, self.armed(path, self.ws.run_dir(path)), policy=self.policy)
         if fresh.status == Status.ERROR:
             self.record(
                 UnitApply(

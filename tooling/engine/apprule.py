@@ -10,19 +10,35 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tooling.core import appverify
+from tooling.core import appverify, execpoint
 from tooling.core.apps import AppState, Found
 from tooling.model.policy import Policy
 
 
-def before_tofu(policy: Policy, found: Sequence[Found], env: Mapping[str, str]) -> list[str]:
+def before_tofu(
+    policy: Policy,
+    found: Sequence[Found],
+    env: Mapping[str, str],
+    app_dir: Path | None = None,
+) -> list[str]:
     """Problems of what tofu would run with: the inherited environment (``env`` is the
-    pipeline's own for tofu, added to this process's) and the remote module sources
+    pipeline's own for tofu, added to this process's; ``TF_VAR_`` only of the variables
+    of the app's root module in ``app_dir``) and the remote module sources
     (``[check] allowed_module_sources``)."""
     allowed = policy.check.allowed_module_sources
-    return appverify.env_problems({**os.environ, **env}, env) + appverify.module_problems(
-        found, allowed
-    )
+    variables = execpoint.variables_in(_root_module(app_dir)) if app_dir else frozenset()
+    return appverify.env_problems(
+        {**os.environ, **env}, env, variables
+    ) + appverify.module_problems(found, allowed)
+
+
+def _root_module(app_dir: Path) -> dict[str, bytes]:
+    """The OpenTofu files of the app's root module (its variables are declared there)."""
+    out: dict[str, bytes] = {}
+    for path in sorted(app_dir.iterdir()):
+        if path.is_file() and path.name.endswith((".tf", ".tofu", ".tf.json", ".tofu.json")):
+            out[path.name] = path.read_bytes()
+    return out
 
 
 def after_init(env: Mapping[str, str], state: AppState) -> list[str]:

@@ -161,7 +161,7 @@ def prepare(
     refuse(
         state_problems(state, buckets)
         + config_problems(found, name, app_policy, buckets)
-        + apprule.before_tofu(policy, found, env),
+        + apprule.before_tofu(policy, found, env, app_dir),
         name,
     )
     return Prepared(name, app_dir, app_policy, state, env)

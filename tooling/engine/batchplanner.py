@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import envsize, runlog
+from tooling.core import runlog
 from tooling.core.planjson import PlanSummary
 from tooling.core.results import Result, Status
 from tooling.core.settle import (
@@ -453,10 +453,11 @@ class _Batch:
             base, error=f"terragrunt did not plan this unit (exit code {self.code}): {why}"
         )
 
-    @staticmethod
-    def _failure(run: _UnitRun, cause: str | None) -> str:
+    def _failure(self, run: _UnitRun, cause: str | None) -> str:
         text = "\n".join(run.log)
-        too_large = envsize.from_output(run.target.path, text)
+        too_large = verify.too_large(
+            run.target.run_dir, run.target.path, f"{text}\n{cause or ''}", self.env
+        )
         if too_large is not None:
             return too_large
         if "ERROR" in text or "Error:" in text:

@@ -2,36 +2,26 @@
 
 Before any Terragrunt process starts, the rules read every file Terragrunt will parse
 for the run (:func:`tooling.engine.refusals.refused_lines`). That is more than the
-units asked for:
+units asked for: every dependency of them, transitively (Terragrunt parses a
+dependency's configuration for its outputs or mocks;
+:func:`tooling.core.closure.parse_closure`), and the stack files that generated them.
 
-- every dependency of them, transitively (Terragrunt parses a dependency's
-  configuration for its outputs or mocks; :func:`tooling.core.closure.parse_closure`);
-- every unit below the folders a ``--all`` command of the run starts from: the
-  verifier's ``terragrunt render --all`` runs from the folder holding the units it
-  renders (:func:`tooling.engine.verify.render_groups_of`: their common folder, or
-  each one's parent when the common folder holds many units nobody asked for), and
-  Terragrunt's discovery parses every ``terragrunt.hcl`` below it, hidden folders
-  included (its caches, ``.terragrunt-cache`` and ``.terraform``, aside).
-
-A ``terragrunt.hcl`` found there that is no unit of the model (outside the live
-folders, in a hidden folder) is evaluated with the model's evaluator for its reads, so
-the files it parses are read too.
+No command of a run parses a unit beside them: the verifier judges each unit's static
+form without Terragrunt, the per-unit planner runs in the unit's folder, and the
+batch's ``run --all`` selects its units with one path filter each, which Terragrunt's
+discovery applies before it parses a file.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tooling.core.closure import ParseClosure, parse_closure
-from tooling.model.repo import UNIT_FILE, Model, Unit, WorkTree
+from tooling.model.repo import Model, WorkTree
 from tooling.model.stacks import is_stack_file, stack_closure
-
-#: folders Terragrunt's discovery does not walk, and the tooling's own (``.iac``: scratch
-#: copies of the repository's files, read in place, and base revisions' checkouts)
-_UNWALKED = frozenset({".git", ".terragrunt-cache", ".terraform", ".iac"})
 
 
 @dataclass(frozen=True)
@@ -55,17 +45,6 @@ def tree_of(run_dir: Path, path: str) -> Path:
     return root
 
 
-def terragrunt_files_below(base: Path) -> list[Path]:
-    """Every ``terragrunt.hcl`` below ``base`` as Terragrunt's ``--all`` discovery finds
-    it: hidden folders walked, its caches not."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in _UNWALKED)
-        if UNIT_FILE in filenames:
-            found.append(Path(dirpath, UNIT_FILE))
-    return found
-
-
 def escapes_from(root: Path, git_top: Path) -> Callable[[str], str | None]:
     """For a repository path under ``root``: where it points when it is (or lies under) a
     symbolic link that resolves outside the git repository at ``git_top``, else None."""
@@ -80,30 +59,6 @@ def escapes_from(root: Path, git_top: Path) -> Callable[[str], str | None]:
     return escapes
 
 
-def _stray_units(
-    root: Path, model: Model, found: Iterable[Path], live: tuple[str, ...], git_prefix: str
-) -> tuple[dict[str, Unit], bool]:
-    """The ``terragrunt.hcl`` files among ``found`` that are no unit of ``model``, each
-    evaluated for its reads and dependencies; and whether one could not be evaluated."""
-    strays = [
-        rel
-        for f in found
-        if (rel := f.relative_to(root).as_posix().rsplit("/", 1)[0] if f.parent != root else ".")
-        not in model.units
-    ]
-    if not strays:
-        return {}, False
-    from tooling.model.configfiles import Loader
-    from tooling.model.loader import evaluate_unit
-    from tooling.model.parsecache import ParseCache
-
-    loader = Loader(WorkTree(root, live, git_prefix), ParseCache(None))
-    units = {
-        p: evaluate_unit(loader, f"{p}/{UNIT_FILE}" if p != "." else UNIT_FILE) for p in strays
-    }
-    return units, any(u.error for u in units.values())
-
-
 def in_play(
     model: Model,
     paths: Sequence[str],
@@ -114,33 +69,12 @@ def in_play(
     git_prefix: str,
     git_top: Path,
 ) -> InPlay:
-    """The units ``paths`` (with their ``run_dirs``) in play: the closure of them, of every
-    unit below the folder a ``--all`` command starts from, and of their dependencies."""
+    """The units ``paths`` (with their ``run_dirs``) in play: the closure of them and of
+    their dependencies, read from the tree they run in."""
     pairs = [(p, run_dirs.get(p, root / p)) for p in paths if p in model.units]
-    dirs = [d for _p, d in pairs]
     trees = {tree_of(d, p) for p, d in pairs}
     read_root = next((t for t in trees if t.resolve() != root.resolve()), root)
     start = list(paths)
-    extra: dict[str, Unit] = {}
-    blind = False
-    from tooling.engine.verify import render_groups_of
-
-    for tree in trees:
-        in_tree = [d for d in dirs if d.resolve().is_relative_to(tree.resolve()) and d.is_dir()]
-        bases = [Path(b) for b in render_groups_of(in_tree)] if in_tree else []
-        found = [f for base in bases if base.is_dir() for f in terragrunt_files_below(base)]
-        start += [
-            p
-            for f in found
-            if (p := f.parent.relative_to(tree).as_posix() if f.parent != tree else ".")
-            in model.units
-        ]
-        strays, stray_blind = _stray_units(tree, model, found, live, git_prefix)
-        extra.update(strays)
-        blind = blind or stray_blind
-    if extra:
-        model = Model({**model.units, **extra}, (*model.order, *extra))
-        start += list(extra)
 
     def text(rel: str) -> str | None:
         try:
@@ -165,5 +99,5 @@ def in_play(
         made = stack_closure(loader, stacks)
         more = [f for f in made.files if f not in closure.files]
         closure = replace(closure, files=(*closure.files, *more), stack_sources=made.sources)
-    blind = blind or any(model.units[u].error for u in closure.units if u in model.units)
+    blind = any(model.units[u].error for u in closure.units if u in model.units)
     return InPlay(closure, read_root, blind)

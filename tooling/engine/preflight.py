@@ -18,8 +18,8 @@
    audience are compared with ``gcp_service_account_pattern`` and
    ``gcp_audience_pattern``.
 
-4. The role each unit will run as (``iam_role`` in what ``terragrunt render``
-   resolves for it, :func:`tooling.engine.verify.roles_of`) is the executor's
+4. The role each unit will run as (``iam_role`` in its static form,
+   :func:`tooling.engine.verify.roles_of`; computed: never taken on trust) is the executor's
    own (its ``aws_role_arn_pattern``) or one ``[check.allowed_roles.TIER]``
    lists for the unit's tier; a unit without ``iam_role`` runs as the job's
    identity, checked in 3. This holds for a role the root file declares too,
@@ -285,7 +285,7 @@ def check_state_backend(settings: config.Settings) -> None:
 
 
 def check_roles(roles: Iterable[tuple[str, str, str | None]], *, policy: Policy) -> None:
-    """Refuse unless each ``(path, tier, role)`` unit (its role as its render resolved it)
+    """Refuse unless each ``(path, tier, role)`` unit (its role as its static form gives it)
     may run as that role on this job's executor (:func:`role_problems`) under ``policy``
     (policy.toml)."""
     name = os.environ.get(ENV_EXECUTOR, "").strip()
@@ -300,7 +300,7 @@ def check(
 ) -> Executor | None:
     """The preflight, before any plan or apply of ``units`` (``(path, executor)`` pairs)
     under ``policy`` (policy.toml) and ``settings``; the roles they run as are
-    :func:`check_roles`' (once they are rendered). The pinned tools are checked before
+    :func:`check_roles`' (from each unit's static form). The pinned tools are checked before
     (the task's preamble, and :meth:`tooling.io.workspace.Workspace.check_tools`).
 
     Returns the executor this job runs as, or None for local use (``IAC_EXECUTOR`` unset).

@@ -1,8 +1,11 @@
 """What ``invoke plan`` and ``invoke drift`` do before the first plan starts, in one order:
-settle the units whose file HCL refuses as errors of their own, refuse bad unit names, refuse files that would run a command
-while Terragrunt parses them, the preflight (with the units rendered
-meanwhile), the working copies prepared, the report folder reset, the working-copy
-check armed; then the plans run with interrupts forwarded (:func:`prepared`)."""
+settle the units whose file HCL refuses as errors of their own, refuse bad unit names,
+refuse files that would run a command while Terragrunt parses them (every file it will
+parse for the units in play), each unit's static form worked out for the verifier, the
+preflight (the roles the units assume, from those forms), the guard armed for the run
+(:mod:`tooling.engine.execguard`: what each unit's OpenTofu may run with), the working
+copies prepared, the report folder reset; then the plans run with interrupts forwarded
+(:func:`prepared`)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tooling.core.rules.rule import UnitRender
 from tooling.core.targets import Target
-from tooling.engine import preflight, verify, workcopies
+from tooling.engine import execguard, preflight, verify, workcopies
 from tooling.engine.plan.request import PlanContext
 from tooling.engine.refusals import (
     refuse_bad_names,
@@ -20,7 +24,8 @@ from tooling.engine.refusals import (
     refuse_when_none_readable,
 )
 from tooling.io import backends, outdir, proc
-from tooling.model.evaluator import READ_CYCLE
+from tooling.model.policy import Policy
+from tooling.model.repo import Model
 
 
 @contextmanager
@@ -34,7 +39,7 @@ def prepared(
     what: str,
 ) -> Iterator[tuple[list[Target], dict[str, str]]]:
     """The pre-plan sequence, then the block with the targets and environment to plan with
-    (the working-copy check armed) and Ctrl-C or SIGTERM forwarded to OpenTofu (``what``
+    (the guard armed) and Ctrl-C or SIGTERM forwarded to OpenTofu (``what``
     names the plans in the notice). Every refusal comes before the report folder is reset:
     a run refused here keeps the last report, and removes no working copy's files."""
     units = ctx.of_units()
@@ -52,63 +57,63 @@ def prepared(
             git_prefix=units.git_prefix,
         )
         refuse_when_none_readable(given, targets)
-        # the run's environment, the check armed, before the render: a unit's get_env
-        # reads the same values in the verifier's render as in its plan
         root_file = ctx.policy.layout.root_file
-        armed_env = workcopies.arm_for(
-            targets, env, root=ctx.root, root_file=root_file, cache_dir=ctx.settings.cache_dir
+        planned = [t for t in targets if not t.destroy and not t.preset]
+        forms = expect_forms(planned, model, ctx.policy)
+        preflight.check(
+            [(t.path, t.executor) for t in targets], policy=ctx.policy, settings=ctx.settings
         )
-        renders = preflight_rendered(ctx, targets, dict(armed_env), jobs=jobs)
+        preflight.check_roles(
+            verify.roles_of([(t.path, t.tier) for t in planned], forms), policy=ctx.policy
+        )
+        todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
+        guarded_env, guarded_units = (
+            execguard.armed(
+                todo,
+                env,
+                cache_dir=ctx.settings.cache_dir,
+                model=model,
+                policy=ctx.policy,
+                unreadable={t.path: t.model_error for t in targets if t.model_error},
+                known_forms=forms,
+            )
+            if todo
+            else (dict(env), [])
+        )
+        declared = execguard.backends_of(guarded_units)
         workcopies.prepare(
-            [(t.path, t.run_dir) for t in targets if not t.destroy and not t.preset],
+            [(t.path, t.run_dir) for t in planned],
             ctx.settings,
             ctx.root,
             root_file=root_file,
             declared={
-                t.path: backends.from_render(renders[t.run_dir.resolve()][0])
-                for t in targets
-                if t.run_dir.resolve() in renders
+                p: backends.Backend(b.type, b.config) if b is not None else None
+                for p, b in declared.items()
             },
         )
         folder.reset()
-        guarded, guarded_env = workcopies.guarded(
+        guarded = workcopies.guarded(
             targets,
-            env,
             root=ctx.root,
             root_file=root_file,
-            cache_dir=ctx.settings.cache_dir,
             reads={p: u.reads for p, u in model.units.items()},
-            armed_env=armed_env,
         )
         with proc.forwarding_interrupts(what):
             yield guarded, guarded_env
     finally:
-        verify.forget_prerendered()
+        verify.forget_forms()
 
 
-def preflight_rendered(
-    ctx: PlanContext, targets: Sequence[Target], env: dict[str, str], *, jobs: int
-) -> dict[Path, verify.Pair]:
-    """The preflight of ``invoke plan`` and ``invoke drift``, with every unit to plan rendered meanwhile (``terragrunt render --all``
-    in a thread): the roles the units will run as are checked once both are done, and the
-    renders serve the verifier before each plan (no second render per unit)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _roots(targets: Sequence[Target]) -> dict[Path, list[Target]]:
+    out: dict[Path, list[Target]] = {}
+    for t in targets:
+        out.setdefault(verify.repo_root(t.run_dir, t.path), []).append(t)
+    return out
 
-    planned = [(t.run_dir, t.path, t.tier) for t in targets if not t.destroy and not t.preset]
-    verify.avoid_loops(
-        ctx.root / path
-        for path, unit in ctx.of_units().model.units.items()
-        if unit.error and READ_CYCLE in unit.error
-    )
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        rendering = pool.submit(
-            verify.prerender, [(d, p) for d, p, _ in planned], env, ctx.policy, jobs=jobs
-        )
-        try:
-            preflight.check(
-                [(t.path, t.executor) for t in targets], policy=ctx.policy, settings=ctx.settings
-            )
-        finally:
-            renders = rendering.result()
-    preflight.check_roles(verify.roles_of(planned, renders), policy=ctx.policy)
-    return renders
+
+def expect_forms(targets: Sequence[Target], model: Model, policy: Policy) -> dict[str, UnitRender]:
+    """Each target's static form, worked out once for the verifier before its plan."""
+    out: dict[str, UnitRender] = {}
+    for root, group in _roots(targets).items():
+        out.update(verify.expect_forms([(t.run_dir, t.path) for t in group], model, root, policy))
+    return out

@@ -126,9 +126,8 @@ def refuse_before_terragrunt(
     function that tells the render from the plan, reads a dependency's outputs outside
     ``inputs`` (the same rules as ``invoke check``, which the plan does not wait for), or
     lies outside the repository (a dependency outside the live folders, a configuration
-    read outside the repository). Terragrunt's first parse, the verifier's render
-    included, would run the command; the render resolves a dependency's outputs to its
-    mocks, the plan to the real values. A unit the model cannot evaluate may read any
+    read outside the repository). Terragrunt's first parse would run the command; a
+    render resolves a dependency's outputs to its mocks, the plan to the real values. A unit the model cannot evaluate may read any
     file: then every HCL file of the repository is read for calls. ``run_dirs``: where
     Terragrunt runs each unit (a stack's generated unit: in its scratch copy)."""
     found = refused_lines(
@@ -137,7 +136,7 @@ def refuse_before_terragrunt(
     if found:
         raise ToolingError(
             f"cannot {doing}: configuration that would run a command while Terragrunt parses "
-            "it, read differently in the verifier's render and in the plan, or lies outside "
+            "it, read differently in a picture of it and in the plan, or lies outside "
             "the repository"
             + (" (the previous report is kept)" if doing == "plan" else "")
             + ":\n  "

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from tooling.core import envsize, redact
+from tooling.core import redact
 from tooling.core.results import Result, Status
 from tooling.core.settle import dependency_failed, failed_dependency, from_plan, presets, settled
 from tooling.core.targets import Target as Target  # re-exported: the planner's input
@@ -160,7 +160,8 @@ def plan_unit(
         if ran.returncode not in cmd.ok_codes or not plan_path.exists():
             output = ran.stderr + "\n" + ran.stdout
             raise ToolingError(
-                envsize.from_output(target.path, output) or terragrunt.error_summary(output)
+                verify.too_large(target.run_dir, target.path, output, env)
+                or terragrunt.error_summary(output)
             )
         summary = planstore.summary_of(
             terragrunt.take_stream(planstore.stream_beside(plan_path)),

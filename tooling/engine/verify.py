@@ -1,57 +1,60 @@
-"""The rule's verifier, where OpenTofu runs: before a unit is planned and before it is applied.
+"""The rule's verifier: each unit's static form before its Terragrunt process starts, and
+what the root file declares for it (the guard's side).
 
-One call per path: :func:`before_plan` (the per-unit planner's ``prepare``, so
-drift and the apply's re-plans too), :func:`verify_many` (the batch planner,
-before its ``run --all``) and :func:`before_apply`. ``invoke plan`` renders all
-its units first (:func:`prerender`, beside the preflight); the first two use
-those renders once, otherwise each renders the unit now with the pinned
-Terragrunt (:func:`before_apply` always does). Two sides per unit:
+Two halves, both before any Terragrunt process of the unit:
 
-- ``terragrunt render --format json`` in the unit's folder: the configuration
-  OpenTofu will run with (includes, locals, ``generate`` contents, extra
-  arguments and their ``env_vars``, ``iam_*``, ``errors``, dependency mocks);
-- what the root file and the files ``[check.allowed_generate]`` lists *declare*
-  for this unit: worked out by the model (:func:`model_declared`), or, when the
-  model cannot be exact, the same render of a file written beside the unit for
-  the duration (:data:`DECLARED_CONFIG`) that includes only those files.
+- **the unit's static form** (:func:`static_forms`; the same one ``invoke check``
+  judges: its file and the files it reads merged, literals as values, anything
+  computed as its expression) judged by every rule of the registry that runs at
+  ``Stage.AT_EXECUTION`` (:func:`tooling.core.rules.registry.verify`): the blocks and
+  attributes that decide how Terragrunt runs OpenTofu (``generate``, ``remote_state``,
+  ``extra_arguments``, ``iam_*``, ``errors``, hooks, dependency mocks,
+  ``terraform_binary``...). Something computed where the rule needs a literal is
+  refused, never guessed: a value that is one thing when a picture is taken and
+  another when the plan runs cannot pass. One call per path: :func:`before_plan` (the
+  per-unit planner's ``prepare``, so drift and the apply's re-plans too),
+  :func:`verify_many` (the batch planner) and :func:`before_apply`. ``invoke plan``
+  and ``drift`` work the forms out once for all their units (:func:`expect_forms`).
+- **what the root file declares for the unit** (:func:`declared_sides`): its
+  generated files and its state backend, which the guard compares with the working
+  copy and with the backend OpenTofu recorded (:mod:`tooling.engine.execguard`). The
+  repository's model works it out (:func:`model_declared`); when it cannot be exact,
+  ``terragrunt render`` of a file written beside the unit for that moment
+  (:data:`DECLARED_CONFIG`, including only the root file and the files
+  ``[check.allowed_generate]`` lists) does. That render reads none of the unit's own
+  configuration.
+
+What Terragrunt then hands to OpenTofu (its arguments, environment, working copy and
+backend) is checked by the guard, right before each OpenTofu command
+(docs/rules.md, "The point of execution").
 
 Nothing the verifier did not write is ever removed: :data:`DECLARED_CONFIG` is
-written only where no file of that name is (one the pipeline left, recognised
-by its first line, is replaced), and removed only while it still starts with
-that line; a unit folder holding a file of that name that is not the
-pipeline's is refused when that file would be needed, naming it. The files
-``render --all --write`` leaves are named by a token of their run
-(:data:`RENDERED_OUT`), so no file of a user's has their name.
-
-:func:`tooling.core.rules.registry.verify` judges the two (pure: every rule of the
-registry that runs at ``Stage.AT_EXECUTION``); a violation refuses the unit with the rule's name, ``file:line`` and the fix. A violation
-found against the model's side is judged again against Terragrunt's render of
-the declared file (:func:`judged`): the model never refuses a unit on its own.
+written only where no file of that name is (one the pipeline left, recognised by its
+first line, is replaced), and removed only while it still starts with that line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooling.core import envsize, executors, rendergroups
+from tooling.core import envsize, executors
 from tooling.core.rules import enforce, registry
-from tooling.core.rules.rule import UnitFacts
-from tooling.core.rules.snapshot import Violation
+from tooling.core.rules.resolved import static_units
+from tooling.core.rules.rule import UnitRender
+from tooling.core.rules.snapshot import Snapshot, Violation
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io import proc, terragrunt
 from tooling.model.declared import declared as declared_by_root
 from tooling.model.policy import CheckPolicy, Policy
+from tooling.model.repo import Model, WorkTree, load
 
 #: the file written beside a unit for one render: it includes what may declare generated files
 DECLARED_CONFIG = ".iac-declared.hcl"
@@ -61,7 +64,6 @@ DECLARED_HEADER = (
     "# written by the pipeline's verifier for one `terragrunt render`; removed right after"
 )
 _LOCK = threading.Lock()
-Pair = tuple[dict[str, Any], dict[str, Any]]
 
 
 def repo_root(run_dir: Path, unit_path: str) -> Path:
@@ -72,11 +74,209 @@ def repo_root(run_dir: Path, unit_path: str) -> Path:
     return root
 
 
+# --------------------------------------------------------------------------- static forms
+
+
+def _snapshot(root: Path, model: Model, paths: Iterable[str]) -> Snapshot:
+    """The files the units ``paths`` read (their own and every ``.hcl`` they include)."""
+    files: dict[str, None] = {}
+    for path in paths:
+        unit = model.units.get(path)
+        if unit is None:
+            continue
+        files[f"{path}/terragrunt.hcl"] = None
+        files.update((r, None) for r in unit.reads if r.endswith(".hcl"))
+    texts: dict[str, str] = {}
+    for rel in files:
+        with contextlib.suppress(OSError):
+            texts[rel] = (root / rel).read_text(encoding="utf-8", errors="replace")
+    return Snapshot.of(texts)
+
+
+def static_forms(
+    root: Path, paths: Sequence[str], policy: Policy, model: Model | None = None
+) -> dict[str, UnitRender]:
+    """The static form of each unit of ``paths`` (both sides, as ``invoke check`` builds
+    them) under ``policy``, from ``model`` (default: the model of the files under ``root``
+    now); a unit the model could not read has none (the guard refuses its working copy)."""
+    if model is None:
+        layout = policy.layout
+        model = load(WorkTree(root, layout.live, "", layout.default_tiers))
+    wanted = [p for p in paths if p in model.units]
+    subset = Model(
+        {p: model.units[p] for p in wanted}, tuple(p for p in model.order if p in wanted)
+    )
+    snap = _snapshot(root, model, wanted)
+    return {
+        form.facts.path: form
+        for form in static_units(subset, policy.check, snap, policy.layout.root_file)
+    }
+
+
+#: the static forms :func:`expect_forms` worked out for this run's plans, each used once
+_EXPECTED: dict[Path, UnitRender] = {}
+
+
+def expect_forms(
+    targets: Iterable[tuple[Path, str]], model: Model, root: Path, policy: Policy
+) -> dict[str, UnitRender]:
+    """Work out the static form of each ``(run_dir, path)`` unit once, with the run's
+    ``model``: the next :func:`before_plan` (or batch verification) of the unit uses it."""
+    items = list(targets)
+    forms = static_forms(root, [p for _, p in items], policy, model)
+    with _LOCK:
+        for run_dir, path in items:
+            if path in forms:
+                _EXPECTED[run_dir.resolve()] = forms[path]
+    return forms
+
+
+def forget_forms() -> None:
+    """Drop the forms :func:`expect_forms` kept that no plan used."""
+    with _LOCK:
+        _EXPECTED.clear()
+
+
+def _form(run_dir: Path, unit_path: str, policy: Policy) -> UnitRender | None:
+    with _LOCK:
+        kept = _EXPECTED.pop(run_dir.resolve(), None)
+    if kept is not None:
+        return kept
+    if not run_dir.is_dir():  # a unit deleted since its plan: say so, not a read error
+        what = "is not a folder" if run_dir.exists() else "does not exist"
+        raise ToolingError(
+            f"{run_dir}: the folder terragrunt was to run in {what}; "
+            "restore it, or plan again from the current tree"
+        )
+    return static_forms(repo_root(run_dir, unit_path), [unit_path], policy).get(unit_path)
+
+
+def violations(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> list[Violation]:
+    """The unit's violations of the rule, on its static form (none when the model could
+    not read it: its working copy is refused by the guard). ``tier`` and ``env`` are the
+    plan's: the static form reads neither (a unit's tier is the model's)."""
+    form = _form(run_dir, unit_path, policy)
+    if form is None:
+        return []
+    return registry.verify(form.rendered, form.declared, form.facts, policy.check)
+
+
+def roles_of(
+    units: Sequence[tuple[str, str]], forms: Mapping[str, UnitRender]
+) -> list[tuple[str, str, str | None]]:
+    """``(path, tier, role)`` of each ``(path, tier)`` unit: the role its static form
+    assumes (``iam_role``; computed: its expression, which no pattern allows)."""
+    out: list[tuple[str, str, str | None]] = []
+    for path, tier in units:
+        form = forms.get(path)
+        if form is not None:
+            out.append((path, tier, shown_role(enforce.role_of(form.rendered))))
+    return out
+
+
+#: how a role computed when Terragrunt runs is named (no pattern allows it)
+COMPUTED_ROLE = "<computed when Terragrunt runs>"
+
+
+def shown_role(role: str | None) -> str | None:
+    """A static form's role as a message names it: an expression is never taken on trust."""
+    return COMPUTED_ROLE if role is not None and role.startswith("${") else role
+
+
+def before_plan(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> None:
+    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
+    rule."""
+    found = violations(run_dir, unit_path, tier, env, policy)
+    if found:
+        raise ToolingError(enforce.refusal(unit_path, found))
+
+
+def before_apply(
+    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
+) -> list[str]:
+    """Why the unit may not be applied now (empty: it keeps the rule): its static form read
+    again, and the role it would run as."""
+    with _LOCK:
+        _EXPECTED.pop(run_dir.resolve(), None)
+    try:
+        form = _form(run_dir, unit_path, policy)
+        name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
+        executor = (
+            executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR) if name else None
+        )
+    except ToolingError as exc:
+        return [str(exc)]
+    if form is None:
+        return []
+    found = registry.verify(form.rendered, form.declared, form.facts, policy.check)
+    roles = preflight.role_problems(
+        [(unit_path, tier, shown_role(enforce.role_of(form.rendered)))], executor, policy.check
+    )
+    return ([enforce.refusal(unit_path, found)] if found else []) + roles
+
+
+def verify_many(
+    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], policy: Policy, *, jobs: int = 1
+) -> dict[str, str]:
+    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused (``jobs``: kept
+    for the callers; judging a static form starts no process)."""
+    refused: dict[str, str] = {}
+    for run_dir, path, tier in units:
+        try:
+            before_plan(run_dir, path, tier, env, policy)
+        except ToolingError as exc:
+            refused[path] = str(exc)
+    return refused
+
+
+def _system_limit(name: str, default: int) -> int:
+    try:
+        value = os.sysconf(name)
+    except (ValueError, OSError):
+        return default
+    return value if value > 0 else default
+
+
+def too_large(run_dir: Path, unit_path: str, output: str, env: Mapping[str, str]) -> str | None:
+    """When a process Terragrunt started for the unit could not start for ``E2BIG`` (read
+    in its ``output``): why, naming the input that is too large (from ``terragrunt render``,
+    on this failure only: :mod:`tooling.core.envsize`); else None."""
+    found = envsize.from_output(unit_path, output)
+    if found is None:
+        return None
+    try:  # the run failed anyway: Terragrunt's render names the input (its mocks' sizes aside)
+        inputs = terragrunt.render_json(run_dir, env).get("inputs")
+    except ToolingError:
+        return found
+    if not isinstance(inputs, dict):
+        return found
+    rest = proc.child_env(env)
+    named = envsize.problem(
+        unit_path,
+        inputs,
+        environment=sum(
+            envsize.size(f"{k}={v}")
+            for k, v in rest.items()
+            if k.removeprefix("TF_VAR_") not in inputs
+        ),
+        arg_max=_system_limit("SC_ARG_MAX", 2 * 1024 * 1024),
+        max_strlen=32 * _system_limit("SC_PAGE_SIZE", 4096),
+    )
+    return named or found
+
+
+# --------------------------------------------------------------------------- the declared side
+
+
 def declared_text(root_file: str, allowed: Sequence[Path]) -> str:
     """The configuration that declares what a unit may generate: the root file and the
     allowlisted files, included and nothing else."""
     lines = [
-        "# written by the pipeline's verifier for one `terragrunt render`; removed right after",
+        DECLARED_HEADER,
         f'include "root" {{\n  path = find_in_parent_folders("{root_file}")\n}}',
     ]
     for i, path in enumerate(allowed):
@@ -96,40 +296,19 @@ def _declared_config(root: Path, policy: Policy) -> str:
     return declared_text(policy.layout.root_file, _allowed_files(root, policy.check))
 
 
-def _sources(run_dir: Path, root: Path) -> dict[str, str]:
-    """The unit's file and the .hcl files of the folders above it (to name lines)."""
-    out: dict[str, str] = {}
-    folder = run_dir
-    while True:
-        for f in sorted(folder.glob("*.hcl")) if folder != run_dir else [folder / "terragrunt.hcl"]:
-            if f.is_file() and f.name != DECLARED_CONFIG:
-                rel = f.relative_to(root).as_posix()
-                out[rel] = f.read_text(encoding="utf-8", errors="replace")
-        if folder == root or folder.parent == folder:
-            break
-        folder = folder.parent
-    return out
-
-
-#: the key of a declared configuration the model worked out (:func:`model_declared`)
-FROM_MODEL = "iac_from_model"
-
-
 def model_declared(
     root: Path, unit_path: str, env: Mapping[str, str], policy: Policy
 ) -> dict[str, Any] | None:
     """What the root file (and the allowlisted files) declare for the unit, worked out by
-    the model (:mod:`tooling.model.declared`) instead of a second Terragrunt process;
-    None when the model cannot be exact. Marked :data:`FROM_MODEL`: a unit it would
-    refuse is judged again against Terragrunt's own render (:func:`judged`)."""
+    the model (:mod:`tooling.model.declared`) instead of a Terragrunt process; None when
+    the model cannot be exact."""
     if not unit_path:
         return None
     files = [policy.layout.root_file] + [
         p.relative_to(root).as_posix() for p in _allowed_files(root, policy.check)
     ]
     # Terragrunt's process sees our environment plus ``env``: the model reads the same
-    found = declared_by_root(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
-    return None if found is None else {**found, FROM_MODEL: True}
+    return declared_by_root(root, unit_path, files, proc.child_env(env), DECLARED_CONFIG)
 
 
 def _ours(path: Path) -> bool:
@@ -188,432 +367,46 @@ def remove_declared(path: Path) -> None:
             path.unlink()
 
 
-def _render_declared(
-    run_dir: Path, env: Mapping[str, str], declared: str, unit_path: str = ""
+def rendered_declared(
+    run_dir: Path, unit_path: str, env: Mapping[str, str], policy: Policy
 ) -> dict[str, Any]:
-    ref = write_declared(run_dir, declared, unit_path)
+    """What the root file declares for the unit, as ``terragrunt render`` of a file that
+    includes only the declaring files (written beside the unit for that moment)."""
+    root = repo_root(run_dir, unit_path)
+    ref = write_declared(run_dir, _declared_config(root, policy), unit_path)
     try:
         return terragrunt.render_json(run_dir, env, ref)
     finally:
         remove_declared(ref)
 
 
-def judged(
-    run_dir: Path, pair: Pair, facts: UnitFacts, policy: Policy, env: Mapping[str, str]
-) -> list[Violation]:
-    """The unit's violations; where the declared side came from the model and finds any,
-    Terragrunt renders what the root file declares and that render decides."""
-    found = registry.verify(pair[0], pair[1], facts, policy.check)
-    if found and pair[1].get(FROM_MODEL):
-        # both sides rendered again under one environment (the unit's side may have been
-        # rendered before the run armed its working-copy hook)
-        root = repo_root(run_dir, facts.path)
-        text = _declared_config(root, policy)
-        again = (
-            terragrunt.render_json(run_dir, env),
-            _render_declared(run_dir, env, text, facts.path),
-        )
-        found = registry.verify(again[0], again[1], facts, policy.check)
-    return found
-
-
-def _render_pair(
-    run_dir: Path,
-    env: Mapping[str, str],
-    declared: str,
-    model: dict[str, Any] | None = None,
-    unit_path: str = "",
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    if not run_dir.is_dir():  # a unit deleted since its plan: say so, not a write error
-        what = "is not a folder" if run_dir.exists() else "does not exist"
-        raise ToolingError(
-            f"{run_dir}: the folder terragrunt was to run in {what}; "
-            "restore it, or plan again from the current tree"
-        )
-    if model is not None:  # the model knows what the root file declares: one render
-        return terragrunt.render_json(run_dir, env), model
-    ref = write_declared(run_dir, declared, unit_path)
-    try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            mine = pool.submit(terragrunt.render_json, run_dir, env)
-            theirs = pool.submit(terragrunt.render_json, run_dir, env, ref)
-            return mine.result(), theirs.result()
-    finally:
-        remove_declared(ref)
-
-
-#: renders made for this run's plans before the first one (:func:`prerender`), each used once
-_PRERENDERED: dict[Path, Pair] = {}
-
-
-def _units_below(folder: str, cap: int) -> int:
-    """How many unit folders (holding ``terragrunt.hcl``) ``folder`` holds, counted up to
-    one more than ``cap`` (enough to decide); Terragrunt's caches and hidden folders
-    are not walked."""
-    found = 0
-    for _, subdirs, files in os.walk(folder):
-        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-        if "terragrunt.hcl" in files:
-            found += 1
-            if found > cap:
-                break
-    return found
-
-
-def render_groups_of(dirs: Sequence[Path]) -> dict[str, list[str]]:
-    """The folders one ``render --all`` each starts from (or from a folder below), with
-    the unit folders of ``dirs`` (of one tree) each covers: what the verifier renders, and
-    so what Terragrunt parses (the scan before Terragrunt reads every unit below them:
-    :mod:`tooling.engine.inplay`)."""
-    return rendergroups.render_groups(
-        [d.resolve().as_posix() for d in dirs],
-        partial(_units_below, cap=len(dirs) + rendergroups.SLACK),
-    )
-
-
-def _render_grouped(
-    root: Path, dirs: Sequence[Path], env: Mapping[str, str], policy: Policy
-) -> dict[Path, Pair]:
-    """:func:`render_tree` from the folders :func:`rendergroups.render_groups` picks (one
-    unless the common folder holds many units nobody asked for); a group whose render
-    fails is left out (its units are then rendered on their own, naming the error)."""
-    groups = render_groups_of(dirs)
-    out: dict[Path, Pair] = {}
-    for members in groups.values():
-        with contextlib.suppress(ToolingError):
-            out.update(render_tree(root, [Path(m) for m in members], env, policy))
-    return out
-
-
-def render_units(
-    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
-) -> dict[Path, Pair]:
-    """Both sides of each ``(run_dir, path)`` unit (its render, what the root file
-    declares): one ``render --all`` per folder tree (two when the model cannot work out
-    the declared side), then a unit those left without a file on its own (``jobs`` at a time). A unit
-    that cannot be rendered is left out (its plan renders it again and names the error)."""
-    out: dict[Path, Pair] = {}
-    trees: dict[Path, list[Path]] = {}
+def declared_sides(
+    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int = 2
+) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+    """Per ``(run_dir, path)`` unit: what the root file declares for it (the model's answer,
+    else Terragrunt's render of the declaring files), or None and why it could not be
+    worked out."""
+    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+    todo: list[tuple[Path, str]] = []
     for run_dir, path in units:
-        if run_dir.is_dir():
-            trees.setdefault(repo_root(run_dir, path).resolve(), []).append(run_dir)
-    alone: list[tuple[Path, Path]] = []
-    for root, dirs in trees.items():
-        out.update(_render_grouped(root, dirs, env, policy))
-        alone += [(root, d) for d in dirs if d.resolve() not in out]
+        if not run_dir.is_dir():
+            out[path] = (None, f"{run_dir} does not exist")
+            continue
+        root = repo_root(run_dir, path)
+        found = model_declared(root, path, env, policy)
+        if found is not None:
+            out[path] = (found, None)
+        else:
+            todo.append((run_dir, path))
 
-    def one(item: tuple[Path, Path]) -> tuple[Path, Pair | None]:
-        root, run_dir = item
+    def one(item: tuple[Path, str]) -> tuple[str, tuple[dict[str, Any] | None, str | None]]:
+        run_dir, path = item
         try:
-            unit_path = _unit_path(root, run_dir)
-            model = model_declared(root, unit_path, env, policy)
-            return run_dir.resolve(), _render_pair(
-                run_dir, env, _declared_config(root, policy), model, unit_path
-            )
-        except ToolingError:
-            return run_dir.resolve(), None
-
-    if alone:
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(alone)))) as pool:
-            for key, pair in pool.map(one, alone):
-                if pair is not None:
-                    out[key] = pair
-    return out
-
-
-def prerender(
-    units: Sequence[tuple[Path, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
-) -> dict[Path, Pair]:
-    """:func:`render_units`, kept for the plans of this run: each unit's next
-    :func:`before_plan` (or batch verification) uses its render once instead of rendering
-    again. Plans change no state, so what Terragrunt resolves is the same at the plan.
-    Never used on apply, where an upstream's apply may change what a unit resolves."""
-    found = render_units(units, env, policy, jobs=jobs)
-    with _LOCK:
-        _PRERENDERED.update(found)
-    return found
-
-
-def forget_prerendered() -> None:
-    """Drop the renders :func:`prerender` kept that no plan used."""
-    with _LOCK:
-        _PRERENDERED.clear()
-        _LOOPS.clear()
-
-
-#: unit folders whose files read each other in a loop: Terragrunt never returns on them,
-#: so no ``render --all`` runs from a folder above one (:func:`avoid_loops`)
-_LOOPS: set[Path] = set()
-
-
-def avoid_loops(unit_dirs: Iterable[Path]) -> None:
-    """Render no folder tree holding one of ``unit_dirs`` with ``render --all`` in this run
-    (each other unit is rendered on its own instead)."""
-    with _LOCK:
-        _LOOPS.update(d.resolve() for d in unit_dirs)
-
-
-def _take(run_dir: Path) -> Pair | None:
-    with _LOCK:
-        return _PRERENDERED.pop(run_dir.resolve(), None)
-
-
-def roles_of(
-    units: Sequence[tuple[Path, str, str]], renders: Mapping[Path, Pair]
-) -> list[tuple[str, str, str | None]]:
-    """``(path, tier, role)`` of each rendered unit: the role Terragrunt assumes for it."""
-    out: list[tuple[str, str, str | None]] = []
-    for run_dir, path, tier in units:
-        pair = renders.get(run_dir.resolve())
-        if pair is not None:
-            out.append((path, tier, enforce.role_of(pair[0])))
-    return out
-
-
-def _renders(
-    run_dir: Path, unit_path: str, env: Mapping[str, str], policy: Policy
-) -> tuple[Pair, Path]:
-    """Both renders of the unit (kept by :func:`prerender`, or made now) and its repository."""
-    root = repo_root(run_dir, unit_path)
-    kept = _take(run_dir)
-    if kept is None:
-        declared = _declared_config(root, policy)
-        model = model_declared(root, unit_path, env, policy) if run_dir.is_dir() else None
-        kept = _render_pair(run_dir, env, declared, model, unit_path)
-    return kept, root
-
-
-def _unit_path(root: Path, run_dir: Path) -> str:
-    """The unit's path inside ``root`` ("" when it is not below it: then no model)."""
-    try:
-        return run_dir.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return ""
-
-
-def violations(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
-) -> list[Violation]:
-    """The unit's violations of the rule, as Terragrunt resolves its configuration now
-    (or as :func:`prerender` found it before this run's first plan)."""
-    return _checked(run_dir, unit_path, tier, env, policy)[0]
-
-
-def _checked(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
-) -> tuple[list[Violation], dict[str, Any]]:
-    """The unit's violations and its render."""
-    pair, root = _renders(run_dir, unit_path, env, policy)
-    facts = UnitFacts(unit_path, tier, policy.layout.root_file, _sources(run_dir, root))
-    return judged(run_dir, pair, facts, policy, env), pair[0]
-
-
-def _system_limit(name: str, default: int) -> int:
-    try:
-        value = os.sysconf(name)
-    except (ValueError, OSError):
-        return default
-    return value if value > 0 else default
-
-
-def environment_problem(
-    unit_path: str, rendered: Mapping[str, Any], env: Mapping[str, str]
-) -> str | None:
-    """Why the unit's inputs (``rendered``'s) cannot be passed to the processes
-    Terragrunt starts for it as ``TF_VAR_*`` variables beside ``env`` (and ours), or
-    None when they fit (:mod:`tooling.core.envsize`)."""
-    inputs = rendered.get("inputs")
-    if not isinstance(inputs, dict) or not inputs:
-        return None
-    # what Terragrunt starts sees ours and ``env``, an input replacing a TF_VAR_ of them
-    rest = proc.child_env(env)
-    environment = sum(
-        envsize.size(f"{k}={v}")
-        for k, v in rest.items()
-        if not (k.startswith("TF_VAR_") and k.removeprefix("TF_VAR_") in inputs)
-    )
-    return envsize.problem(
-        unit_path,
-        inputs,
-        environment=environment,
-        arg_max=_system_limit("SC_ARG_MAX", 2 * 1024 * 1024),
-        max_strlen=32 * _system_limit("SC_PAGE_SIZE", 4096),
-    )
-
-
-def before_plan(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
-) -> None:
-    """Refuse the unit (a :class:`ToolingError` naming each violation) unless it keeps the
-    rule, and when its inputs are too large for the environment of a process."""
-    found, rendered = _checked(run_dir, unit_path, tier, env, policy)
-    if found:
-        raise ToolingError(enforce.refusal(unit_path, found))
-    too_large = environment_problem(unit_path, rendered, env)
-    if too_large is not None:
-        raise ToolingError(too_large)
-
-
-def before_apply(
-    run_dir: Path, unit_path: str, tier: str, env: Mapping[str, str], policy: Policy
-) -> list[str]:
-    """Why the unit may not be applied now (empty: it keeps the rule); always a new render."""
-    _take(run_dir)
-    try:
-        pair, root = _renders(run_dir, unit_path, env, policy)
-        rendered = pair[0]
-        name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
-        executor = (
-            executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR) if name else None
-        )
-        facts = UnitFacts(unit_path, tier, policy.layout.root_file, _sources(run_dir, root))
-        found = judged(run_dir, pair, facts, policy, env)
-    except ToolingError as exc:
-        return [str(exc)]
-    # the role the unit runs as, from this render: the executor's own or allowlisted
-    roles = preflight.role_problems(
-        [(unit_path, tier, enforce.role_of(rendered))], executor, policy.check
-    )
-    too_large = environment_problem(unit_path, rendered, env)
-    return (
-        ([enforce.refusal(unit_path, found)] if found else [])
-        + roles
-        + ([too_large] if too_large is not None else [])
-    )
-
-
-def verify_many(
-    units: Sequence[tuple[Path, str, str]], env: Mapping[str, str], policy: Policy, *, jobs: int
-) -> dict[str, str]:
-    """Verify ``(run_dir, path, tier)`` units: path -> why it is refused.
-
-    Per folder tree, two Terragrunt processes render every unit at once
-    (:func:`render_tree`); a unit either render left without a file is verified
-    on its own (:func:`before_plan`, ``jobs`` at a time), which names its error."""
-    refused: dict[str, str] = {}
-    trees: dict[Path, list[tuple[Path, str, str]]] = {}
-    for item in units:
-        trees.setdefault(repo_root(item[0], item[1]).resolve(), []).append(item)
-    alone: list[tuple[Path, str, str]] = []
-    for root, items in trees.items():
-        renders = {k: v for k, v in ((i[0].resolve(), _take(i[0])) for i in items) if v}
-        missing = [i[0] for i in items if i[0].resolve() not in renders]
-        if missing:  # a unit left without a render is verified on its own below
-            renders.update(_render_grouped(root, missing, env, policy))
-        for run_dir, path, tier in items:
-            pair = renders.get(run_dir.resolve())
-            if pair is None:
-                alone.append((run_dir, path, tier))
-                continue
-            facts = UnitFacts(path, tier, policy.layout.root_file, _sources(run_dir, root))
-            try:
-                found = judged(run_dir, pair, facts, policy, env)
-            except ToolingError:
-                alone.append((run_dir, path, tier))  # verified on its own, which names the error
-                continue
-            too_large = environment_problem(path, pair[0], env)
-            if found:
-                refused[path] = enforce.refusal(path, found)
-            elif too_large is not None:
-                refused[path] = too_large
-
-    def one(item: tuple[Path, str, str]) -> tuple[str, str | None]:
-        run_dir, path, tier = item
-        try:
-            before_plan(run_dir, path, tier, env, policy)
+            return path, (rendered_declared(run_dir, path, env, policy), None)
         except ToolingError as exc:
-            return path, str(exc)
-        return path, None
+            return path, (None, str(exc))
 
-    if alone:
-        workers = max(1, min(jobs, len(alone), os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for path, why in pool.map(one, alone):
-                if why is not None:
-                    refused[path] = why
-    return refused
-
-
-#: the files ``render --all --write`` leaves in every unit folder, named by a token of the
-#: run (``{token}``): no earlier run's file is read, and no file of a user's is removed
-RENDERED_OUT = ".iac-rendered-{token}.json"
-DECLARED_OUT = ".iac-declared-{token}.json"
-
-
-def render_tree(
-    root: Path, run_dirs: Sequence[Path], env: Mapping[str, str], policy: Policy
-) -> dict[Path, tuple[dict[str, Any], dict[str, Any]]]:
-    """Both sides of every unit in ``run_dirs``: one ``terragrunt render --all`` of the
-    units and what the root file declares from the model (:func:`model_declared`), or,
-    when the model cannot work it out for every unit, a second ``render --all`` of the
-    declared file, in parallel; from the folder holding them all: run dir -> (rendered,
-    declared). Every file written for it is removed before it returns, and nothing else."""
-    declared = _declared_config(root, policy)
-    dirs = [d.resolve() for d in run_dirs]
-    # what the root file declares per unit, from the model: then one render --all, not two
-    models = {d: model_declared(root, _unit_path(root, d), env, policy) for d in dirs}
-    exact = all(m is not None for m in models.values())
-    base = Path(os.path.commonpath([str(d) for d in dirs]))
-    with _LOCK:
-        looping = [d for d in _LOOPS if d.is_relative_to(base)]
-    if looping:
-        raise ToolingError(
-            f"not rendered at once: {looping[0]} reads itself in a loop, on which Terragrunt "
-            "never returns; each unit is rendered on its own"
-        )
-    foreign = [p for p in map(foreign_declared, dirs) if p is not None] if not exact else []
-    if foreign:
-        raise ToolingError(
-            f"not rendered at once: {foreign[0]} is not the pipeline's; each unit is rendered "
-            "on its own"
-        )
-    token = secrets.token_hex(8)
-    rendered_out, declared_out = RENDERED_OUT.format(token=token), DECLARED_OUT.format(token=token)
-    out: dict[Path, tuple[dict[str, Any], dict[str, Any]]] = {}
-    written: list[Path] = []
-    try:
-        if not exact:
-            for d in dirs:
-                written.append(write_declared(d, declared, _unit_path(root, d)))
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            runs = [
-                pool.submit(terragrunt.run, terragrunt.render_all_args(rendered_out), base, env)
-            ]
-            if not exact:
-                runs.append(
-                    pool.submit(
-                        terragrunt.run,
-                        terragrunt.render_all_args(declared_out, DECLARED_CONFIG),
-                        base,
-                        env,
-                    )
-                )
-            for ran in runs:
-                ran.result()
-        for d in dirs:
-            try:
-                mine = json.loads((d / rendered_out).read_text(encoding="utf-8"))
-                model = models[d]
-                theirs = (
-                    model
-                    if exact and model is not None
-                    else json.loads((d / declared_out).read_text(encoding="utf-8"))
-                )
-            except (OSError, ValueError):
-                continue  # verified alone, which names the error
-            out[d] = (mine, theirs)
-    finally:
-        for path in written:
-            remove_declared(path)
-        _remove_outputs(base, (rendered_out, declared_out))
+    if todo:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
+            out.update(pool.map(one, todo))
     return out
-
-
-def _remove_outputs(base: Path, names: Sequence[str]) -> None:
-    """Remove the files named ``names`` (this run's) that a ``render --all --write`` left in
-    every unit folder below ``base``."""
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in names:
-            if name in filenames:
-                (Path(dirpath) / name).unlink(missing_ok=True)

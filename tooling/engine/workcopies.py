@@ -13,21 +13,23 @@ plan means:
   carry no signature (the stub ``.git`` Terragrunt leaves in a working copy is no
   repository, so git is never asked which files are the module's).
 - **a backend other than the configured one** (the one Terragrunt resolves for
-  the unit, from the render before the plans: a root file's ``remote_state`` or
+  the unit, from what the root file declares for it: a ``remote_state`` or
   generated backend; e.g. local state, then ``IAC_STATE_BUCKET`` set in the same
   checkout with the tooling's root.hcl): OpenTofu stops with "Backend
   configuration changed". The tooling stops first, naming the unit, both
   backends and the two ways on.
+
+It also works out what each unit's checkout must hold (:func:`expectation`: the
+module's files at the commit its tag names), which the guard compares with the
+copy before each OpenTofu command (:mod:`tooling.engine.execguard`), and refuses a
+working copy committed to git before Terragrunt could reuse it (:func:`guarded`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -36,11 +38,9 @@ from pathlib import Path
 from tooling.core import workcopy
 from tooling.core.targets import Target
 from tooling.core.workcopy import Expected
-from tooling.engine import workcopy_hook
 from tooling.errors import ToolingError
-from tooling.io import backends, cleanexec, config, git, tags
+from tooling.io import backends, config, git, tags
 from tooling.io.ui import say
-from tooling.io.workspace import Workspace
 from tooling.model import hcl
 from tooling.model.sources import parse_source, remote_url
 
@@ -122,7 +122,7 @@ def backend_problem(unit: str, copy_root: Path, found: str, where: str) -> str:
 
 def _selected(settings: config.Settings, declared: backends.Backend | None) -> tuple[str, str]:
     """(type, description) of the backend a unit's configuration selects: the one Terragrunt
-    resolves for it (``declared``, from its render), else the tooling's settings."""
+    resolves for it (``declared``, what the root file declares), else the tooling's settings."""
     if declared is not None:
         key = backends.state_key(declared)
         return declared.type, f"the {declared.type} backend" + (f" ({key})" if key else "")
@@ -140,7 +140,7 @@ def prepare(
     declared: Mapping[str, backends.Backend | None] | None = None,
 ) -> None:
     """Before planning ``units`` (path, folder): refuse a working copy on another backend
-    than the one Terragrunt resolves for the unit (``declared``: from its render; a unit
+    than the one Terragrunt resolves for the unit (``declared``: the root file's; a unit
     missing there is compared with the tooling's settings), then remove the stale
     generated files of the rest (each is named). ``root``: the repository, whose root file
     (``root_file``, policy.toml ``[layout]``) declares the generated files that are not stale."""
@@ -169,30 +169,6 @@ def prepare(
         )
 
 
-#: the environment variable root.hcl's before_hook reads: the command that checks a
-#: working copy (unset: the hook runs ``true``, e.g. for a plain ``terragrunt plan``)
-HOOK_ENV = "IAC_WORKCOPY_HOOK"
-
-#: what the check reads of the environment Terragrunt gives its hooks (the command the
-#: hook runs for); nothing else of it reaches the check
-HOOK_KEEP = ("TG_CTX_COMMAND",)
-
-#: the run's token in the name of the mark a passed check leaves before ``init``
-#: (:data:`tooling.commands.workcopy_hook.MARK_ENV`)
-MARK_ENV = workcopy_hook.MARK_ENV
-
-#: the hook's wrapper: before ``plan``, when the check of the same Terragrunt process
-#: passed before ``init`` (its mark, named by this run's token, holds that process's
-#: id), nothing ran in between but OpenTofu's init, and the check is not run again;
-#: otherwise (``init``, ``apply``, a plan without an init, no mark or another
-#: process's) the check runs. A shell's start instead of the interpreter's.
-HOOK_WRAPPER = (
-    'm=".terraform/iac-checked-$IAC_WORKCOPY_MARK"; '
-    'if [ "$TG_CTX_COMMAND" = plan ] && [ -n "$IAC_WORKCOPY_MARK" ] && [ -f "$m" ]; then '
-    'read -r who < "$m"; [ "$who" = "$PPID" ] && exit 0; fi; exec "$@"'
-)
-
-
 def root_generated(root: Path, root_file: str) -> frozenset[str]:
     """The file names the generate blocks of the root file (``root_file`` at ``root``)
     declare (literals only)."""
@@ -210,7 +186,7 @@ def _wanted(path: str, subdir: str) -> bool:
     return workcopy.is_code(path.rsplit("/", 1)[-1]) or not subdir or path.startswith(f"{subdir}/")
 
 
-class _Repos:
+class Repos:
     """Module repositories asked once per run: their tags as listed now, and the
     trees of the commits they name (:func:`tags.mirror_now`, :func:`tags.tree_of`)."""
 
@@ -272,7 +248,7 @@ def _local_files(base: Path, subdir: str) -> dict[str, str]:
     return found
 
 
-def _split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
+def split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
     text = source.removeprefix("file://")
     base, sep, sub = text.partition("//")
     folder = Path(base) if base.startswith("/") else unit_dir / (base or ".")
@@ -280,7 +256,7 @@ def _split_local(source: str, unit_dir: Path) -> tuple[Path, str]:
 
 
 def expectation(
-    unit: str, unit_dir: Path, source: str | None, repos: _Repos, generated: frozenset[str]
+    unit: str, unit_dir: Path, source: str | None, repos: Repos, generated: frozenset[str]
 ) -> Expected:
     """What the checkout of ``unit`` (module ``source``) must hold."""
     if source is None:  # no terraform.source: Terragrunt runs in the unit folder itself
@@ -288,7 +264,7 @@ def expectation(
     parsed = parse_source(source)
     subdir = (parsed.subdir or "").strip("/")
     if parsed.kind == "local":
-        folder, sub = _split_local(source, unit_dir)
+        folder, sub = split_local(source, unit_dir)
         if not folder.is_dir():
             raise ToolingError(f"the local module folder {folder} does not exist")
         return Expected(unit, str(folder), None, sub, _local_files(folder, sub), generated)
@@ -301,63 +277,6 @@ def expectation(
     commit, tree = repos.tree(url, parsed.ref)
     files = {p: sha for p, sha in tree.items() if _wanted(p, subdir)}
     return Expected(unit, f"{url}@{parsed.ref}", commit, subdir, files, generated)
-
-
-def armed(
-    units: Iterable[tuple[str, Path, str | None]],
-    env: Mapping[str, str],
-    *,
-    root: Path,
-    root_file: str,
-    cache_dir: Path,
-    unreadable: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """``env`` with root.hcl's working-copy hook armed for ``units`` (path, folder, module
-    source); ``root_file``: the repository's (policy.toml ``[layout]``). A unit whose expectation cannot be worked out (a tag that does not exist,
-    a source that is no git tag, a unit the model cannot evaluate: ``unreadable``, its
-    error) is in the manifest with why: the hook refuses it.
-
-    The manifest (what each checkout must hold) is written under ``cache_dir``,
-    named by its content, so concurrent runs never share a file they disagree on.
-    """
-    units = list(units)
-    repos = _Repos(cache_dir, env)
-    repos.ask(source for _, _, source in units)
-    generated = root_generated(root, root_file)
-    manifest: dict[str, Expected] = {}
-    for unit, unit_dir, source in units:
-        try:
-            if unit in (unreadable or {}):
-                raise ToolingError(
-                    f"the model cannot evaluate this unit ({(unreadable or {})[unit]}), so its "
-                    "module is not known and its working copy cannot be compared with it; fix "
-                    "it (`invoke check` names the file and line) and plan again"
-                )
-            manifest[os.path.realpath(unit_dir)] = expectation(
-                unit, unit_dir, source, repos, generated
-            )
-        except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
-            manifest[os.path.realpath(unit_dir)] = Expected(
-                unit, str(source), None, "", {}, error=str(exc)
-            )
-    data = workcopy.manifest_bytes(manifest)
-    folder = cache_dir / "workcopy"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.bin"
-    if not path.exists():  # named by its content: written once, atomically
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    token = secrets.token_hex(8)
-    check = [sys.executable, "-I", "-S", workcopy_hook.__file__, str(path)]
-    # started with a clean environment (tooling.io.cleanexec): whatever a unit's env_vars
-    # put in Terragrunt's hook environment (LD_PRELOAD...) never reaches the check
-    hook = cleanexec.clean(
-        ["/bin/sh", "-c", HOOK_WRAPPER, "iac-working-copy", *check],
-        keep=HOOK_KEEP,
-        set_={MARK_ENV: token, "PATH": "/usr/bin:/bin"},
-    )
-    return {**env, HOOK_ENV: json.dumps(hook), MARK_ENV: token}
 
 
 def overridden(
@@ -382,73 +301,30 @@ def overridden(
     return out
 
 
-def arm_for(
-    targets: Sequence[Target],
-    env: Mapping[str, str],
-    *,
-    root: Path,
-    root_file: str,
-    cache_dir: Path,
-) -> dict[str, str]:
-    """``env`` armed (:func:`armed`) for the plan's ``targets`` that are not preset: the
-    environment of every Terragrunt process of the run, the verifier's render included,
-    so that no ``get_env`` in a unit reads one value where the rule is verified and
-    another where OpenTofu runs."""
-    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
-    if not todo:
-        return dict(env)
-    unreadable = {t.path: t.model_error for t in targets if t.model_error}
-    return armed(
-        todo, env, root=root, root_file=root_file, cache_dir=cache_dir, unreadable=unreadable
-    )
-
-
 def guarded(
     targets: Sequence[Target],
-    env: Mapping[str, str],
     *,
     root: Path,
     root_file: str,
-    cache_dir: Path,
     reads: Mapping[str, Sequence[str]],
-    armed_env: dict[str, str] | None = None,
-) -> tuple[list[Target], dict[str, str]]:
-    """The plan's ``targets`` and ``env`` with the working-copy check armed (``armed_env``
-    when :func:`arm_for` made it already): a unit whose working copy is committed to
-    git, or whose configuration replaces the check, is refused (an ``error``, never
-    planned)."""
-    todo = [(t.path, t.run_dir, t.source) for t in targets if not t.preset]
+) -> list[Target]:
+    """The plan's ``targets``, a unit whose working copy is committed to git, or whose
+    configuration declares a hook labelled like the old working-copy check, refused (an
+    ``error``, never planned); ``root_file``: the repository's (policy.toml ``[layout]``)."""
+    todo = [t.path for t in targets if not t.preset]
     if not todo:
-        return list(targets), dict(env)
-    if armed_env is None:
-        armed_env = arm_for(targets, env, root=root, root_file=root_file, cache_dir=cache_dir)
+        return list(targets)
     refused: dict[str, str] = {}
     tracked = git.zsplit(
         git.git(
             root, "ls-files", "-z", "--", ":(glob)**/.terragrunt-cache/**", ok_codes=(0, 128)
         ).stdout
     )
-    for unit, committed in workcopy.committed_caches([t[0] for t in todo], tracked).items():
+    for unit, committed in workcopy.committed_caches(todo, tracked).items():
         refused[unit] = committed
-    units = [t.path for t in targets if not t.preset]
-    for unit, why in overridden(units, reads, root, root_file).items():
+    for unit, why in overridden(todo, reads, root, root_file).items():
         refused[unit] = why
-    out = [
+    return [
         replace(t, preset="error", preset_reason=refused[t.path]) if t.path in refused else t
         for t in targets
     ]
-    return out, armed_env
-
-
-def armed_one(
-    ws: Workspace, unit: str, run_dir: Path, source: str | None, env: Mapping[str, str]
-) -> dict[str, str]:
-    """``env`` armed for applying one unit whose module ``source`` is the one planned
-    (summary.json's)."""
-    return armed(
-        [(unit, run_dir, source or None)],
-        env,
-        root=ws.root,
-        root_file=ws.layout.root_file,
-        cache_dir=ws.settings.cache_dir,
-    )

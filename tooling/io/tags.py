@@ -352,3 +352,30 @@ def tree_of(repo: Path, commit: str) -> dict[str, str] | None:
     listed = git.git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
     outdir.write_text(kept, listed, raw=True)
     return git.parse_ls_tree(listed)
+
+
+def blobs_of(repo: Path, shas: Sequence[str]) -> dict[str, bytes]:
+    """The contents of the blobs ``shas`` in ``repo`` (one ``git cat-file --batch``); a
+    SHA the repository lacks is left out."""
+    wanted = [s for s in dict.fromkeys(shas) if s]
+    if not wanted:
+        return {}
+    _code, out, _err = proc.run_bytes(
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        input_bytes="".join(f"{s}\n" for s in wanted).encode(),
+    )
+    found: dict[str, bytes] = {}
+    at = 0
+    for sha in wanted:
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3 or header[1] != b"blob":
+            continue  # "<sha> missing"
+        size = int(header[2])
+        found[sha] = out[at : at + size]
+        at += size + 1
+    return found

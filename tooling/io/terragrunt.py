@@ -197,28 +197,6 @@ def render_args(config_file: Path | None = None) -> list[str]:
     ]
 
 
-def render_all_args(out_name: str, config_name: str | None = None) -> list[str]:
-    """``terragrunt render --all --write``: every unit below the working folder rendered
-    (as :func:`render_args`) in one process, each into ``out_name`` beside its
-    configuration; ``config_name`` renders that file of each unit folder instead of
-    ``terragrunt.hcl``. A unit that fails does not stop the others (exit code 1)."""
-    return [
-        "terragrunt",
-        "render",
-        "--all",
-        "--experiment",
-        "optional-dependency-outputs",
-        "--no-dependency-outputs",
-        *_COMMON,
-        "--format",
-        "json",
-        "--write",
-        "--out",
-        out_name,
-        *(["--config", config_name] if config_name is not None else []),
-    ]
-
-
 def render_json(
     unit_dir: Path, env: Mapping[str, str], config_file: Path | None = None
 ) -> dict[str, Any]:

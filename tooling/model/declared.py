@@ -1,18 +1,16 @@
 """What the root file declares for one unit, worked out by the model: no Terragrunt process.
 
-The verifier compares a unit's rendered configuration with what the root file
-(and the files ``[check.allowed_generate]`` lists) *declare* for that unit.
-Rendering a file that includes only those costs one more ``terragrunt render``
-per run (per unit on apply); this module evaluates them with the repository's
-own evaluator instead, in the scope Terragrunt would use (the unit's folder),
-into the shape ``terragrunt render --format json`` prints for the parts the
-verifier compares: ``generate`` blocks and the ``terraform`` block's hooks.
+The guard compares a unit's working copy (its generated files) and the backend
+OpenTofu recorded with what the root file (and the files ``[check.allowed_generate]``
+lists) *declare* for that unit. Rendering a file that includes only those costs a
+``terragrunt render`` per unit; this module evaluates them with the repository's
+own evaluator instead, in the scope Terragrunt would use (the unit's folder), into
+the shape ``terragrunt render --format json`` prints for the parts compared:
+``generate`` blocks and the ``terraform`` block's hooks.
 
 It answers only when it can be exact: a root file with any other block or
 top-level attribute, a value the model cannot work out, or a file read while
-evaluating, and it returns None (the caller renders with Terragrunt). The caller
-also renders when this answer differs from the unit's render, so the model
-never refuses a unit on its own: it only spares the render when both agree.
+evaluating, and it returns None (the caller renders with Terragrunt).
 """
 
 from __future__ import annotations
@@ -124,10 +122,14 @@ def declared(
         return None
 
 
+#: the declaring files parsed once per process for every unit (keyed by their bytes' SHA)
+_PARSED = ParseCache(None)
+
+
 def _declared(
     root: Path, unit_path: str, files: Sequence[str], env: Mapping[str, str], config_name: str
 ) -> dict[str, Any] | None:
-    loader = Loader(WorkTree(root, ()), ParseCache(None))
+    loader = Loader(WorkTree(root, ()), _PARSED)
     ev = _Env(loader, unit_path, env)
     scope = Scope(posixpath.join(unit_path, config_name))
     configs: list[ConfigFile] = []

@@ -131,9 +131,8 @@ CLOSURE = Rule(
     keeps_unreadable=True,
     notes={
         Stage.BEFORE_TERRAGRUNT: (
-            "yes, for the units in play: those planned, the units below the folders a "
-            "`--all` command runs from, and every dependency of them, transitively; and "
-            "before `terragrunt stack generate`, for every stack (`units`, `graph`, "
+            "yes, for the units in play: those planned and every dependency of them, "
+            "transitively; and before `terragrunt stack generate`, for every stack (`units`, `graph`, "
             "`affected`, `matrix`, `plan`)"
         ),
     },

@@ -1,25 +1,27 @@
-"""The rule's verifier: a unit's configuration as Terragrunt resolves it, judged. Pure.
+"""The rule's verifier: a unit's static form, judged. Pure.
 
-Input: the unit's configuration as ``terragrunt render --format json`` prints
-it (includes merged, locals and functions evaluated, dependency mocks in
-place), the *declared* configuration (the same render of a file that includes
-only the root file and the allowlisted files: what they declare for this
-unit), the unit's path and tier, the ``[check]`` policy, and the text of the
-files the unit reads (only to name a ``file:line``). Output: the violations.
+Input: the unit's static form (:func:`tooling.core.rules.resolved.static_units`: its
+file and the files it reads merged, in the shape ``terragrunt render --format json``
+prints; a literal is its value, anything computed stands as its expression), the
+*declared* configuration (the root file and the allowlisted files: what they
+declare for this unit), the unit's path and tier, the ``[check]`` policy, and the
+text of the files the unit reads (only to name a ``file:line``). Output: the
+violations. ``invoke check`` and the verifier before each unit's Terragrunt process
+run the very same rules on the very same form, so check and plan never disagree.
 
 Nothing here matches patterns in the configuration's text to decide: a
-``generate`` block is allowed when it is one the root file declares, with
-exactly the path, mode and contents it declares for this unit; whatever
-computes a different set (a function, a heredoc, an include's locals, a
-dependency's mock outputs) is refused because the sets differ. ``invoke check``
-feeds the same rules each unit's static form
-(:func:`tooling.core.rules.resolved.static_units`), so check and plan never
-disagree on a rule both can see.
+``generate`` block is allowed when it is one the root file declares, written the
+same way; whatever computes a different set (a function, a heredoc, an include's
+locals, a dependency's mock outputs) is refused because the sets differ. Where a
+rule needs a value and the unit computes it, the expression never equals what is
+allowed: refused, never guessed. What Terragrunt then hands to OpenTofu is the
+guard's to check (docs/rules.md, "The point of execution").
 
 Rules (docs/rules.md), each judged unit by unit (:func:`~tooling.core.rules.rule.each_unit`):
 ``enforce-generate``, ``enforce-state``, ``enforce-role``, ``enforce-errors``,
-``enforce-mocks``, ``enforce-runtime`` (in ``invoke check`` and where OpenTofu
-runs), ``enforce-hooks`` (where OpenTofu runs).
+``enforce-mocks``, ``enforce-runtime`` (in ``invoke check`` and at the point of
+execution), ``enforce-hooks`` (at the point of execution); ``enforce-env`` and
+``enforce-args`` are :mod:`tooling.core.rules.passing`'s.
 """
 
 from __future__ import annotations
@@ -68,9 +70,9 @@ _STATE_ARGS = (
     "-lock",
 )
 #: environment prefixes that change how OpenTofu/Terragrunt run (state, data dir, arguments)
-_TOOL_ENV = ("TF_", "TG_", "TERRAGRUNT_", "TOFU_")
+TOOL_ENV = ("TF_", "TG_", "TERRAGRUNT_", "TOFU_")
 #: environment prefixes that change the identity OpenTofu's providers use
-_IDENTITY_ENV = ("AWS_", "GOOGLE_", "CLOUDSDK_", "ARM_", "AZURE_", "VAULT_")
+IDENTITY_ENV = ("AWS_", "GOOGLE_", "CLOUDSDK_", "ARM_", "AZURE_", "VAULT_")
 #: generate fields compared with the declared block (what lands on disk, and how)
 _GENERATE_FIELDS = (
     "path",
@@ -104,12 +106,14 @@ def where(facts: UnitFacts, *needles: str) -> tuple[str, int]:
     return facts.unit_file, 1
 
 
-def _v(facts: UnitFacts, needles: Sequence[str], rule: str, message: str, fix: str) -> Violation:
+def violation(
+    facts: UnitFacts, needles: Sequence[str], rule: str, message: str, fix: str
+) -> Violation:
     file, line = where(facts, *needles)
     return Violation(file, line, rule, message, fix)
 
 
-def _present(value: Any) -> bool:
+def present(value: Any) -> bool:
     return value not in (None, "", [], {}, 0, False)
 
 
@@ -139,7 +143,7 @@ def check_generate(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
         if got is None:
             if want is not None and want.get("disable") is not True:
                 out.append(
-                    _v(
+                    violation(
                         facts,
                         ("merge_strategy", "include"),
                         "enforce-generate",
@@ -153,7 +157,7 @@ def check_generate(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
             if got.get("disable") is True:
                 continue
             out.append(
-                _v(
+                violation(
                     facts,
                     needles,
                     "enforce-generate",
@@ -166,7 +170,7 @@ def check_generate(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
         changed = [k for k in _GENERATE_FIELDS if got.get(k) != want.get(k)]
         if changed:
             out.append(
-                _v(
+                violation(
                     facts,
                     needles,
                     "enforce-generate",
@@ -181,51 +185,22 @@ def check_generate(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
 # --------------------------------------------------------------------------- state
 
 
-def _state_arg(arg: str) -> bool:
+def state_arg(arg: str) -> bool:
     name = arg.split("=", 1)[0]
     return name in _STATE_ARGS
 
 
-def _env_violations(
-    facts: UnitFacts, block: str, env: Mapping[str, Any], allowed_identity: bool
-) -> list[Violation]:
-    out: list[Violation] = []
-    for key in sorted(env):
-        if key.upper().startswith(_TOOL_ENV) and not key.upper().startswith("TF_VAR_"):
-            out.append(
-                _v(
-                    facts,
-                    (key, f'extra_arguments "{block}"'),
-                    "enforce-state",
-                    f'extra_arguments "{block}" sets {key} in env_vars: it changes how OpenTofu runs '
-                    "(its arguments, backend, state or data directory) where no review sees it",
-                    f"remove {key} from env_vars; the state key comes from {facts.root_file}, one per unit",
-                )
-            )
-        elif key.upper().startswith(_IDENTITY_ENV) and not allowed_identity:
-            out.append(
-                _v(
-                    facts,
-                    (key, f'extra_arguments "{block}"'),
-                    "enforce-role",
-                    f'extra_arguments "{block}" sets {key} in env_vars: it changes the identity '
-                    "the providers run as",
-                    "remove it; the executor's identity is the one its preflight checks (policy.toml [executors])",
-                )
-            )
-    return out
-
-
 def check_state(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """The state OpenTofu uses is the one the root file declares for the unit: no other
-    ``remote_state``, no ``-backend-config``/``-state`` arguments, no ``TF_*`` variables."""
+    ``remote_state``, no ``-backend-config``/``-state`` arguments (``TF_*`` variables:
+    :mod:`tooling.core.rules.passing`)."""
     rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     out: list[Violation] = []
     mine, theirs = rendered.get("remote_state"), declared.get("remote_state")
-    if _present(mine) and mine != theirs:
+    if present(mine) and mine != theirs:
         backend = mine.get("backend") if isinstance(mine, Mapping) else None
         out.append(
-            _v(
+            violation(
                 facts,
                 ("remote_state",),
                 "enforce-state",
@@ -243,10 +218,11 @@ def check_state(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     for name, block in sorted((extra or {}).items()):
         if not isinstance(block, Mapping) or declared_extra.get(name) == block:
             continue
-        for arg in block.get("arguments") or []:
-            if isinstance(arg, str) and _state_arg(arg):
+        args = block.get("arguments")
+        for arg in args if isinstance(args, list) else []:
+            if isinstance(arg, str) and state_arg(arg):
                 out.append(
-                    _v(
+                    violation(
                         facts,
                         (arg.split("=", 1)[0], f'extra_arguments "{name}"'),
                         "enforce-state",
@@ -255,9 +231,6 @@ def check_state(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
                         f"remove the argument; {facts.root_file} keys the state by the unit's path",
                     )
                 )
-        env = block.get("env_vars")
-        if isinstance(env, Mapping):  # a computed map is env-vars' (tooling.core.rules.envvars)
-            out += _env_violations(facts, name, env, False)
     return out
 
 
@@ -290,7 +263,7 @@ def check_roles(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     )
     for attr in ROLE_ATTRS:
         value = rendered.get(attr)
-        if not _present(value) or value == declared.get(attr):
+        if not present(value) or value == declared.get(attr):
             continue
         if attr == "iam_role" and reason is not None:
             continue
@@ -298,7 +271,7 @@ def check_roles(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
             continue  # the settings of an allowlisted role
         shown = value if attr == "iam_role" else "(set)"
         out.append(
-            _v(
+            violation(
                 facts,
                 (attr,),
                 "enforce-role",
@@ -316,15 +289,15 @@ def check_errors(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     """No ``errors`` block (retry, ignore) unless ``[check.allowed_errors]`` lists the unit."""
     rendered, declared, facts = unit.rendered, unit.declared, unit.facts
     errors = rendered.get("errors")
-    if not _present(errors) or errors == declared.get("errors"):
+    if not present(errors) or errors == declared.get("errors"):
         return []
-    if not isinstance(errors, Mapping) or not any(_present(v) for v in errors.values()):
+    if not isinstance(errors, Mapping) or not any(present(v) for v in errors.values()):
         return []
     if any(fnmatch.fnmatchcase(facts.path, p) for p in policy.allowed_errors):
         return []
-    kinds = ", ".join(sorted(k for k, v in errors.items() if _present(v)))
+    kinds = ", ".join(sorted(k for k, v in errors.items() if present(v)))
     return [
-        _v(
+        violation(
             facts,
             ("errors {", "errors{", "errors"),
             "enforce-errors",
@@ -352,7 +325,7 @@ def check_mocks(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
         )
         if extra:
             out.append(
-                _v(
+                violation(
                     facts,
                     (f'dependency "{name}"', "mock_outputs_allowed_terraform_commands"),
                     "enforce-mocks",
@@ -376,9 +349,9 @@ def check_runtime(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
         ("engine", "an engine plugin would run OpenTofu"),
     ):
         value = rendered.get(attr)
-        if _present(value) and value != declared.get(attr):
+        if present(value) and value != declared.get(attr):
             out.append(
-                _v(
+                violation(
                     facts,
                     (attr,),
                     "enforce-runtime",
@@ -397,8 +370,6 @@ def check_hooks(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
     check): a hook of its own runs any program on the runner, around OpenTofu. A unit
     one of whose files ``[check.allowed_run_at_parse]`` lists may run its hooks."""
     rendered, declared, facts = unit.rendered, unit.declared, unit.facts
-    if "terraform" not in declared:
-        return []  # no terraform block declared: nothing to compare the hooks with
     files = [facts.unit_file, *(facts.sources or {})]
     if any(fnmatch.fnmatchcase(f, p) for f in files for p in policy.allowed_run_at_parse):
         return []
@@ -415,7 +386,7 @@ def check_hooks(unit: UnitRender, policy: CheckPolicy) -> list[Violation]:
                 continue
             what = "differs from the one" if name in want else "is not one"
             out.append(
-                _v(
+                violation(
                     facts,
                     (f'{kind} "{name}"', kind),
                     "enforce-hooks",
@@ -436,7 +407,14 @@ def refusal(path: str, violations: Iterable[Violation]) -> str:
 
 
 #: in ``invoke check`` on each unit's static form, where OpenTofu runs on its render
-_BOTH = {Stage.CHECK: "yes (static form)", Stage.AT_EXECUTION: "yes (rendered)"}
+BOTH_STAGES = {Stage.CHECK: "yes (static form)", Stage.AT_EXECUTION: "yes (static form)"}
+
+
+def at_execution(guard: str) -> dict[Stage, str]:
+    """The docs' table for a rule judged on each unit's static form (in ``invoke check``
+    and before the unit's Terragrunt process) that the guard backs with ``guard``."""
+    return {Stage.CHECK: "yes (static form)", Stage.AT_EXECUTION: f"yes (static form); {guard}"}
+
 
 GENERATE = Rule(
     name="enforce-generate",
@@ -444,15 +422,15 @@ GENERATE = Rule(
     summary="the unit generates exactly the files the root file declares for it",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_generate),
-    notes=_BOTH,
+    notes=at_execution("the guard: the generated files' contents (`working-copy`)"),
 )
 STATE = Rule(
     name="enforce-state",
-    ids=("enforce-state", "enforce-role"),
-    summary="the unit's state is the one the root file declares: no other backend, state arguments or `TF_*` variables",
+    ids=("enforce-state",),
+    summary="the unit's state is the one the root file declares: no other backend, no state arguments",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_state),
-    notes=_BOTH,
+    notes=at_execution("the guard: `exec-backend`, `exec-args`, `exec-env`"),
 )
 ROLE = Rule(
     name="enforce-role",
@@ -460,7 +438,7 @@ ROLE = Rule(
     summary="`iam_*` only with a role `[check.allowed_roles.TIER]` lists",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_roles),
-    notes=_BOTH,
+    notes=at_execution("the guard: a role's credentials in OpenTofu's environment (`exec-env`)"),
 )
 ERRORS = Rule(
     name="enforce-errors",
@@ -468,7 +446,7 @@ ERRORS = Rule(
     summary="no `errors` block unless `[check.allowed_errors]` lists the unit",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_errors),
-    notes=_BOTH,
+    notes=BOTH_STAGES,
 )
 MOCKS = Rule(
     name="enforce-mocks",
@@ -476,7 +454,7 @@ MOCKS = Rule(
     summary="mock outputs stand in for read-only commands only",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_mocks),
-    notes=_BOTH,
+    notes=BOTH_STAGES,
 )
 RUNTIME = Rule(
     name="enforce-runtime",
@@ -484,7 +462,9 @@ RUNTIME = Rule(
     summary="no `terraform_binary`, `download_dir` or `engine` but the root file's",
     stages=Stage.CHECK | Stage.AT_EXECUTION,
     check=each_unit(check_runtime),
-    notes=_BOTH,
+    notes=at_execution(
+        "the guard: `terraform_binary` cannot replace it (`TG_TF_PATH` wins), a `download_dir` copy is refused (`exec-run`)"
+    ),
 )
 HOOKS = Rule(
     name="enforce-hooks",
@@ -492,5 +472,5 @@ HOOKS = Rule(
     summary="the unit runs exactly the hooks the root file declares (its working-copy check)",
     stages=Stage.AT_EXECUTION,
     check=each_unit(check_hooks),
-    notes={Stage.CHECK: "as `run-at-parse`", Stage.AT_EXECUTION: "yes (rendered)"},
+    notes={Stage.CHECK: "as `run-at-parse`", Stage.AT_EXECUTION: "yes (static form)"},
 )

@@ -1,22 +1,23 @@
 """What a unit sets in the environment of the processes Terragrunt starts: ``env-vars``. Pure.
 
 ``terraform { extra_arguments "x" { env_vars = {...} } }`` sets variables in the
-environment of OpenTofu *and of every hook* of the commands it names, root.hcl's
-working-copy check among them. A variable there that a process reads before it runs
-its own code (the dynamic loader's ``LD_PRELOAD``, an interpreter's ``PYTHONPATH``, a
-shell's ``BASH_ENV``, where programs and configuration files are found: ``PATH``,
-``HOME``, ``GIT_*``...) runs code from the pull request inside the check that is
-meant to judge it: a committed library's constructor ran in the hook's ``sh`` and
-``python``. So:
+environment of OpenTofu *and of every hook* of the commands it names. A variable there
+that a process reads before it runs its own code (the dynamic loader's ``LD_PRELOAD``,
+an interpreter's ``PYTHONPATH``, a shell's ``BASH_ENV``, where programs and
+configuration files are found: ``PATH``, ``HOME``, ``GIT_*``...) runs code from the pull
+request before any check of it (a committed library's constructor ran in the ``sh`` and
+``python`` of the working-copy hook root.hcl once declared). So:
 
 - ``env-vars``: ``env_vars`` must be a map written out in the file, its names literal
   (``env_vars = local.e`` or ``merge(...)``: what it sets is known only when Terragrunt
   runs, after the checks), and none of its names may be one of :func:`process_name`.
 
 Checked on the text of every Terragrunt file (``invoke check``, and before Terragrunt
-starts on every file it will parse for the units in play), and on the render where
-OpenTofu runs. Variables that change how OpenTofu runs (``TF_*``) or whom it runs as
-(``AWS_*``...) are ``enforce-state`` and ``enforce-role``'s.
+starts on every file it will parse for the units in play), and on each unit's static
+form where OpenTofu runs. Past the rules, what Terragrunt starts for OpenTofu is the
+guard, a static executable no dynamic loader runs for, whose allowlist refuses every
+such variable (``exec-env``). Variables that change how OpenTofu runs (``TF_*``) or
+whom it runs as (``AWS_*``...) are ``enforce-state`` and ``enforce-role``'s.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _process_violation(path: str, line: int, label: str, name: str) -> Violation
         line,
         "env-vars",
         f'extra_arguments "{label}" sets {name} in env_vars: every process Terragrunt starts '
-        "for the command (the working-copy check among them) would load or run what it "
+        "for the command would load or run what it "
         "names, code from the pull request, before any check of it",
         _FIX,
     )
@@ -149,7 +150,7 @@ def check_env_vars_text(ctx: Context) -> list[Violation]:
 
 
 def rendered_violations(unit: UnitRender) -> list[Violation]:
-    """``env-vars`` on a unit's render: the variables it sets, resolved."""
+    """``env-vars`` on a unit's static form: the literal names of the variables it sets."""
     terraform = unit.rendered.get("terraform") or {}
     extra = terraform.get("extra_arguments") if isinstance(terraform, Mapping) else None
     out: list[Violation] = []
@@ -182,12 +183,18 @@ ENV_VARS = Rule(
         Stage.BEFORE_TERRAGRUNT: "yes, on every file Terragrunt will parse for the units in play",
         Stage.AT_EXECUTION: "as `env-vars-rendered`",
     },
-    also="root.hcl's working-copy check runs with a clean environment whatever a unit sets",
+    also=(
+        "the guard and OpenTofu are static executables the dynamic loader never runs for, "
+        "and the guard's allowlist (`exec-env`) refuses any such variable"
+    ),
 )
 ENV_VARS_RENDERED = Rule(
     name="env-vars-rendered",
     ids=("env-vars",),
-    summary="the variables a unit's render sets include none a process reads before its own code",
+    summary=(
+        "the variables a unit's static form sets include none a process reads before its own code"
+    ),
     stages=Stage.AT_EXECUTION,
     check=check_env_vars_rendered,
+    notes={Stage.AT_EXECUTION: "yes (static form); the guard: `exec-env`"},
 )

@@ -26,6 +26,7 @@ from tooling.core.rules import (
     facts,
     hidden,
     layers,
+    passing,
     pins,
     readable,
     secretreads,
@@ -63,6 +64,7 @@ RULES: tuple[Rule, ...] = (
     envvars.ENV_VARS_RENDERED,
     enforce.GENERATE,
     enforce.STATE,
+    passing.PASSING,
     enforce.ROLE,
     enforce.ERRORS,
     enforce.MOCKS,
@@ -163,7 +165,11 @@ def verify(
 _COLUMNS = (
     (Stage.CHECK, "`invoke check`"),
     (Stage.BEFORE_TERRAGRUNT, "before Terragrunt starts (`plan`, `drift`, `adopt`)"),
-    (Stage.AT_EXECUTION, "where OpenTofu runs (`plan`, `drift`, `adopt`, `apply`)"),
+    (
+        Stage.AT_EXECUTION,
+        "at the point of execution: each unit before its Terragrunt process (`plan`, `drift`, "
+        "`adopt`, `apply`), then the guard before each OpenTofu command",
+    ),
 )
 
 

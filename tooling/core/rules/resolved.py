@@ -1,14 +1,14 @@
-"""Each unit's static form, for ``invoke check``'s run of the verifier's rules. Pure.
+"""Each unit's static form, which the verifier's rules judge. Pure.
 
-Plan and apply verify a unit on what ``terragrunt render`` resolves
-(:mod:`tooling.core.rules.enforce`). ``invoke check`` runs no tool, so it builds the
-same shape from the HCL it reads: the unit's file and the files it reads merged
-(the *rendered* side), and the root file plus the ``[check.allowed_generate]``
-files (the *declared* side). A literal is its value; anything computed stands
-as its expression, so two blocks compare equal only when they are written the
-same way. The check's :class:`~tooling.core.rules.rule.Context` carries these
-(:func:`static_units`) to the very rules plan and apply run: check and plan never
-disagree on a rule the text shows.
+``invoke check`` and the verifier before each unit's Terragrunt process
+(:mod:`tooling.engine.verify`) build it from the HCL they read: the unit's file and
+the files it reads merged (the *rendered* side), and the root file plus the
+``[check.allowed_generate]`` files (the *declared* side), in the shape
+``terragrunt render --format json`` prints. A literal is its value; anything
+computed stands as its expression, so two blocks compare equal only when they are
+written the same way, and a computed value never passes as an allowed one. The
+:class:`~tooling.core.rules.rule.Context` carries these (:func:`static_units`) to
+the rules (:mod:`tooling.core.rules.enforce`): check and plan never disagree.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tooling.model.policy import CheckPolicy
 from tooling.model.repo import Model
 
 _TOP_ATTRS = (*ROLE_ATTRS, "terraform_binary", "download_dir")
+_HOOKS = ("before_hook", "after_hook", "error_hook")
 
 
 def static_value(expr: Any) -> Any:
@@ -86,10 +87,13 @@ def static_config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             elif btype == "dependency":
                 out.setdefault("dependency", {})[label] = _attrs(inner)
             elif btype == "terraform":
-                extra = out.setdefault("terraform", {}).setdefault("extra_arguments", {})
+                tf = out.setdefault("terraform", {})
+                extra = tf.setdefault("extra_arguments", {})
                 for kind, labs, block, _n in inner["b"]:
                     if kind == "extra_arguments":
                         extra[labs[0] if labs else ""] = _attrs(block)
+                    elif kind in _HOOKS:  # a later file's hook of that name replaces it
+                        tf.setdefault(kind, {})[labs[0] if labs else ""] = _attrs(block)
     return out
 
 

@@ -31,8 +31,10 @@ class Stage(enum.Flag):
     #: ``invoke plan``, ``drift`` and ``adopt``, before any Terragrunt process starts: the
     #: text of every file the units to plan read (:mod:`tooling.engine.refusals`)
     BEFORE_TERRAGRUNT = enum.auto()
-    #: before OpenTofu plans or applies a unit: its configuration as ``terragrunt render``
-    #: resolves it, against what the root file declares (:mod:`tooling.engine.verify`)
+    #: at the point of execution: right before a unit's Terragrunt process, its static
+    #: form against what the root file declares (:mod:`tooling.engine.verify`); the guard
+    #: then checks each OpenTofu command (``tooling/guard``: its checks are no registry
+    #: rules, a rule's table entry names the one that backs it)
     AT_EXECUTION = enum.auto()
 
 
@@ -53,11 +55,11 @@ class UnitFacts:
 
 @dataclass(frozen=True)
 class UnitRender:
-    """One unit's configuration, both sides: ``rendered`` (what OpenTofu will run with) and
-    ``declared`` (what the root file and the ``[check.allowed_generate]`` files declare
-    for it), in the shape ``terragrunt render --format json`` prints. Where OpenTofu runs,
-    Terragrunt's render; in ``invoke check``, the unit's static form
-    (:func:`tooling.core.rules.resolved.static_units`)."""
+    """One unit's configuration, both sides: ``rendered`` (the unit's own, its includes
+    merged) and ``declared`` (what the root file and the ``[check.allowed_generate]``
+    files declare for it), in the shape ``terragrunt render --format json`` prints: the
+    unit's static form (:func:`tooling.core.rules.resolved.static_units`), in ``invoke
+    check`` and at the point of execution alike."""
 
     rendered: Mapping[str, Any]
     declared: Mapping[str, Any]
@@ -75,7 +77,7 @@ class Context:
     - ``CHECK`` fills all of it (:func:`tooling.core.rules.registry.check_context`);
     - ``BEFORE_TERRAGRUNT``: ``snap``, ``closure`` and ``hcl_files``, the files Terragrunt
       will parse for the units in play;
-    - ``AT_EXECUTION``: ``units``, the one unit about to run.
+    - ``AT_EXECUTION``: ``units``, the one unit about to run (its static form).
 
     A rule reads what it needs and finds the rest empty (no model: ``model`` is None).
     """

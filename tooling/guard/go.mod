@@ -1,0 +1,3 @@
+module iac-tooling/tfguard
+
+go 1.22
