@@ -410,3 +410,22 @@ def test_a_leg_named_with_a_line_feed_is_refused_on_one_line(doc: Any, leg: str)
     with pytest.raises(ToolingError) as caught:
         legs.leg_of(doc, leg)
     assert "\n" not in str(caught.value), str(caught.value)
+
+
+def test_a_leg_summary_whose_leg_id_holds_a_line_feed_is_refused_on_one_line(
+    tmp_path: Path,
+) -> None:
+    """The example the property test drew: a leg folder's summary.json (an artifact read
+    back) names its leg ``"\\n"`` and no executor."""
+    from tooling.engine import legs
+
+    doc = json.loads(json.dumps(VALID["summary"]))
+    doc["executor"] = None
+    doc["leg"] = {"id": "\n", "index": 1, "count": 2, "units": ["live/cloud/dns"]}
+    leg = tmp_path / "plan-hosted-1-of-1"
+    leg.mkdir()
+    (leg / "summary.json").write_text(json.dumps(doc))
+    with pytest.raises(ToolingError) as caught:
+        legs.merge(tmp_path, [leg], tmp_path / "merged")
+    assert "a leg without an executor" in str(caught.value)
+    assert "\n" not in str(caught.value), str(caught.value)

@@ -126,7 +126,7 @@ def position(include: Sequence[Mapping[str, Any]], leg: str) -> tuple[int, int]:
 
 
 def _leg_name(name: str, doc: Summary) -> str:
-    return f"{name} (leg {doc.leg.id})" if doc.leg is not None else name
+    return f"{name} (leg {escape_line(doc.leg.id)})" if doc.leg is not None else name
 
 
 #: what to do when a leg's folder is not as its `invoke plan --leg` wrote it
