@@ -24,15 +24,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.core import execpoint
+from tooling.core import execpoint, executors
 from tooling.core.execpoint import Backend, GuardedUnit
-from tooling.core.rules.enforce import allowed_role, role_of
+from tooling.core.rules.enforce import role_of
 from tooling.core.rules.rule import UnitRender
 from tooling.core.workcopy import Expected
-from tooling.engine import verify, workcopies
+from tooling.engine import preflight, verify, workcopies
+from tooling.engine.verify import shown_role
 from tooling.errors import ToolingError
 from tooling.io import guardbin, tags
-from tooling.model.policy import Policy
+from tooling.model.policy import Executor, Policy
 from tooling.model.repo import Model
 from tooling.model.sources import parse_source, remote_url
 
@@ -42,6 +43,10 @@ TF_PATH_ENV = "TG_TF_PATH"
 #: the variables of the working-copy hook root.hcl declared before the guard checked the
 #: working copy: never set now (a root file that still declares the hook runs ``true``)
 OLD_HOOK_ENV = ("IAC_WORKCOPY_HOOK", "IAC_WORKCOPY_MARK")
+#: the AWS credentials Terragrunt sets in OpenTofu's environment after assuming a role
+CREDENTIALS = frozenset(
+    {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"}
+)
 #: a module's variables, kept per commit and module folder in its mirror
 VARIABLES = "iac-variables"
 
@@ -125,6 +130,47 @@ def closure(
     return list(out.values())
 
 
+def _identity(
+    path: str, tier: str, form: UnitRender | None, policy: Policy, executor: Executor | None
+) -> bool:
+    """Whether the unit assumes a role it may run as (the preflight's rule: the executor's
+    own, or one ``[check.allowed_roles.TIER]`` lists): only then may the AWS credentials
+    Terragrunt sets after assuming it reach OpenTofu."""
+    role = shown_role(role_of(form.rendered)) if form is not None else None
+    if role is None or form is None or _names_credentials(form):
+        return False
+    return not preflight.role_problems([(path, tier, role)], executor, policy.check)
+
+
+def _names_credentials(form: UnitRender) -> bool:
+    """Whether the unit's own ``env_vars`` (its static form's ``extra_arguments``) name an
+    AWS credential variable, or are not known statically: then the credentials in
+    OpenTofu's environment may be the unit's, not the assumed role's."""
+    terraform = form.rendered.get("terraform")
+    extra = terraform.get("extra_arguments") if isinstance(terraform, Mapping) else None
+    for block in extra.values() if isinstance(extra, Mapping) else ():
+        env_vars = block.get("env_vars") if isinstance(block, Mapping) else None
+        if env_vars is None:
+            continue
+        if not isinstance(env_vars, Mapping):
+            return True  # computed: what it sets is known only when Terragrunt runs
+        if any(str(k).upper() in CREDENTIALS for k in env_vars):
+            return True
+    return False
+
+
+def _executor(policy: Policy) -> Executor | None:
+    """The executor this job runs as (``IAC_EXECUTOR``, read where the preflight reads it;
+    None: unset or unknown, so only an allowlisted role counts)."""
+    name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
+    if not name:
+        return None
+    try:
+        return executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR)
+    except ToolingError:
+        return None
+
+
 def guarded_units(
     units: Sequence[tuple[str, Path, str | None]],
     env: Mapping[str, str],
@@ -162,6 +208,7 @@ def guarded_units(
                 forms.update(((where, p), form) for p, form in worked.items())
     root_file = policy.layout.root_file
     generated_names = {where: workcopies.root_generated(where, root_file) for where in roots}
+    executor = _executor(policy)
     out: list[GuardedUnit] = []
     for path, run_dir, source in every:
         where = verify.repo_root(run_dir, path)
@@ -199,16 +246,11 @@ def guarded_units(
                 generated=generated,
                 backend=backend,
                 backend_error=None if backend is not None else f"{why}",
-                identity=_role_allowed(forms.get((where, path)), tier, policy),
+                identity=_identity(path, tier, forms.get((where, path)), policy, executor),
                 extra=tuple((extra or {}).get(path, ())),
             )
         )
     return out
-
-
-def _role_allowed(form: UnitRender | None, tier: str, policy: Policy) -> bool:
-    role = role_of(form.rendered) if form is not None else None
-    return role is not None and allowed_role(policy.check, tier, role) is not None
 
 
 def models_of(root: Path, model: Model, models: Mapping[Path, Model] | None) -> Model:
