@@ -168,7 +168,7 @@ TRICKS = [
         "exec-env",
         _extra(
             '["init", "plan"]',
-            'env_vars = { AWS_ACCESS_KEY_ID = "AKIAUNITS", AWS_SECRET_ACCESS_KEY = "unit" }',
+            'env_vars = { AWS_ACCESS_KEY_ID = "AKIAUNITS" }',
         ),
     ),
 ]
