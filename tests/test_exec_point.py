@@ -161,6 +161,16 @@ TRICKS = [
         body='download_dir = "${get_repo_root()}/elsewhere"\n',
     ),
     Trick("undeclared-input", None, "exec-env", inputs='  not_a_variable = "x"\n'),
+    # a unit's own AWS credentials (no role assumed: the guard lets none through)
+    Trick(
+        "aws-credentials",
+        "enforce-role",
+        "exec-env",
+        _extra(
+            '["init", "plan"]',
+            'env_vars = { AWS_ACCESS_KEY_ID = "AKIAUNITS" }',
+        ),
+    ),
 ]
 #: units Terragrunt hands over whole: the guard refuses before OpenTofu starts
 BY_NAME = {t.name: t for t in TRICKS}

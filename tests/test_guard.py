@@ -10,11 +10,15 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tooling.core import execpoint
+from tooling.core.rules.rule import UnitFacts, UnitRender
+from tooling.engine import execguard
 from tooling.io import gobuild, guardbin
+from tooling.model.policy import Policy, policy_from
 
 GO_TEST = guardbin.SOURCE / "main_test.go"
 
@@ -132,3 +136,52 @@ def test_the_guard_reads_its_configuration_beside_itself_and_refuses_without_one
         env={**os.environ, "IAC_GUARD_CONFIG": str(exe.parent / "guard.json")},
     )
     assert ran.returncode == 1 and "no configuration beside the guard" in ran.stderr
+
+
+LAN_ROLE = "arn:aws:iam::123456789012:role/infra-lan-executor"
+
+
+def _form(rendered: dict[str, Any]) -> UnitRender:
+    return UnitRender(rendered, {}, UnitFacts("live/cluster/network", "cluster"))
+
+
+def _lan_policy() -> Policy:
+    return policy_from(
+        {
+            "executors": {
+                "lan": {
+                    "runs_on": ["self-hosted"],
+                    "aws_role_arn_pattern": "arn:aws:sts::*:assumed-role/infra-lan-executor/*",
+                }
+            }
+        }
+    )
+
+
+def test_only_a_unit_assuming_a_role_it_may_use_and_setting_no_credentials_gets_the_roles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The guard lets the AWS credentials Terragrunt sets after assuming a role through
+    (``identity``) only for a unit that may assume it, whose own env_vars name none."""
+    monkeypatch.setenv("IAC_EXECUTOR", "lan")
+    policy = _lan_policy()
+    executor = execguard._executor(policy)
+    assert executor is not None
+
+    def identity(rendered: dict[str, Any], who: Any = executor) -> bool:
+        return execguard._identity("live/cluster/network", "cluster", _form(rendered), policy, who)
+
+    assert identity({"iam_role": LAN_ROLE})
+    assert not identity({"iam_role": LAN_ROLE}, None)  # not the executor's: not allowed
+    assert not identity({})  # no role: Terragrunt sets no credentials
+    assert not identity({"iam_role": "arn:aws:iam::123456789012:role/org-admin"})
+    assert not identity({"iam_role": "${local.role}"})  # computed
+    for env_vars in (
+        {"AWS_SECRET_ACCESS_KEY": "x"},
+        {"aws_session_token": "x"},
+        "${local.e}",  # computed: its names are not known
+    ):
+        extra = {"terraform": {"extra_arguments": {"x": {"env_vars": env_vars}}}}
+        assert not identity({"iam_role": LAN_ROLE, **extra}), env_vars
+    other = {"terraform": {"extra_arguments": {"x": {"env_vars": {"TF_VAR_zone": "z"}}}}}
+    assert identity({"iam_role": LAN_ROLE, **other})

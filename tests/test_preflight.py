@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,8 +21,10 @@ from urllib.parse import parse_qs
 
 import boto3
 import pytest
-from infra_fixtures import commit_all, edit, invoke, serving
+from infra_fixtures import commit_all, edit, invoke, invoke_in_process, serving
 
+from tooling.core.rules import registry
+from tooling.core.rules.rule import UnitFacts
 from tooling.engine import preflight
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
@@ -524,30 +527,41 @@ def test_apply_refuses_a_unit_whose_role_changed_to_one_its_executor_may_not_use
     ).exists()
 
 
-def test_drift_renders_its_units_once_for_the_preflight_and_every_plans_verifier(
-    example_repo: Path,
+def test_drift_runs_no_render_and_its_verifier_judges_each_units_static_form_once(
+    example_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # drift plans unit by unit (the per-unit planner): one `render --all` for the run,
-    # made beside the preflight, instead of two renders before each unit's plan; what
-    # root.hcl declares comes from the model (no second `render --all` of it)
+    # drift plans unit by unit (the per-unit planner): the verifier before each plan
+    # judges the unit's static form, worked out once for the run beside the preflight;
+    # what root.hcl declares comes from the model: no `terragrunt render` at all
+    judged: Counter[str] = Counter()
+    real = registry.verify
+
+    def counted(rendered: Any, declared: Any, facts: UnitFacts, policy: Any) -> Any:
+        judged[facts.path] += 1
+        return real(rendered, declared, facts, policy)
+
+    monkeypatch.setattr(registry, "verify", counted)
     out = example_repo / "drift"
-    ran = invoke(
+    ran = invoke_in_process(
         example_repo,
         "drift",
         "--executor",
         "lan",
         "--out",
         str(out),
+        monkeypatch=monkeypatch,
         env={"IAC_ECHO_COMMANDS": "1"},
     )
     assert ran.returncode == 0, ran.output
-    renders = [line for line in ran.stderr.splitlines() if line.startswith("+ terragrunt render")]
-    assert len(renders) == 1, renders
-    assert all("--all" in line and "--config" not in line for line in renders)
-    report = json.loads((out / "drift.json").read_text())
-    assert sorted(u["path"] for u in report["units"]) == [
+    echoed = [line for line in ran.stderr.splitlines() if line.startswith("+ ")]
+    assert any(line.startswith("+ terragrunt ") and " plan" in line for line in echoed), echoed
+    assert not [line for line in echoed if line.startswith("+ terragrunt render")], echoed
+    drifted = [
         "live/cluster/gitops",
         "live/cluster/network",
         "live/cluster/os",
         "live/cluster/vms",
     ]
+    assert judged == dict.fromkeys(drifted, 1), judged
+    report = json.loads((out / "drift.json").read_text())
+    assert sorted(u["path"] for u in report["units"]) == drifted

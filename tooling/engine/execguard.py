@@ -22,16 +22,18 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from tooling.core import execpoint
+from tooling.core import execpoint, executors
 from tooling.core.execpoint import Backend, GuardedUnit
-from tooling.core.rules.enforce import allowed_role, role_of
+from tooling.core.rules.enforce import role_of
 from tooling.core.rules.rule import UnitRender
 from tooling.core.workcopy import Expected
-from tooling.engine import verify, workcopies
+from tooling.engine import preflight, verify, workcopies
+from tooling.engine.verify import shown_role
 from tooling.errors import ToolingError
 from tooling.io import guardbin, tags
-from tooling.model.policy import Policy
+from tooling.model.policy import Executor, Policy
 from tooling.model.repo import Model
 from tooling.model.sources import parse_source, remote_url
 
@@ -41,6 +43,10 @@ TF_PATH_ENV = "TG_TF_PATH"
 #: the variables of the working-copy hook root.hcl declared before the guard checked the
 #: working copy: never set now (a root file that still declares the hook runs ``true``)
 OLD_HOOK_ENV = ("IAC_WORKCOPY_HOOK", "IAC_WORKCOPY_MARK")
+#: the AWS credentials Terragrunt sets in OpenTofu's environment after assuming a role
+CREDENTIALS = frozenset(
+    {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"}
+)
 #: a module's variables, kept per commit and module folder in its mirror
 VARIABLES = "iac-variables"
 
@@ -101,22 +107,68 @@ def module_variables(
 
 
 def closure(
-    units: Iterable[tuple[str, Path, str | None]], model: Model
+    units: Iterable[tuple[str, Path, str | None]],
+    model: Model,
+    models: Mapping[Path, Model] | None = None,
 ) -> list[tuple[str, Path, str | None]]:
     """``units`` and every unit they read outputs from, directly or through others (in
-    their working copies Terragrunt runs ``init`` and ``output``), each once."""
-    out: dict[str, tuple[str, Path, str | None]] = {}
+    their working copies Terragrunt runs ``init`` and ``output``), each once per checkout:
+    a unit's dependencies are those of the model of its own checkout (``models``: per
+    checkout root other than the working tree's, such as the base revision's a deleted
+    unit is planned in; ``model`` for the rest)."""
+    out: dict[tuple[Path, str], tuple[str, Path, str | None]] = {}
     for path, run_dir, source in units:
-        out.setdefault(path, (path, run_dir, source))
-    for path, run_dir, _source in list(out.values()):
-        if path not in model.units:
+        out.setdefault((verify.repo_root(run_dir, path), path), (path, run_dir, source))
+    for (root, path), _unit in list(out.items()):
+        known = (models or {}).get(root, model)
+        if path not in known.units:
             continue
-        root = verify.repo_root(run_dir, path)
-        for dep in sorted(model.upstream(path)):
-            unit = model.units.get(dep)
-            if unit is not None and dep not in out:
-                out[dep] = (dep, root / dep, unit.source)
+        for dep in sorted(known.upstream(path)):
+            unit = known.units.get(dep)
+            if unit is not None and (root, dep) not in out:
+                out[(root, dep)] = (dep, root / dep, unit.source)
     return list(out.values())
+
+
+def _identity(
+    path: str, tier: str, form: UnitRender | None, policy: Policy, executor: Executor | None
+) -> bool:
+    """Whether the unit assumes a role it may run as (the preflight's rule: the executor's
+    own, or one ``[check.allowed_roles.TIER]`` lists): only then may the AWS credentials
+    Terragrunt sets after assuming it reach OpenTofu."""
+    role = shown_role(role_of(form.rendered)) if form is not None else None
+    if role is None or form is None or _names_credentials(form):
+        return False
+    return not preflight.role_problems([(path, tier, role)], executor, policy.check)
+
+
+def _names_credentials(form: UnitRender) -> bool:
+    """Whether the unit's own ``env_vars`` (its static form's ``extra_arguments``) name an
+    AWS credential variable, or are not known statically: then the credentials in
+    OpenTofu's environment may be the unit's, not the assumed role's."""
+    terraform = form.rendered.get("terraform")
+    extra = terraform.get("extra_arguments") if isinstance(terraform, Mapping) else None
+    for block in extra.values() if isinstance(extra, Mapping) else ():
+        env_vars = block.get("env_vars") if isinstance(block, Mapping) else None
+        if env_vars is None:
+            continue
+        if not isinstance(env_vars, Mapping):
+            return True  # computed: what it sets is known only when Terragrunt runs
+        if any(str(k).upper() in CREDENTIALS for k in env_vars):
+            return True
+    return False
+
+
+def _executor(policy: Policy) -> Executor | None:
+    """The executor this job runs as (``IAC_EXECUTOR``, read where the preflight reads it;
+    None: unset or unknown, so only an allowlisted role counts)."""
+    name = os.environ.get(preflight.ENV_EXECUTOR, "").strip()
+    if not name:
+        return None
+    try:
+        return executors.get(policy.executors, name, what=preflight.ENV_EXECUTOR)
+    except ToolingError:
+        return None
 
 
 def guarded_units(
@@ -129,29 +181,38 @@ def guarded_units(
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
     known_forms: Mapping[str, UnitRender] | None = None,
+    models: Mapping[Path, Model] | None = None,
 ) -> list[GuardedUnit]:
     """What each unit of ``units`` (path, folder, module source), and each unit they read
     outputs from, may run with under ``policy`` (``known_forms``: static forms the caller
-    worked out)."""
-    every = closure(units, model)
+    worked out for ``units``; ``models``: the model of each checkout other than the
+    working tree's, such as the base revision's a deleted unit is planned in)."""
+    every = closure(units, model, models)
     repos = workcopies.Repos(cache_dir, env)
     repos.ask(source for _, _, source in every)
-    sides = verify.declared_sides([(d, p) for p, d, _ in every], env, policy)
-    roots: dict[Path, list[str]] = {}
-    for path, run_dir, _ in every:
-        roots.setdefault(verify.repo_root(run_dir, path), []).append(path)
-    forms: dict[str, UnitRender] = dict(known_forms or {})
-    for where, paths in roots.items():
-        todo = [p for p in paths if p not in forms]
+    roots: dict[Path, list[tuple[str, Path, str | None]]] = {}
+    for item in every:
+        roots.setdefault(verify.repo_root(item[1], item[0]), []).append(item)
+    given = {(verify.repo_root(d, p), p) for p, d, _ in units}
+    forms: dict[tuple[Path, str], UnitRender] = {
+        key: (known_forms or {})[key[1]] for key in given if key[1] in (known_forms or {})
+    }
+    sides: dict[tuple[Path, str], tuple[dict[str, Any] | None, str | None]] = {}
+    for where, items in roots.items():
+        found = verify.declared_sides([(d, p) for p, d, _ in items], env, policy)
+        sides.update(((where, p), side) for p, side in found.items())
+        todo = [p for p, _, _ in items if (where, p) not in forms]
         if todo:
             with contextlib.suppress(ToolingError):
-                forms.update(verify.static_forms(where, todo, policy, model))
+                worked = verify.static_forms(where, todo, policy, models_of(where, model, models))
+                forms.update(((where, p), form) for p, form in worked.items())
     root_file = policy.layout.root_file
     generated_names = {where: workcopies.root_generated(where, root_file) for where in roots}
+    executor = _executor(policy)
     out: list[GuardedUnit] = []
     for path, run_dir, source in every:
-        unit = model.units.get(path)
         where = verify.repo_root(run_dir, path)
+        unit = models_of(where, model, models).units.get(path)
         try:
             if path in (unreadable or {}):
                 raise ToolingError(
@@ -164,7 +225,7 @@ def guarded_units(
         except ToolingError as exc:  # refused where it runs (after Terragrunt's own errors)
             expected = Expected(path, str(source), None, "", {}, error=str(exc))
             variables = frozenset()
-        declared, why = sides.get(path, (None, "not worked out"))
+        declared, why = sides.get((where, path), (None, "not worked out"))
         backend: Backend | None = None
         generated: dict[str, str] = {}
         if declared is not None:
@@ -175,8 +236,6 @@ def guarded_units(
                     f"{root_file} declares no state backend for this unit: its state "
                     "would stay in the working copy"
                 )
-        form = forms.get(path)
-        role = role_of(form.rendered) if form is not None else None
         tier = unit.tier if unit is not None else ""
         out.append(
             GuardedUnit(
@@ -187,11 +246,16 @@ def guarded_units(
                 generated=generated,
                 backend=backend,
                 backend_error=None if backend is not None else f"{why}",
-                identity=role is not None and allowed_role(policy.check, tier, role) is not None,
+                identity=_identity(path, tier, forms.get((where, path)), policy, executor),
                 extra=tuple((extra or {}).get(path, ())),
             )
         )
     return out
+
+
+def models_of(root: Path, model: Model, models: Mapping[Path, Model] | None) -> Model:
+    """The model of the checkout at ``root`` (``models``' for another checkout's)."""
+    return (models or {}).get(root, model)
 
 
 def armed(
@@ -204,6 +268,7 @@ def armed(
     unreadable: Mapping[str, str] | None = None,
     extra: Mapping[str, Sequence[str]] | None = None,
     known_forms: Mapping[str, UnitRender] | None = None,
+    models: Mapping[Path, Model] | None = None,
 ) -> tuple[dict[str, str], list[GuardedUnit]]:
     """``env`` with the guard armed for ``units`` (path, folder, module source): its
     ``TG_TF_PATH`` names this run's guard; and what each unit may run with."""
@@ -216,6 +281,7 @@ def armed(
         unreadable=unreadable,
         extra=extra,
         known_forms=known_forms,
+        models=models,
     )
     document = execpoint.config_document(
         guarded, tofu=_real("tofu", env), terragrunt=_real("terragrunt", env)

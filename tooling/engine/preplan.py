@@ -37,10 +37,12 @@ def prepared(
     folder: outdir.ReportDir,
     jobs: int,
     what: str,
+    models: Mapping[Path, Model] | None = None,
 ) -> Iterator[tuple[list[Target], dict[str, str]]]:
     """The pre-plan sequence, then the block with the targets and environment to plan with
     (the guard armed) and Ctrl-C or SIGTERM forwarded to OpenTofu (``what``
-    names the plans in the notice). Every refusal comes before the report folder is reset:
+    names the plans in the notice; ``models``: the model of each other checkout a target
+    is planned in, such as the base revision's of a deleted unit). Every refusal comes before the report folder is reset:
     a run refused here keeps the last report, and removes no working copy's files."""
     units = ctx.of_units()
     model = units.model
@@ -76,6 +78,7 @@ def prepared(
                 policy=ctx.policy,
                 unreadable={t.path: t.model_error for t in targets if t.model_error},
                 known_forms=forms,
+                models=models,
             )
             if todo
             else (dict(env), [])

@@ -313,13 +313,14 @@ def policy_from(document: Mapping[str, Any], where: str = POLICY_FILE) -> Policy
     layout = _layout(document, where)
     gates = _gates(document)
     executors = _executors(document)
-    check = _check(document, layout)
+    secrets = _secrets(document)  # once: [check] carries the same rule
+    check = _check(document, layout, secrets)
     return Policy(
         layout=layout,
         gates=gates,
         check=check,
         executors=executors,
-        secrets=_secrets(document),
+        secrets=secrets,
         sensitive_attributes=_sensitive_attributes(document),
         apply=_apply(document),
         apps=_apps(document["apps"]) if "apps" in document else None,
@@ -563,9 +564,9 @@ _CHECK_KEYS = frozenset(
 )
 
 
-def _check(document: Mapping[str, Any], layout: Layout) -> CheckPolicy:
+def _check(document: Mapping[str, Any], layout: Layout, secrets: EnvRule) -> CheckPolicy:
     """``[check]`` (missing keys take the defaults), with the layers ``[layout.roots]``
-    declares and the foundation buckets ``[apps]`` lists."""
+    declares, the foundation buckets ``[apps]`` lists and ``secrets`` (``[secrets]``)."""
     section = document.get("check", {})
     if not isinstance(section, dict):
         raise ToolingError(f"{POLICY_FILE}: [check] must be a table")
@@ -598,7 +599,7 @@ def _check(document: Mapping[str, Any], layout: Layout) -> CheckPolicy:
         root_prefixes=tuple(
             (r.path, r.state_prefix) for r in layout.roots if r.state_prefix is not None
         ),
-        secrets=_secrets(document),
+        secrets=secrets,
     )
 
 

@@ -66,14 +66,19 @@ def _planned(
     what: str,
     plan: Callable[[list[Target], dict[str, str]], T],
     meanwhile: AbstractContextManager[object] | None = None,
+    models: Mapping[Path, Model] | None = None,
 ) -> tuple[list[Target], T, bool]:
     """Prepare, plan, and ask whether the run was interrupted: the targets as planned
     (their working copies guarded), what ``plan`` returned for them, and whether Ctrl-C
-    or SIGTERM stopped it. ``meanwhile``: held around the plans, once prepared."""
+    or SIGTERM stopped it. ``meanwhile``: held around the plans, once prepared;
+    ``models``: the model of each other checkout a target is planned in."""
     # Ctrl-C or SIGTERM from here on: OpenTofu stops gracefully (once), nothing new
     # starts, and the report says the run was interrupted (``what`` names the plans)
     with (
-        prepared(ctx, targets, env, folder=folder, jobs=jobs, what=what) as (planned, planned_env),
+        prepared(ctx, targets, env, folder=folder, jobs=jobs, what=what, models=models) as (
+            planned,
+            planned_env,
+        ),
         meanwhile or nullcontext(),
     ):
         done = plan(planned, planned_env)
@@ -144,7 +149,16 @@ def _plan(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> P
             return results, _reviewed_differences(request.reviewed, targets, results, env)
 
         _, (results, differs), interrupted = _planned(
-            ctx, folder, targets, env, jobs=request.parallel, what="the plans", plan=plan
+            ctx,
+            folder,
+            targets,
+            env,
+            jobs=request.parallel,
+            what="the plans",
+            plan=plan,
+            # a deleted unit's destroy plan, and the units it reads outputs from, run in
+            # the base revision's checkout: the guard is armed for them there
+            models={base_root: base_model} if base_root and base_model else None,
         )
     finally:
         if worktree is not None:
