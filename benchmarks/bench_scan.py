@@ -1,7 +1,7 @@
 """Benchmark the scan before Terragrunt starts: what `invoke plan` reads and judges of the
 files Terragrunt will parse, before any Terragrunt process (no tool runs here).
 
-It times `tooling.engine.refusals.refuse_before_terragrunt`, the step `invoke plan`,
+It times `tooling.engine.rules.before_terragrunt.refuse_before_terragrunt`, the step `invoke plan`,
 `drift` and `adopt` run on the units to plan (with a warm model: the model is loaded
 once, as the task has it already), in three cases:
 
@@ -75,9 +75,10 @@ def cases(model: Any) -> dict[str, list[str]]:
 
 def measure(root: Path, repeat: int) -> dict[str, Any]:
     from tooling.commands import check
-    from tooling.engine.refusals import refuse_before_terragrunt
+    from tooling.engine.rules.before_terragrunt import refuse_before_terragrunt
     from tooling.io import config
-    from tooling.model.repo import WorkTree, load
+    from tooling.model.repo import load
+    from tooling.model.trees import WorkTree
 
     policy: Any = config.read_policy(root)
     # the typed Policy (its layout on it), or, before it, policy.toml as a mapping

@@ -50,12 +50,14 @@ sys.path.insert(0, str(REPO))
 
 from benchenv import example_tree  # noqa: E402
 
-from tooling.engine import execguard, preflight, secrets, verify  # noqa: E402
-from tooling.engine.batchplanner import run_batch  # noqa: E402
+from tooling.core.plan.targets import Target  # noqa: E402
+from tooling.engine import secrets  # noqa: E402
+from tooling.engine.plan.batchplanner import run_batch  # noqa: E402
+from tooling.engine.plan.prepare import expect_forms  # noqa: E402
 from tooling.engine.plan.request import Mode, PlanContext  # noqa: E402
-from tooling.engine.preplan import expect_forms  # noqa: E402
-from tooling.engine.unitplanner import Target, plan_unit  # noqa: E402
-from tooling.io import toolchain  # noqa: E402
+from tooling.engine.plan.unitplanner import plan_unit  # noqa: E402
+from tooling.engine.rules import execguard, preflight, verify  # noqa: E402
+from tooling.io import binpath  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
 #: the example's units, which every run plans
@@ -104,7 +106,7 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     undo = None if verified else _plain()
     try:
         start, c0 = time.perf_counter(), cpu()
-        if verified:  # as engine/preplan.py orders it: the forms, the roles, the guard
+        if verified:  # as engine/plan/prepare.py orders it: the forms, the roles, the guard
             model = context.of_units().model
             forms = expect_forms(all_targets, model, ws.policy)
             preflight.check(
@@ -166,7 +168,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         os.environ.setdefault("IAC_CACHE_DIR", str(Path(tmp) / "cache"))
         ws = Workspace(example_tree(Path(tmp) / "infra"))

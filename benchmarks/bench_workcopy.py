@@ -38,8 +38,12 @@ sys.path.insert(0, str(HERE))
 
 from benchenv import example_tree, sh  # noqa: E402
 
-from tooling.engine import execguard, secrets  # noqa: E402
-from tooling.io import terragrunt, toolchain  # noqa: E402
+from tooling.engine import secrets  # noqa: E402
+from tooling.engine.rules import execguard  # noqa: E402
+from tooling.io import (
+    binpath,  # noqa: E402
+    terragrunt,  # noqa: E402
+)
 from tooling.io.workspace import Workspace  # noqa: E402
 
 secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it
@@ -65,7 +69,7 @@ def main() -> None:
     parser.add_argument("--unit", default="live/cloud/dns")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
 
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         root = example_tree(Path(tmp) / "infra")

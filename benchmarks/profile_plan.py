@@ -47,26 +47,26 @@ UNIT = "live/cloud/dns"
 
 #: (step, file suffix, function name): cumulative wall seconds of the main thread
 STEPS = (
-    ("the whole task (tasks.plan)", "tooling/tasks.py", "plan"),
+    ("the whole task (tasks.plan)", "tooling/tasks/__init__.py", "plan"),
     ("first line (settings, HEAD's model)", "tooling/io/workspace.py", "describe"),
     ("policy.toml checked", "tooling/cli.py", "check_policy"),
     ("tools checked", "tooling/io/workspace.py", "check_tools"),
     ("working tree's model", "tooling/io/workspace.py", "current_model"),
-    ("change detection", "tooling/engine/detect.py", "worktree_affected"),
+    ("change detection", "tooling/engine/plan/affected.py", "worktree_affected"),
     ("git processes (all)", "tooling/io/git.py", "git"),
-    ("preflight + render --all (waited)", "tooling/engine/preplan.py", "preflight_rendered"),
-    ("  of it: state preflight", "tooling/engine/preflight.py", "check"),
-    ("working copies: stale files", "tooling/engine/workcopies.py", "prepare"),
+    ("preflight + render --all (waited)", "tooling/engine/plan/prepare.py", "preflight_rendered"),
+    ("  of it: state preflight", "tooling/engine/rules/preflight.py", "check"),
+    ("working copies: stale files", "tooling/engine/rules/workcopies.py", "prepare"),
     (
         "working copies: the check armed (before the render)",
-        "tooling/engine/workcopies.py",
+        "tooling/engine/rules/workcopies.py",
         "arm_for",
     ),
-    ("the plan (Terragrunt, OpenTofu, waited)", "tooling/engine/batchplanner.py", "run_batch"),
-    ("  of it: the verifier before the plan", "tooling/engine/verify.py", "before_plan"),
+    ("the plan (Terragrunt, OpenTofu, waited)", "tooling/engine/plan/batchplanner.py", "run_batch"),
+    ("  of it: the verifier before the plan", "tooling/engine/rules/verify.py", "before_plan"),
     ("  of it: tofu show -json", "tooling/io/terragrunt.py", "plan_json"),
-    ("summary.json", "tooling/engine/planfolder.py", "summary_of"),
-    ("report (comment.md)", "tooling/core/report.py", "render"),
+    ("summary.json", "tooling/engine/plan/planfolder.py", "summary_of"),
+    ("report (comment.md)", "tooling/core/report/comment.py", "render"),
 )
 
 

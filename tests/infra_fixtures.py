@@ -228,9 +228,9 @@ def _schema_checked(args: tuple[str, ...], ran: Invoked) -> Invoked:
 
 @pytest.fixture(scope="session")
 def tools() -> None:
-    from tooling.io import toolchain
+    from tooling.io import binpath, toolchain
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     toolchain.check_versions(REPO)
 
 
@@ -419,7 +419,8 @@ def units_by_path(summary: Mapping[str, object]) -> dict[str, dict[str, object]]
 
 def plan_one(root: Path, unit: str, out: Path) -> object:
     """Plan one unit of ``root`` with the real binaries; return the plans.Result."""
-    from tooling.engine.unitplanner import Target, plan_unit
+    from tooling.core.plan.targets import Target
+    from tooling.engine.plan.unitplanner import plan_unit
     from tooling.io.workspace import Workspace
 
     ws = Workspace(root)

@@ -6,8 +6,8 @@ failure, drift, a no-change unit and a module bump; and a 200-unit run.
 
 from __future__ import annotations
 
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-from tooling.core.results import Result, with_gates
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.plan.results import Result, with_gates
 from tooling.model.policy import GatePolicy
 
 POLICY = GatePolicy(node_addresses=("terraform_data.vm[*",))

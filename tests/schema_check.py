@@ -73,7 +73,8 @@ def check_folder(root: Path) -> int:
 def summary_unit(path: str, status: str = "changes", **fields: Any) -> dict[str, Any]:
     """One unit of a summary.json as `invoke plan` writes it (every field its schema
     requires), with ``fields`` over it: what a test hands to a reader of plan folders."""
-    from tooling.core.results import Result, Status
+    from tooling.core.plan.results import Result
+    from tooling.core.plan.status import Status
 
     unit = Result(
         path=path, tier="cloud", executor="hosted", change="modified", status=Status(status)

@@ -30,7 +30,9 @@ from infra_fixtures import GIT_ENV, REPO, Invoked, commit_all, edit, git
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.model.policy import policy_from
-from tooling.model.repo import Change, WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
+from tooling.model.units import Change
 
 pytestmark = pytest.mark.e2e
 

@@ -74,7 +74,7 @@ def test_the_tools_folder_ignores_itself_so_a_bump_finds_a_clean_tree(
 
 
 def test_clean_runner_keeps_the_folders_own_gitignore_beside_local_state(tmp_path: Path) -> None:
-    from tooling.engine.applysafety import clean_runner
+    from tooling.engine.apply.safety import clean_runner
 
     repo = adopted_copy(tmp_path / "infra", commit=False)
     from tooling.io.workspace import mark_private

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from infra_fixtures import commit_all, edit, git, invoke
 
-from tooling.core.changes import Affected
-from tooling.engine.detect import compute_affected
+from tooling.core.plan.affected import Affected
+from tooling.engine.plan.affected import compute_affected
 from tooling.io.workspace import Workspace
 
 

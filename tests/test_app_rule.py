@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
-from tooling.core import appverify
-from tooling.core.apps import AppState, Found
+from tooling.core.apps import verify
+from tooling.core.apps.tier import AppState, Found
 
 pytestmark = pytest.mark.e2e
 
@@ -174,16 +174,16 @@ def test_each_trick_added_after_a_clean_plan_is_refused_on_app_apply(
 
 def test_the_pipelines_own_init_arguments_in_the_environment_are_not_a_trick() -> None:
     own = {"TF_CLI_ARGS_init": "-lockfile=readonly"}
-    assert appverify.env_problems({**own, "PATH": "/bin"}, own) == []
-    assert appverify.env_problems({"TF_CLI_ARGS_init": "-backend=false"}, own) != []
+    assert verify.env_problems({**own, "PATH": "/bin"}, own) == []
+    assert verify.env_problems({"TF_CLI_ARGS_init": "-backend=false"}, own) != []
 
 
 def test_the_environment_is_an_allowlist_of_the_apps_own_variables() -> None:
     app = frozenset({"database_size"})
     allowed = {"TF_VAR_database_size": "small", "HOME": "/home/runner", "PATH": "/bin"}
-    assert appverify.env_problems(allowed, {}, app) == []
+    assert verify.env_problems(allowed, {}, app) == []
     for key in ("TF_VAR_other", "TF_VAR_iac_encryption_passphrase", "TF_LOG", "LD_AUDIT"):
-        [problem] = appverify.env_problems({key: "secret-value"}, {}, app)
+        [problem] = verify.env_problems({key: "secret-value"}, {}, app)
         assert problem.startswith(f"{key}=… is set") and "secret-value" not in problem
 
 
@@ -198,7 +198,7 @@ def test_the_backend_record_must_carry_the_apps_key_and_nothing_else() -> None:
         "role_arn": None,
     }
     record = {"backend": {"type": "s3", "config": good}}
-    assert appverify.backend_problems(record, state, "f") == []
+    assert verify.backend_problems(record, state, "f") == []
     for name, value, said in (
         ("key", "live/cloud/dns/terraform.tfstate", "the backend's key"),
         ("workspace_key_prefix", "live", "workspace_key_prefix"),
@@ -206,17 +206,17 @@ def test_the_backend_record_must_carry_the_apps_key_and_nothing_else() -> None:
         ("role_arn", "arn:aws:iam::1:role/x", "role_arn"),
     ):
         bad = {"backend": {"type": "s3", "config": {**good, name: value}}}
-        found = appverify.backend_problems(bad, state, "f")
+        found = verify.backend_problems(bad, state, "f")
         assert len(found) == 1 and said in found[0], found
-    assert "no backend" in appverify.backend_problems(None, state, "f")[0]
+    assert "no backend" in verify.backend_problems(None, state, "f")[0]
     local = {"backend": {"type": "local", "config": {"path": "/x"}}}
-    assert "not the app's 's3'" in appverify.backend_problems(local, state, "f")[0]
+    assert "not the app's 's3'" in verify.backend_problems(local, state, "f")[0]
 
 
 def test_a_module_source_that_is_not_a_literal_is_refused() -> None:
     found = [Found("module", "main.tf:3", "")]
-    assert "not a literal" in appverify.module_problems(found, ())[0]
+    assert "not a literal" in verify.module_problems(found, ())[0]
     pinned = [
         Found("module", "m.tf:1", "git::https://git.example.com/platform-modules/m.git?ref=v1.2.0")
     ]
-    assert appverify.module_problems(pinned, ("git.example.com/platform-modules/*",)) == []
+    assert verify.module_problems(pinned, ("git.example.com/platform-modules/*",)) == []

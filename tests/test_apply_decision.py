@@ -1,4 +1,4 @@
-"""The one apply decision of both tiers (:func:`tooling.core.applydecision.decide`), as a table.
+"""The one apply decision of both tiers (:func:`tooling.core.apply.decision.decide`), as a table.
 
 Each row is a unit of summary.json and what is known of it; the answer is what the
 foundation's ``invoke apply`` and ``invoke app-apply`` both do with it, in the same
@@ -11,11 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from tooling.core.applydecision import Action, Facts, Verified, decide
-from tooling.core.gates import Gate
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-from tooling.core.record import UnitApply, WaitingPlan
-from tooling.core.results import Result, Status
+from tooling.core.apply.decision import Action, Facts, Verified, decide
+from tooling.core.apply.record import UnitApply, WaitingPlan
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
 
 UNIT = Result(
     "live/cloud/dns",

@@ -15,10 +15,10 @@ import pytest
 from infra_fixtures import commit_all, edit, local_unit, units_by_path
 from test_apply import FLAKY_MODULE, _apply, _plan
 
-from tooling.core.approval import cascade_wait, differences
-from tooling.core.gates import Gate
-from tooling.core.planjson import PlanSummary, summarize
-from tooling.core.record import outcome, tofu_errors
+from tooling.core.apply.approval import cascade_wait, differences
+from tooling.core.apply.record import outcome, tofu_errors
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.planjson import PlanSummary, summarize
 
 # ----------------------------------------------------------------- errors OpenTofu reported
 

@@ -6,10 +6,11 @@ from datetime import datetime
 
 import pytest
 
-from tooling.core import record
-from tooling.core.applydecision import binding_problems
-from tooling.core.record import change_set
-from tooling.core.results import Result, Status
+from tooling.core.apply import record
+from tooling.core.apply.decision import binding_problems
+from tooling.core.apply.record import change_set
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
 from tooling.io.terragrunt import error_summary
 
 
@@ -153,14 +154,14 @@ def test_a_lock_error_names_id_holder_age_and_the_runbooks_command_never_lock_fa
 def test_the_outcome_is_what_opentofu_did(
     code: int, output: str, interrupted: bool, result: str, fragment: str
 ) -> None:
-    from tooling.engine.applier import outcome
+    from tooling.engine.apply.applier import outcome
 
     got, reason = outcome(code, output, interrupted)
     assert got == result and fragment in reason
 
 
 def test_the_record_is_merged_per_unit_never_dropped() -> None:
-    from tooling.core.record import merged_units
+    from tooling.core.apply.record import merged_units
 
     before = {
         "a": {"path": "a", "result": "applied"},

@@ -38,7 +38,7 @@ from infra_fixtures import (
 )
 from test_apply import SLOW_MODULE, _apply, _plan, _popen_apply
 
-from tooling.core import binding
+from tooling.core.apply import binding
 from tooling.io import git as gitio
 
 pytestmark = pytest.mark.e2e

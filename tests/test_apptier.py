@@ -18,9 +18,9 @@ import boto3
 import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
-from tooling.core import apps
-from tooling.core.apps import AppState
-from tooling.engine import appruns
+from tooling.core.apps import tier
+from tooling.core.apps.tier import AppState
+from tooling.engine.apps import runs
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 from tooling.model.policy import AppPolicy, policy_from
@@ -72,7 +72,7 @@ def _apply(
 
 @pytest.mark.parametrize("name", ["billing", "a-1", "42"])
 def test_good_app_names(name: str) -> None:
-    assert apps.check_name(name) == name
+    assert tier.check_name(name) == name
 
 
 @pytest.mark.parametrize(
@@ -80,20 +80,20 @@ def test_good_app_names(name: str) -> None:
 )
 def test_bad_app_names_are_usage_errors(name: str) -> None:
     with pytest.raises(UsageError, match=re.escape("^[a-z0-9-]+$")):
-        apps.check_name(name)
+        tier.check_name(name)
 
 
 def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
     tmp_path: Path,
 ) -> None:
-    local = apps.state_for("billing", tmp_path, {})
+    local = tier.state_for("billing", tmp_path, {})
     assert local == AppState(
         "local",
         "apps/billing/terraform.tfstate",
         path=str(tmp_path / ".iac/app-state/apps/billing/terraform.tfstate"),
     )
-    assert apps.backend_config_args(local) == [f"-backend-config=path={local.path}"]
-    s3 = apps.state_for(
+    assert tier.backend_config_args(local) == [f"-backend-config=path={local.path}"]
+    s3 = tier.state_for(
         "billing",
         tmp_path,
         {
@@ -108,7 +108,7 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
         "eu-west-1",
         "http://127.0.0.1:9",
     )
-    args = apps.backend_config_args(s3)
+    args = tier.backend_config_args(s3)
     assert args[:5] == [
         "-backend-config=bucket=apps-b",
         "-backend-config=key=apps/billing/terraform.tfstate",
@@ -117,17 +117,17 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
         "-backend-config=use_lockfile=true",
     ]
     assert '-backend-config=endpoints={s3="http://127.0.0.1:9"}' in args
-    own = apps.state_for(
+    own = tier.state_for(
         "billing", tmp_path, {"IAC_APP_STATE_BUCKET": "apps-b", "IAC_APP_STATE_REGION": "us-west-2"}
     )
     assert own.region == "us-west-2" and own.endpoint is None
-    assert not any("endpoints" in a for a in apps.backend_config_args(own))
-    assert apps.plan_args(Path("/x"), Path("/o/p.tfplan"))[5:] == [
+    assert not any("endpoints" in a for a in tier.backend_config_args(own))
+    assert tier.plan_args(Path("/x"), Path("/o/p.tfplan"))[5:] == [
         "-lock-timeout=0s",
         "-out=/o/p.tfplan",
     ]
-    assert apps.plan_args(Path("/x"), Path("/o/p.tfplan"), lock=False)[5] == "-lock=false"
-    assert apps.init_args(Path("/x"), own)[:6] == [
+    assert tier.plan_args(Path("/x"), Path("/o/p.tfplan"), lock=False)[5] == "-lock=false"
+    assert tier.init_args(Path("/x"), own)[:6] == [
         "tofu",
         "-chdir=/x",
         "init",
@@ -138,10 +138,10 @@ def test_state_location_local_then_s3_with_the_foundation_endpoint_as_default(
 
 
 def test_an_app_bucket_that_is_a_foundation_bucket_is_refused(tmp_path: Path) -> None:
-    state = apps.state_for("billing", tmp_path, {"IAC_APP_STATE_BUCKET": FOUNDATION_BUCKET})
-    assert "is a foundation state bucket" in apps.state_problems(state, (FOUNDATION_BUCKET,))[0]
+    state = tier.state_for("billing", tmp_path, {"IAC_APP_STATE_BUCKET": FOUNDATION_BUCKET})
+    assert "is a foundation state bucket" in tier.state_problems(state, (FOUNDATION_BUCKET,))[0]
     env = {"IAC_STATE_BUCKET": "live-bucket"}
-    assert apps.foundation_buckets(POLICY, env) == (FOUNDATION_BUCKET, "live-bucket")
+    assert tier.foundation_buckets(POLICY, env) == (FOUNDATION_BUCKET, "live-bucket")
 
 
 def _scan(tmp_path: Path, files: dict[str, str]) -> list[str]:
@@ -149,7 +149,7 @@ def _scan(tmp_path: Path, files: dict[str, str]) -> list[str]:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return apps.config_problems(appruns.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,))
+    return tier.config_problems(runs.scan_config(root), "billing", POLICY, (FOUNDATION_BUCKET,))
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_plan_problems_count_every_kept_resource_but_not_deletes() -> None:
             },
         ]
     }
-    assert apps.plan_problems(plan, POLICY) == [
+    assert tier.plan_problems(plan, POLICY) == [
         "module.x.aws_iam_role.r: resource type aws_iam_role is not allowed for applications "
         "(policy.toml [apps] allowed_resource_types)"
     ]

@@ -34,9 +34,9 @@ from infra_fixtures import (
 )
 from schema_check import summary_doc, summary_unit
 
-from tooling.core import audit
-from tooling.core.record import ApplyRecord, RunEntry, UnitApply
-from tooling.core.summary import Summary
+from tooling.core.apply import audit
+from tooling.core.apply.record import ApplyRecord, RunEntry, UnitApply
+from tooling.core.plan.summary import Summary
 from tooling.errors import ToolingError
 
 RUN_ENV = {
@@ -235,7 +235,7 @@ def _put(repo: Path, name: str, data: bytes, day: str = "2020/01/02") -> str:
 
 def _write_apply(repo: Path, *, complete: bool = True) -> list[str]:
     """The records the apply writes (started, then completed): their keys."""
-    from tooling.engine.audittrail import append_audit, start_audit
+    from tooling.engine.apply.audit import append_audit, start_audit
     from tooling.io.workspace import Workspace
 
     ws = Workspace(repo)
@@ -254,7 +254,7 @@ def _keys(repo: Path) -> list[str]:
 
 
 def test_escape_shows_c0_del_c1_and_bidi_controls_and_keeps_every_other_character() -> None:
-    from tooling.core.termtext import escape_line as escape
+    from tooling.core.text.terminal import escape_line as escape
 
     assert escape("Zoë 名前 \\x path/a-b") == "Zoë 名前 \\x path/a-b"
     assert escape("\x1b]0;owned\x07") == "\\x1b]0;owned\\x07"
@@ -397,7 +397,7 @@ def test_an_edited_record_is_named_and_audit_exits_1(repo: Path) -> None:
 
 
 def test_two_applies_at_once_branch_the_chain_and_that_is_not_a_problem(repo: Path) -> None:
-    from tooling.engine.audittrail import append_audit, start_audit
+    from tooling.engine.apply.audit import append_audit, start_audit
     from tooling.io.workspace import Workspace
 
     _write_apply(repo)

@@ -15,7 +15,8 @@ import pytest
 from infra_fixtures import REPO, commit_all, git, invoke_in_process
 
 from tooling.io import terragrunt
-from tooling.model.repo import WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
 
 INCLUDE = 'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n'
 

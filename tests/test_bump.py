@@ -11,16 +11,34 @@ from typing import Any
 
 import pytest
 
-from tooling.core import bump
-from tooling.core.bump import Changelog, Pin, UnitText
-from tooling.engine.converge import dirty_message
+from tooling.core.bump import changelog, texts
+from tooling.core.bump.changelog import Changelog
+from tooling.core.bump.pins import (
+    Pin,
+    UnitText,
+    inventory,
+    match_units,
+    nearest_tags,
+    select_module,
+    select_pins,
+    split_globs,
+)
+from tooling.core.bump.plans import (
+    BumpPlan,
+    apply_changes,
+    branch_name,
+    changed_lines,
+    plan_all,
+    plan_bump,
+)
+from tooling.engine.bump.pull_requests import dirty_message
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.forge import github_repository
 from tooling.io.git import Identity, parse_ident, parse_tag_messages
 from tooling.io.tags import Token
-from tooling.model.repo import Change
 from tooling.model.sources import RepoTags, Tag, parse_source, remote_url
+from tooling.model.units import Change
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -33,7 +51,7 @@ def _unit(path: str, source_line: str, *, extra: str = "", tier: str = "cloud") 
 
 
 def _pin(unit: str, source: str, *, tier: str = "cloud") -> Pin:
-    found = bump.inventory([_unit(unit, f'source = "{source}"', tier=tier)])
+    found = inventory([_unit(unit, f'source = "{source}"', tier=tier)])
     assert found.pins, found.skipped
     return found.pins[0]
 
@@ -235,7 +253,7 @@ def test_token_is_never_shown() -> None:
     ],
 )
 def test_inventory_pins(line: str, extra: str, module: str, current: str, ref: str) -> None:
-    inv = bump.inventory([_unit("live/a/u", line, extra=extra)])
+    inv = inventory([_unit("live/a/u", line, extra=extra)])
     assert inv.skipped == ()
     (pin,) = inv.pins
     assert (pin.module, pin.current.text, pin.ref, pin.unit) == (module, current, ref, "live/a/u")
@@ -267,7 +285,7 @@ def test_inventory_pins(line: str, extra: str, module: str, current: str, ref: s
     ],
 )
 def test_inventory_skips_with_a_reason(line: str, extra: str, reason: str) -> None:
-    inv = bump.inventory([_unit("live/a/u", line, extra=extra)])
+    inv = inventory([_unit("live/a/u", line, extra=extra)])
     assert inv.pins == ()
     (skipped,) = inv.skipped
     assert reason in skipped.reason
@@ -277,10 +295,10 @@ def test_inventory_skips_with_a_reason(line: str, extra: str, reason: str) -> No
 def test_inventory_reads_one_line_blocks_and_keeps_them_byte_exact() -> None:
     text = f'terraform {{ source="git::{HOST}/m.git?ref=v1.0.0&depth=1" }}\n'
     unit = UnitText("live/a", "t", (("live/a/terragrunt.hcl", text),))
-    (pin,) = bump.inventory([unit]).pins
+    (pin,) = inventory([unit]).pins
     assert (pin.line, pin.current.text) == (1, "v1.0.0")
-    plan = bump.plan_bump([pin], _repo("v1.0.0", "v1.1.0"), "v1.1.0")
-    assert bump.apply_changes({"live/a/terragrunt.hcl": text}, plan.changes) == {
+    plan = plan_bump([pin], _repo("v1.0.0", "v1.1.0"), "v1.1.0")
+    assert apply_changes({"live/a/terragrunt.hcl": text}, plan.changes) == {
         "live/a/terragrunt.hcl": text.replace("ref=v1.0.0", "ref=v1.1.0")
     }
 
@@ -292,17 +310,17 @@ def test_inventory_follows_an_included_file_and_reports_ambiguity() -> None:
         "cloud",
         (("live/a/u/terragrunt.hcl", "inputs = {}\n"), ("live/_common/x.hcl", shared)),
     )
-    (pin,) = bump.inventory([unit]).pins
+    (pin,) = inventory([unit]).pins
     assert (pin.file, pin.line, pin.module) == ("live/_common/x.hcl", 2, "common")
     both = UnitText("live/a/u", "cloud", (*unit.files, ("live/_common/y.hcl", shared)))
-    (skipped,) = bump.inventory([both]).skipped
+    (skipped,) = inventory([both]).skipped
     assert "several included files" in skipped.reason
     own = UnitText(
         "live/a/u",
         "cloud",
         (("live/a/u/terragrunt.hcl", shared.replace("common", "own")), *unit.files[1:]),
     )
-    assert bump.inventory([own]).pins[0].module == "own"
+    assert inventory([own]).pins[0].module == "own"
 
 
 # --------------------------------------------------------------------------- selection
@@ -323,12 +341,12 @@ def test_inventory_follows_an_included_file_and_reports_ambiguity() -> None:
     ],
 )
 def test_match_units(path: str, patterns: tuple[str, ...], expected: bool) -> None:
-    assert bump.match_units(path, patterns) is expected
+    assert match_units(path, patterns) is expected
 
 
 def test_split_globs() -> None:
-    assert bump.split_globs(" live/a/*, live/b ,,") == ("live/a/*", "live/b")
-    assert bump.split_globs(None) == ()
+    assert split_globs(" live/a/*, live/b ,,") == ("live/a/*", "live/b")
+    assert split_globs(None) == ()
 
 
 def test_select_module_by_name_url_or_identity() -> None:
@@ -343,12 +361,12 @@ def test_select_module_by_name_url_or_identity() -> None:
         "git@git.example.com:platform-modules/terraform-proxmox.git",
         "git.example.com/platform-modules/terraform-proxmox",
     ):
-        assert [p.unit for p in bump.select_module(pins, query)] == ["live/a", "live/b"]
+        assert [p.unit for p in select_module(pins, query)] == ["live/a", "live/b"]
     with pytest.raises(ToolingError, match="pinned modules: terraform-proxmox, terraform-talos"):
-        bump.select_module(pins, "terraform-nope")
+        select_module(pins, "terraform-nope")
     twins = [*pins, _pin("live/d", "git::https://github.com/other/terraform-talos.git?ref=v1.0.0")]
     with pytest.raises(ToolingError, match="several repositories") as err:
-        bump.select_module(twins, "terraform-talos")
+        select_module(twins, "terraform-talos")
     assert err.value.code == 2
 
 
@@ -358,8 +376,8 @@ def test_select_pins_keeps_units_sharing_a_literal() -> None:
         UnitText("live/a/x", "a", (("live/a/x/terragrunt.hcl", "inputs = {}\n"), shared)),
         UnitText("live/b/y", "b", (("live/b/y/terragrunt.hcl", "inputs = {}\n"), shared)),
     ]
-    pins = bump.inventory(units).pins
-    assert [p.unit for p in bump.select_pins(pins, ("live/a/*",))] == ["live/a/x", "live/b/y"]
+    pins = inventory(units).pins
+    assert [p.unit for p in select_pins(pins, ("live/a/*",))] == ["live/a/x", "live/b/y"]
 
 
 @pytest.mark.parametrize(
@@ -380,7 +398,7 @@ def test_select_pins_keeps_units_sharing_a_literal() -> None:
     ],
 )
 def test_nearest_tags(requested: str, available: list[str], expected: list[str]) -> None:
-    assert bump.nearest_tags(requested, available) == expected
+    assert nearest_tags(requested, available) == expected
 
 
 # --------------------------------------------------------------------------- plans
@@ -391,9 +409,9 @@ def test_plan_bump_refuses_a_missing_tag_and_a_wrong_prefix() -> None:
     with pytest.raises(
         ToolingError, match=r"has no tag 'v1\.3\.0'; the nearest tags are: v1\.0\.0, v1\.2\.0"
     ):
-        bump.plan_bump(pins, _repo("v1.0.0", "v1.2.0"), "v1.3.0")
+        plan_bump(pins, _repo("v1.0.0", "v1.2.0"), "v1.3.0")
     with pytest.raises(ToolingError, match="prefix"):
-        bump.plan_bump(pins, _repo("v1.0.0", "dns-v1.2.0"), "dns-v1.2.0")
+        plan_bump(pins, _repo("v1.0.0", "dns-v1.2.0"), "dns-v1.2.0")
 
 
 def test_plan_bump_moves_every_pin_not_already_there() -> None:
@@ -402,7 +420,7 @@ def test_plan_bump_moves_every_pin_not_already_there() -> None:
         _pin("live/b", f"git::{HOST}/m.git?ref=v1.2"),
         _pin("live/c", f"git::{HOST}/m.git?ref=v2.0.0"),
     ]
-    plan = bump.plan_bump(pins, _repo("v1.0.0", "v1.2.0", "v2.0.0"), "v1.2.0")
+    plan = plan_bump(pins, _repo("v1.0.0", "v1.2.0", "v2.0.0"), "v1.2.0")
     assert [(c.pin.unit, c.old, c.new_version, c.is_downgrade) for c in plan.changes] == [
         ("live/a", "v1.0.0", "v1.2.0", False),
         ("live/c", "v2.0.0", "v1.2.0", True),
@@ -425,7 +443,7 @@ def test_plan_all_separates_minor_and_major_per_stream() -> None:
         "git.example.com/platform-modules/mono": _repo("dns-v1.0.0", "dns-v1.1.0", "api-v9.0.0"),
         "git.example.com/platform-modules/ok": _repo("v1.0.0"),
     }
-    plans = {(p.module, p.target.name): p for p in bump.plan_all(pins, repos)}
+    plans = {(p.module, p.target.name): p for p in plan_all(pins, repos)}
     assert set(plans) == {("m", "v1.2.0"), ("m", "v2.1.0"), ("m", "v3.0.0"), ("mono", "dns-v1.1.0")}
     assert [c.pin.unit for c in plans[("m", "v1.2.0")].changes] == ["live/a", "live/b"]
     assert [c.pin.unit for c in plans[("m", "v2.1.0")].changes] == ["live/c"]
@@ -436,12 +454,12 @@ def test_plan_all_separates_minor_and_major_per_stream() -> None:
         ("m", "v3.0.0"): True,
         ("mono", "dns-v1.1.0"): False,
     }
-    assert bump.plan_all(pins, {}) == []  # unqueried repositories are left out
+    assert plan_all(pins, {}) == []  # unqueried repositories are left out
 
 
 def test_plan_all_keeps_the_pins_style() -> None:
     pins = [_pin("live/a", f"git::{HOST}/m.git?ref=v2.0")]
-    (plan,) = bump.plan_all(
+    (plan,) = plan_all(
         pins, {"git.example.com/platform-modules/m": _repo("v2.0", "v2.1.0", "v2.1")}
     )
     assert plan.changes[0].new_version == "v2.1"
@@ -457,7 +475,7 @@ def test_plan_all_keeps_the_pins_style() -> None:
     ],
 )
 def test_branch_name(module: str, version: str, branch: str) -> None:
-    assert bump.branch_name(module, version) == branch
+    assert branch_name(module, version) == branch
 
 
 # --------------------------------------------------------------------------- edits
@@ -471,35 +489,33 @@ def test_apply_changes_edits_one_line_per_pin_and_keeps_every_other_byte() -> No
         "}\r\n"
     )
     unit = UnitText("live/a", "t", (("live/a/terragrunt.hcl", text),))
-    pin = bump.inventory([unit]).pins[0]
-    plan = bump.plan_bump([pin], _repo("v1.0.0", "v1.1.0"), "v1.1.0")
-    out = bump.apply_changes({"live/a/terragrunt.hcl": text}, plan.changes)
+    pin = inventory([unit]).pins[0]
+    plan = plan_bump([pin], _repo("v1.0.0", "v1.1.0"), "v1.1.0")
+    out = apply_changes({"live/a/terragrunt.hcl": text}, plan.changes)
     assert out == {"live/a/terragrunt.hcl": text.replace("ref=v1.0.0", "ref=v1.1.0")}
-    assert bump.changed_lines(text, out["live/a/terragrunt.hcl"]) == [3]
+    assert changed_lines(text, out["live/a/terragrunt.hcl"]) == [3]
 
 
 def test_apply_changes_moves_a_sha_pin_and_its_comment() -> None:
     text = f'terraform {{\n  source = "git::{HOST}/m.git?ref={SHA_A}" # v1.0.0\n}}\n'
     unit = UnitText("live/a", "t", (("live/a/terragrunt.hcl", text),))
-    pin = bump.inventory([unit]).pins[0]
+    pin = inventory([unit]).pins[0]
     repo = RepoTags(
         "u", {"v1.0.0": Tag("v1.0.0", SHA_A, True), "v1.1.0": Tag("v1.1.0", SHA_B, True)}
     )
-    plan = bump.plan_bump([pin], repo, "v1.1.0")
-    new = bump.apply_changes({"live/a/terragrunt.hcl": text}, plan.changes)["live/a/terragrunt.hcl"]
+    plan = plan_bump([pin], repo, "v1.1.0")
+    new = apply_changes({"live/a/terragrunt.hcl": text}, plan.changes)["live/a/terragrunt.hcl"]
     assert new == text.replace(SHA_A, SHA_B).replace("# v1.0.0", "# v1.1.0")
 
 
 def test_apply_changes_refuses_a_file_that_moved_on() -> None:
     text = f'terraform {{\n  source = "git::{HOST}/m.git?ref=v1.0.0"\n}}\n'
     unit = UnitText("live/a", "t", (("live/a/terragrunt.hcl", text),))
-    plan = bump.plan_bump(bump.inventory([unit]).pins, _repo("v1.0.0", "v1.1.0"), "v1.1.0")
+    plan = plan_bump(inventory([unit]).pins, _repo("v1.0.0", "v1.1.0"), "v1.1.0")
     with pytest.raises(ToolingError, match="changed lines none"):
-        bump.apply_changes(
-            {"live/a/terragrunt.hcl": text.replace("v1.0.0", "v1.0.1")}, plan.changes
-        )
+        apply_changes({"live/a/terragrunt.hcl": text.replace("v1.0.0", "v1.0.1")}, plan.changes)
     with pytest.raises(ToolingError, match="not found"):
-        bump.apply_changes({}, plan.changes)
+        apply_changes({}, plan.changes)
 
 
 # --------------------------------------------------------------------------- changelog
@@ -543,35 +559,37 @@ def _v(text: str) -> Any:
 
 
 def test_changelog_sections_between_two_versions() -> None:
-    out = bump.changelog_sections(KEEP_A_CHANGELOG, _v("v1.1.0"), _v("v2.0.0"))
+    out = changelog.changelog_sections(KEEP_A_CHANGELOG, _v("v1.1.0"), _v("v2.0.0"))
     assert out is not None
     assert out.startswith("#### [2.0.0] - 2025-10-14\n\n##### Changed")
     assert "#### [1.2.0] - 2025-07-01" in out and "inside a code fence" in out
     assert "older" not in out and "Unreleased" not in out and "https://example.com" not in out
-    only = bump.changelog_sections(KEEP_A_CHANGELOG, _v("v1.2.0"), _v("v2.0.0"))
+    only = changelog.changelog_sections(KEEP_A_CHANGELOG, _v("v1.2.0"), _v("v2.0.0"))
     assert only is not None and "[1.2.0]" not in only
 
 
 def test_changelog_sections_need_the_new_version_and_ignore_prefixes() -> None:
-    assert bump.changelog_sections(KEEP_A_CHANGELOG, _v("v1.0.0"), _v("v2.1.0")) is None
-    assert bump.changelog_sections("no headings here", None, _v("v1.0.0")) is None
+    assert changelog.changelog_sections(KEEP_A_CHANGELOG, _v("v1.0.0"), _v("v2.1.0")) is None
+    assert changelog.changelog_sections("no headings here", None, _v("v1.0.0")) is None
     mono = "## dns-v1.3.0\n\n- new\n\n## dns-v1.2.0\n\n- old\n"
     assert (
-        bump.changelog_sections(mono, _v("dns-v1.2.0"), _v("dns-v1.3.0"))
+        changelog.changelog_sections(mono, _v("dns-v1.2.0"), _v("dns-v1.3.0"))
         == "#### dns-v1.3.0\n\n- new"
     )
 
 
 def test_render_changelog_forms() -> None:
-    tagged = bump.render_changelog(Changelog(tag_messages=(("v1.1.0", "subject\n\nbody line"),)))
+    tagged = changelog.render_changelog(
+        Changelog(tag_messages=(("v1.1.0", "subject\n\nbody line"),))
+    )
     assert tagged.splitlines()[2:] == ["- **v1.1.0**: subject", "  body line"]
-    assert "- fix a bug" in bump.render_changelog(Changelog(subjects=("fix a bug",)))
-    file = bump.render_changelog(
+    assert "- fix a bug" in changelog.render_changelog(Changelog(subjects=("fix a bug",)))
+    file = changelog.render_changelog(
         Changelog(changelog="#### [1.1.0]", changelog_path="CHANGELOG.md at v1.1.0")
     )
     assert "<summary>CHANGELOG.md at v1.1.0</summary>" in file
-    assert "cannot fetch" in bump.render_changelog(Changelog(error="cannot fetch x"))
-    long = bump.render_changelog(
+    assert "cannot fetch" in changelog.render_changelog(Changelog(error="cannot fetch x"))
+    long = changelog.render_changelog(
         Changelog(subjects=tuple(f"commit {i}" for i in range(5000))), limit=1000
     )
     assert len(long) < 1100 and long.endswith("for the rest)_")
@@ -580,24 +598,24 @@ def test_render_changelog_forms() -> None:
 # --------------------------------------------------------------------------- texts
 
 
-def _plan(target: str, *refs: str) -> bump.BumpPlan:
+def _plan(target: str, *refs: str) -> BumpPlan:
     pins = [
         _pin(f"live/t{i}/u{i}", f"git::{HOST}/m.git?ref={ref}", tier=f"t{i}")
         for i, ref in enumerate(refs)
     ]
-    return bump.plan_bump(pins, _repo("v1.0.0", "v1.1.0", "v2.0.0"), target)
+    return plan_bump(pins, _repo("v1.0.0", "v1.1.0", "v2.0.0"), target)
 
 
 def test_pr_texts_minor() -> None:
     plan = _plan("v1.1.0", "v1.0.0", "v1.0.0")
-    body = bump.pr_body(plan, Changelog(tag_messages=(("v1.1.0", "adds things"),)))
-    assert bump.pr_title(plan) == "chore(deps): bump m to v1.1.0"
-    assert body.startswith(bump.MARKER)
+    body = texts.pr_body(plan, Changelog(tag_messages=(("v1.1.0", "adds things"),)))
+    assert texts.pr_title(plan) == "chore(deps): bump m to v1.1.0"
+    assert body.startswith(texts.MARKER)
     assert "| `live/t0/u0` | t0 | v1.0.0 -> v1.1.0 |" in body
     assert "| `live/t1/u1` | t1 | v1.0.0 -> v1.1.0 |" in body
     assert "### Changelog (v1.0.0 -> v1.1.0)" in body and "adds things" in body
     assert "WARNING" not in body
-    assert bump.commit_message(plan).splitlines() == [
+    assert texts.commit_message(plan).splitlines() == [
         "chore(deps): bump m to v1.1.0",
         "",
         "live/t0/u0: v1.0.0 -> v1.1.0",
@@ -607,12 +625,12 @@ def test_pr_texts_minor() -> None:
 
 def test_pr_texts_major_are_flagged() -> None:
     plan = _plan("v2.0.0", "v1.0.0", "v1.1.0")
-    body = bump.pr_body(plan, Changelog())
+    body = texts.pr_body(plan, Changelog())
     assert plan.major
-    assert bump.pr_title(plan) == "chore(deps)!: bump m to v2.0.0 (major)"
+    assert texts.pr_title(plan) == "chore(deps)!: bump m to v2.0.0 (major)"
     assert "> [!WARNING]\n> **Major version bump** (v1 -> v2)" in body
     assert "from v1.0.0, v1.1.0 to **v2.0.0**" in body
-    assert "BREAKING CHANGE:" in bump.commit_message(plan)
+    assert "BREAKING CHANGE:" in texts.commit_message(plan)
 
 
 def test_outdated_report_streams_skips_and_errors() -> None:
@@ -631,7 +649,7 @@ def test_outdated_report_streams_skips_and_errors() -> None:
         "git.example.com/platform-modules/down": RepoTags("u", error="fatal: unreachable"),
         "git.example.com/platform-modules/other": _repo("v1.0.0"),
     }
-    doc = bump.outdated_report(bump.inventory(units), repos)
+    doc = texts.outdated_report(inventory(units), repos)
     streams = {(m["module"], m["current"]): m for m in doc["modules"]}
     assert set(streams) == {("m", "v1.0.0"), ("m", "v2.0.0")}
     v1 = streams[("m", "v1.0.0")]

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core import bump
-from tooling.core.bump import UnitText
+from tooling.core.bump import pins, plans
+from tooling.core.bump.pins import UnitText
 from tooling.errors import ToolingError
-from tooling.model.repo import WorkTree, load
+from tooling.model.repo import load
 from tooling.model.sources import RepoTags, Tag
+from tooling.model.trees import WorkTree
 
 URL = "git::git@github.com:acme/modules.git"
 
@@ -38,7 +39,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def _unit_texts(root: Path, live: tuple[str, ...]) -> list[UnitText]:
     """What ``outdated`` and the bumps read: each unit's file, the .hcl files it reads,
-    and its evaluated source (as tooling.engine.converge.unit_texts builds them)."""
+    and its evaluated source (as tooling.engine.bump.pull_requests.unit_texts builds them)."""
     model = load(WorkTree(root, live), None)
     out = []
     for path in model.order:
@@ -70,7 +71,7 @@ def test_a_ref_after_an_included_base_url_is_pinned_and_bumped_in_the_units_file
             "prod/db/terragrunt.hcl": unit,
         },
     )
-    found = bump.inventory(_unit_texts(tmp_path, ("prod",)))
+    found = pins.inventory(_unit_texts(tmp_path, ("prod",)))
     assert found.skipped == ()
     (pin,) = found.pins
     assert (pin.unit, pin.file, pin.line, pin.ref) == (
@@ -81,8 +82,8 @@ def test_a_ref_after_an_included_base_url_is_pinned_and_bumped_in_the_units_file
     )
     assert (pin.module, pin.identity) == ("modules", "github.com/acme/modules")
 
-    plan = bump.plan_bump([pin], _tags("v0.8.0", "v0.9.0"), "v0.9.0")
-    out = bump.apply_changes({pin.file: unit}, plan.changes)
+    plan = plans.plan_bump([pin], _tags("v0.8.0", "v0.9.0"), "v0.9.0")
+    out = plans.apply_changes({pin.file: unit}, plan.changes)
     assert out == {pin.file: unit.replace("?ref=v0.8.0", "?ref=v0.9.0")}
 
 
@@ -108,17 +109,17 @@ def test_a_ref_inside_an_included_files_local_is_edited_there_once_for_every_uni
             ),
         },
     )
-    found = bump.inventory(_unit_texts(tmp_path, ("non-prod", "prod")))
+    found = pins.inventory(_unit_texts(tmp_path, ("non-prod", "prod")))
     assert found.skipped == ()
     assert [(p.unit, p.file, p.line, p.ref) for p in found.pins] == [
         ("non-prod/db", "_envcommon/mysql.hcl", 3, "v1.2.0"),
         ("prod/db", "_envcommon/mysql.hcl", 3, "v1.2.0"),
     ]
     # selecting one unit selects every unit that shares the literal
-    assert len(bump.select_pins(found.pins, ["prod/db"])) == 2
+    assert len(pins.select_pins(found.pins, ["prod/db"])) == 2
 
-    plan = bump.plan_bump(list(found.pins), _tags("v1.2.0", "v1.3.0"), "v1.3.0")
-    out = bump.apply_changes({"_envcommon/mysql.hcl": envcommon}, plan.changes)
+    plan = plans.plan_bump(list(found.pins), _tags("v1.2.0", "v1.3.0"), "v1.3.0")
+    out = plans.apply_changes({"_envcommon/mysql.hcl": envcommon}, plan.changes)
     assert out == {"_envcommon/mysql.hcl": envcommon.replace("ref=v1.2.0", "ref=v1.3.0")}
 
 
@@ -131,11 +132,11 @@ def test_an_included_files_literal_that_changed_since_it_was_read_is_refused(
         tmp_path,
         {"root.hcl": ROOT, "_envcommon/mysql.hcl": envcommon, "prod/db/terragrunt.hcl": unit},
     )
-    (pin,) = bump.inventory(_unit_texts(tmp_path, ("prod",))).pins
-    plan = bump.plan_bump([pin], _tags("v1.2.0", "v1.3.0"), "v1.3.0")
+    (pin,) = pins.inventory(_unit_texts(tmp_path, ("prod",))).pins
+    plan = plans.plan_bump([pin], _tags("v1.2.0", "v1.3.0"), "v1.3.0")
     moved_on = "# a new first line\n" + envcommon
     with pytest.raises(ToolingError, match=r"_envcommon/mysql.hcl:2: expected the ref 'v1.2.0'"):
-        bump.apply_changes({"_envcommon/mysql.hcl": moved_on}, plan.changes)
+        plans.apply_changes({"_envcommon/mysql.hcl": moved_on}, plan.changes)
 
 
 def test_a_commit_sha_written_through_an_included_file_is_skipped_with_why(
@@ -153,7 +154,7 @@ def test_a_commit_sha_written_through_an_included_file_is_skipped_with_why(
             "prod/db/terragrunt.hcl": unit,
         },
     )
-    found = bump.inventory(_unit_texts(tmp_path, ("prod",)))
+    found = pins.inventory(_unit_texts(tmp_path, ("prod",)))
     assert found.pins == ()
     (skipped,) = found.skipped
     assert "bumped by hand" in skipped.reason and skipped.file == "prod/db/terragrunt.hcl"
@@ -163,7 +164,7 @@ def test_without_the_evaluated_source_the_include_is_still_skipped_with_why() ->
     unit = UNIT_HEAD + (
         'terraform {\n  source = "${include.envcommon.locals.base_source_url}?ref=v0.8.0"\n}\n'
     )
-    found = bump.inventory([UnitText("prod/db", "prod", (("prod/db/terragrunt.hcl", unit),))])
+    found = pins.inventory([UnitText("prod/db", "prod", (("prod/db/terragrunt.hcl", unit),))])
     (skipped,) = found.skipped
     assert "is not a literal" in skipped.reason
 
@@ -182,7 +183,7 @@ def test_an_included_local_built_from_get_env_is_not_taken_for_a_literal(tmp_pat
             "prod/db/terragrunt.hcl": unit,
         },
     )
-    found = bump.inventory(_unit_texts(tmp_path, ("prod",)))
+    found = pins.inventory(_unit_texts(tmp_path, ("prod",)))
     assert found.pins == ()
     (skipped,) = found.skipped
     assert "is not a literal" in skipped.reason

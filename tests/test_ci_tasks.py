@@ -1,6 +1,6 @@
 """The workflows' steps as tasks: routing, the apply base, the merged reports.
 
-The pure decisions (tooling.core.ci) as tables; the flows (tooling.commands.ci)
+The pure decisions (tooling.core.ci.steps) as tables; the flows (tooling.commands.ci)
 against real git repositories and the local GitHub API server.
 """
 
@@ -17,7 +17,7 @@ from schema_check import summary_doc, summary_unit
 
 from tooling.commands import ci as flow
 from tooling.commands import mergequeue
-from tooling.core import ci
+from tooling.core.ci import steps
 from tooling.errors import ToolingError
 from tooling.io.forge import Forge
 
@@ -35,8 +35,8 @@ RUN_ENV = {
 
 
 def test_routes_accept_each_executor_on_its_own_runner() -> None:
-    assert ci.checked_legs({"include": [HOSTED, LAN]}, ROUTES) == [HOSTED, LAN]
-    assert ci.matrix_outputs([]) == {"matrix": '{"include":[]}', "any": "false"}
+    assert steps.checked_legs({"include": [HOSTED, LAN]}, ROUTES) == [HOSTED, LAN]
+    assert steps.matrix_outputs([]) == {"matrix": '{"include":[]}', "any": "false"}
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_routes_accept_each_executor_on_its_own_runner() -> None:
 )
 def test_routes_refuse_a_misrouted_matrix(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolingError, match=message):
-        ci.checked_legs(doc, ROUTES)
+        steps.checked_legs(doc, ROUTES)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_routes_refuse_a_misrouted_matrix(doc: dict[str, Any], message: str) -> 
 )
 def test_bad_routes_are_refused(text: str) -> None:
     with pytest.raises(ToolingError, match="--routes"):
-        ci.parse_routes(text)
+        steps.parse_routes(text)
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_bad_routes_are_refused(text: str) -> None:
 )
 def test_outputs_cannot_inject_another_output(values: dict[str, str], message: str) -> None:
     with pytest.raises(ToolingError, match=message):
-        ci.output_lines(values)
+        steps.output_lines(values)
 
 
 # --------------------------------------------------------------------------- the apply base
@@ -102,7 +102,7 @@ SHA_A, SHA_B = "a" * 40, "b" * 40
 def test_choose_base(
     candidates: list[str | None], ancestors: set[str], expected: str | None
 ) -> None:
-    assert ci.choose_base(candidates, lambda sha: sha in ancestors) == expected
+    assert steps.choose_base(candidates, lambda sha: sha in ancestors) == expected
 
 
 def _history(repo: Path) -> list[str]:
@@ -156,7 +156,7 @@ def _plans(root: Path, reports: dict[str, dict[str, Any] | None]) -> Path:
             continue
         (folder / "summary.json").write_text(json.dumps(summary))
         (folder / "comment.md").write_text(
-            f"{ci.PLAN_MARKER}\n**{executor}: 1 to change**\n\n| unit |\n\n<details>{'x' * 100}</details>\n"
+            f"{steps.PLAN_MARKER}\n**{executor}: 1 to change**\n\n| unit |\n\n<details>{'x' * 100}</details>\n"
         )
     return root
 
@@ -181,7 +181,7 @@ def test_the_plan_comment_is_one_sticky_comment_with_every_executor_updated_in_p
 ) -> None:
     pr = github_api.state.add_pull("feature")["number"]
     human = github_api.state.add_comment(
-        pr, f"{ci.PLAN_MARKER}\nforged by a human"
+        pr, f"{steps.PLAN_MARKER}\nforged by a human"
     )  # the marker, but not ours
     plans = _plans(
         tmp_path / "plans", {"hosted": _summary(("live/cloud/dns", "changes", "auto")), "lan": None}
@@ -199,7 +199,7 @@ def test_the_plan_comment_is_one_sticky_comment_with_every_executor_updated_in_p
     assert "### Executor `hosted`" in body and "hosted: 1 to change" in body
     assert "**No report**: the lan plan did not finish" in body
     assert "https://github.com/example-org/infrastructure/actions/runs/42" in body
-    assert body.count(ci.PLAN_MARKER) == 1
+    assert body.count(steps.PLAN_MARKER) == 1
     writes = [m for m, p in github_api.calls() if m != "GET" and "/statuses/" not in p]
     assert writes == ["POST", "PATCH"]  # posted once, then updated in place
 
@@ -214,7 +214,7 @@ def test_no_affected_unit_posts_nothing_but_updates_an_earlier_comment(
         plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env
     )
     assert github_api.state.comments_on(pr) == []
-    github_api.state.add_comment(pr, f"{ci.PLAN_MARKER}\nold plan", user=BOT)
+    github_api.state.add_comment(pr, f"{steps.PLAN_MARKER}\nold plan", user=BOT)
     flow.plan_comment(
         plans=tmp_path / "none", matrix=empty, forge=_forge(github_api, pr), environ=env
     )
@@ -223,15 +223,16 @@ def test_no_affected_unit_posts_nothing_but_updates_an_earlier_comment(
 
 
 def test_an_oversized_report_keeps_each_verdict_and_table() -> None:
-    big = ci.Section(
-        "hosted", f"{ci.PLAN_MARKER}\n**verdict**\n\n| table |\n\n<details>{'x' * 70_000}</details>"
+    big = steps.Section(
+        "hosted",
+        f"{steps.PLAN_MARKER}\n**verdict**\n\n| table |\n\n<details>{'x' * 70_000}</details>",
     )
-    body = ci.plan_comment("f" * 40, [big, ci.Section("lan", "**lan ok**")], "RUN")
-    assert len(body) <= ci.BUDGET
+    body = steps.plan_comment("f" * 40, [big, steps.Section("lan", "**lan ok**")], "RUN")
+    assert len(body) <= steps.BUDGET
     assert "**verdict**" in body and "| table |" in body and "**lan ok**" in body
     assert "artifact `plan-hosted`" in body
-    huge = [ci.Section(f"e{i}", "v" * 40_000 + "\n<details>") for i in range(3)]
-    assert "too large for a comment" in ci.plan_comment("f" * 40, huge, "RUN")
+    huge = [steps.Section(f"e{i}", "v" * 40_000 + "\n<details>") for i in range(3)]
+    assert "too large for a comment" in steps.plan_comment("f" * 40, huge, "RUN")
 
 
 def test_the_apply_report_offers_only_executors_with_waiting_units_after_a_successful_auto_job(
@@ -268,12 +269,13 @@ def test_the_apply_report_offers_only_executors_with_waiting_units_after_a_succe
     }
     assert outputs["manual_any"] == "true"
     (comment,) = github_api.state.comments_on(pr)
-    assert comment["body"].startswith(ci.APPLY_MARKER)
+    assert comment["body"].startswith(steps.APPLY_MARKER)
     assert "**Waiting for approval in the `infra-manual` environment**" in comment["body"]
     assert "- `live/cluster/vms` (lan): live/cluster/vms reason" in comment["body"]
     assert "live/cluster/os" not in comment["body"].split("### Executor")[0]
     assert (
-        "Waiting for approval" in summary.read_text() and ci.APPLY_MARKER not in summary.read_text()
+        "Waiting for approval" in summary.read_text()
+        and steps.APPLY_MARKER not in summary.read_text()
     )
 
     # the auto job failed: nothing is offered for approval; the same comment is updated
@@ -403,6 +405,6 @@ def test_reviewed_check_fails_naming_each_unit_that_differs_and_passes_otherwise
 
 
 def test_a_merge_groups_branch_names_its_pull_request() -> None:
-    assert ci.queued_pull("refs/heads/gh-readonly-queue/main/pr-12-" + "a" * 40) == 12
-    assert ci.queued_pull("gh-readonly-queue/release/v1/pr-7-" + "b" * 40) == 7
-    assert ci.queued_pull("refs/heads/feature/pr-12") is None
+    assert steps.queued_pull("refs/heads/gh-readonly-queue/main/pr-12-" + "a" * 40) == 12
+    assert steps.queued_pull("gh-readonly-queue/release/v1/pr-7-" + "b" * 40) == 7
+    assert steps.queued_pull("refs/heads/feature/pr-12") is None

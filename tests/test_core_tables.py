@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from tooling.core import report
-from tooling.core.changes import Affected, AffectedUnit, affected
-from tooling.core.gates import Gate, decide, reasons_text
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange, from_stream
-from tooling.core.results import Result, with_gates
-from tooling.core.targets import select_targets, waves
+from tooling.core.plan.affected import Affected, AffectedUnit, affected
+from tooling.core.plan.gates import Gate, decide, reasons_text
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange, from_stream
+from tooling.core.plan.results import Result, with_gates
+from tooling.core.plan.targets import select_targets, waves
+from tooling.core.report import comment
 from tooling.errors import ToolingError, UsageError
 from tooling.io.git import parse_ls_tree, parse_name_status, parse_porcelain_paths, zsplit
 from tooling.io.terragrunt import plan_args
 from tooling.model.policy import GatePolicy, policy_from
-from tooling.model.repo import Change, Model, Unit
+from tooling.model.units import Change, Model, Unit
 
 
 def unit(
@@ -489,8 +489,8 @@ VERDICT_CASES = [
 def test_render_starts_with_the_marker_and_a_verdict(
     results: list[Result], mark: str, counts: str
 ) -> None:
-    lines = report.render(results).splitlines()
-    assert lines[0] == report.MARKER
+    lines = comment.render(results).splitlines()
+    assert lines[0] == comment.MARKER
     assert lines[1] == f"{mark} **Plan: {counts}"
 
 
@@ -505,7 +505,7 @@ def test_render_starts_with_the_marker_and_a_verdict(
 def test_render_names_the_commits_it_planned(
     head: str | None, base: str | None, line: str | None
 ) -> None:
-    doc = report.render([result("live/a/x")], head=head, base=base)
+    doc = comment.render([result("live/a/x")], head=head, base=base)
     if line is None:
         assert "Planned at" not in doc
     else:
@@ -513,7 +513,7 @@ def test_render_names_the_commits_it_planned(
 
 
 def test_render_says_the_plan_includes_the_working_trees_uncommitted_changes() -> None:
-    doc = report.render([result("live/a/x")], head="a" * 40, base="b" * 40, uncommitted=2)
+    doc = comment.render([result("live/a/x")], head="a" * 40, base="b" * 40, uncommitted=2)
     assert (
         f"Planned at `{'a' * 12}` against merge base `{'b' * 12}`, including 2 uncommitted "
         "change(s) of the working tree (not in any commit)."
@@ -526,7 +526,7 @@ def test_render_shows_each_gate_from_the_result_and_puts_manual_units_first() ->
         result("live/a/vm", plan=summary(('terraform_data.vm["n1"]', "terraform_data", "create"))),
         result("live/a/quiet", "no-changes", summary()),
     ]
-    doc = report.render(results)
+    doc = comment.render(results)
     rows = {line.split("`")[1]: line for line in doc.splitlines() if line.startswith("| `")}
     assert rows["live/a/auto"].endswith("| auto |")
     assert rows["live/a/vm"].endswith('| manual: touches a node/VM: terraform_data.vm["n1"] |')
@@ -552,7 +552,7 @@ def test_with_gates_decides_each_result_once_and_keeps_a_decided_gate() -> None:
 
 def test_render_without_a_decided_gate_says_none() -> None:
     ungated = Result("live/a/x", "a", "hosted", "modified", "changes", gate=None)
-    doc = report.render([ungated])
+    doc = comment.render([ungated])
     assert "| changes | none |" in doc
     assert "Gate:" not in doc and "Waiting for a human" not in doc
 
@@ -566,7 +566,7 @@ def test_render_lists_destroys_first_and_replacements_with_their_reason() -> Non
         result("live/a/replaced", plan=replaced),
         result("live/a/gone", plan=summary(("a.d", "x_thing", "delete")), destroy=True),
     ]
-    warn = [line for line in report.render(results).splitlines() if line.startswith("> - ")]
+    warn = [line for line in comment.render(results).splitlines() if line.startswith("> - ")]
     assert warn == [
         "> - 🗑️ **destroy** (unit deleted) in `live/a/gone` (1): `a.d`",
         "> - ♻️ **replace** in `live/a/replaced` (1): `a.r`. Why: an attribute that cannot be "
@@ -582,13 +582,13 @@ def test_render_lists_destroys_first_and_replacements_with_their_reason() -> Non
     ],
 )
 def test_render_fences_the_plan_text_the_result_carries(text: str, fence: str) -> None:
-    doc = report.render([result("live/a/x", text=text)])
+    doc = comment.render([result("live/a/x", text=text)])
     assert f"{fence}diff\n{text}\n{fence}" in doc
 
 
 def test_render_reads_the_text_from_the_result_not_from_a_file() -> None:
     on_disk_only = replace(result("live/a/x"), text_file="units/live/a/x/plan.txt")
-    doc = report.render([on_disk_only])
+    doc = comment.render([on_disk_only])
     assert "```diff" not in doc
 
 
@@ -600,7 +600,7 @@ def test_render_under_budget_sheds_the_largest_plan_text_first() -> None:
         result("live/a/big", text="+ big\n" * 1200),
         result("live/a/small", text="+ small\n"),
     ]
-    doc = report.render(results, budget=BUDGET, artifact_hint="the artifact")
+    doc = comment.render(results, budget=BUDGET, artifact_hint="the artifact")
     assert len(doc) <= BUDGET
     assert "+ small" in doc and "+ big" not in doc
     assert (
@@ -615,7 +615,7 @@ def test_render_under_budget_keeps_the_resource_lists_of_destroys() -> None:
         result("live/a/creates", plan=many),
         result("live/a/deletes", plan=summary(("a.gone", "x_thing", "delete"))),
     ]
-    doc = report.render(results, budget=BUDGET)
+    doc = comment.render(results, budget=BUDGET)
     assert len(doc) <= BUDGET
     assert "resource list of `live/a/creates`" in doc and "`a.r000`" not in doc
     assert "**delete** (1):\n- `a.gone`" in doc
@@ -627,7 +627,7 @@ def test_render_over_budget_drops_the_details_but_keeps_verdict_warnings_and_tab
         result(f"live/a/u{i:03d}", plan=summary((f"a.d{i}", "x_thing", "delete")), error="e" * 200)
         for i in range(40)
     ]
-    doc = report.render(results, budget=BUDGET, artifact_hint="the artifact")
+    doc = comment.render(results, budget=BUDGET, artifact_hint="the artifact")
     assert len(doc) <= BUDGET
     assert "<details>" not in doc
     lines = doc.splitlines()
@@ -641,7 +641,7 @@ def test_render_over_budget_drops_the_details_but_keeps_verdict_warnings_and_tab
 
 def test_render_of_many_destroys_caps_addresses_per_line_and_counts_the_rest() -> None:
     plan = summary(*((f"a.d{i:04d}", "x_thing", "delete") for i in range(400)))
-    doc = report.render([result("live/a/x", plan=plan)], budget=BUDGET)
+    doc = comment.render([result("live/a/x", plan=plan)], budget=BUDGET)
     warn = next(line for line in doc.splitlines() if line.startswith("> - "))
     assert warn.startswith("> - 🗑️ **delete** in `live/a/x` (400): `a.d0000`")
     assert warn.endswith("more (all in the unit's plan text)")

@@ -20,8 +20,10 @@ import pytest
 from infra_fixtures import REPO, commit_all, git, invoke
 
 from tooling.commands import crosscheck
-from tooling.core.crosscheck import Report
-from tooling.model.repo import Model, WorkTree, load
+from tooling.core.doctor.crosscheck import Report
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
+from tooling.model.units import Model
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from gentree import generate

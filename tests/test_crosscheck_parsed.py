@@ -63,7 +63,7 @@ def test_the_change_mapping_is_compared_with_terragrunts_readers(
     """Each file Terragrunt's --reading names: the units `terragrunt find --filter
     reading=FILE` selects are the ones crosscheck expects a change to FILE to select."""
     from tooling.commands import crosscheck
-    from tooling.core.crosscheck import parse_find, readers
+    from tooling.core.doctor.crosscheck import parse_find, readers
     from tooling.io import proc, terragrunt
 
     repo = tmp_path / "infra"

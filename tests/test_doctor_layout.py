@@ -18,7 +18,7 @@ from infra_fixtures import REPO, commit_all, git, invoke, make_example_repo
 from test_adopt_layouts import iac
 from test_crosscheck import CORPUS
 
-from tooling.core import layoutguess
+from tooling.core.doctor import layout
 
 GRUNTWORK = "terragrunt-infrastructure-live-example"
 
@@ -188,11 +188,11 @@ def test_the_sandbox_catalog_is_not_claimed_for_modules_it_does_not_have(
 
 def test_live_folders_are_the_top_level_folders_holding_units() -> None:
     files = ["root.hcl", "prod/eu/app/terragrunt.hcl", "dev/app/terragrunt.hcl", "README.md"]
-    assert layoutguess.live_folders(files) == ("dev", "prod")
-    assert layoutguess.root_file(files) == "root.hcl"
-    assert layoutguess.root_file(["common.hcl", "x/terragrunt.hcl"], ["common.hcl"]) == "common.hcl"
-    assert layoutguess.root_file(["x/terragrunt.hcl"]) is None
-    toml = layoutguess.suggest(["x/terragrunt.hcl"]).toml()
+    assert layout.live_folders(files) == ("dev", "prod")
+    assert layout.root_file(files) == "root.hcl"
+    assert layout.root_file(["common.hcl", "x/terragrunt.hcl"], ["common.hcl"]) == "common.hcl"
+    assert layout.root_file(["x/terragrunt.hcl"]) is None
+    toml = layout.suggest(["x/terragrunt.hcl"]).toml()
     assert tomllib.loads(toml) == {"layout": {"live": ["x"], "root_file": "root.hcl"}}
     assert "create it" in toml
 
@@ -219,7 +219,7 @@ def test_live_folders_are_the_top_level_folders_holding_units() -> None:
 def test_each_root_may_depend_on_the_roots_its_units_reach(
     roots: tuple[str, ...], units: list[tuple[str, list[str]]], expected: object
 ) -> None:
-    assert layoutguess.root_dependencies(roots, units) == expected
+    assert layout.root_dependencies(roots, units) == expected
 
 
 @pytest.mark.parametrize(
@@ -242,11 +242,11 @@ def test_each_root_may_depend_on_the_roots_its_units_reach(
 def test_the_state_prefix_suggested_is_the_folder_every_key_starts_with(
     live: list[str], keys: list[tuple[str, str]], prefix: str | None
 ) -> None:
-    assert layoutguess.common_state_prefix(live, keys) == prefix
+    assert layout.common_state_prefix(live, keys) == prefix
 
 
 def test_the_suggested_prefix_and_dependencies_print_as_policy_toml_reads_them() -> None:
-    found = layoutguess.Suggestion(
+    found = layout.Suggestion(
         ("app", "core"),
         "root.hcl",
         roots=(("app", "app/", "hosted"), ("core", "core/", "hosted")),
@@ -262,7 +262,7 @@ def test_the_suggested_prefix_and_dependencies_print_as_policy_toml_reads_them()
         "core": {"state_prefix": "core/", "tier": "core", "executor": "hosted"},
     }
     assert found.to_json()["roots"]["app"]["may_depend_on"] == ["app", "core"]  # type: ignore[index]
-    prefixed = layoutguess.Suggestion(("live",), "root.hcl", state_prefix="terraform/")
+    prefixed = layout.Suggestion(("live",), "root.hcl", state_prefix="terraform/")
     assert tomllib.loads(prefixed.toml())["check"] == {"foundation_state_prefix": "terraform/"}
     assert prefixed.to_json()["foundation_state_prefix"] == "terraform/"
     added = replace(prefixed, check_declared=True)
@@ -276,7 +276,7 @@ def test_the_file_a_unit_includes_is_read_from_its_text_too() -> None:
         'include {\n  path = "${find_in_parent_folders("common.hcl")}"\n}\n',
         "include {\n  path = find_in_parent_folders()\n}\n",
     ]
-    assert layoutguess.parent_file_names(texts) == {"main.hcl", "common.hcl"}
+    assert layout.parent_file_names(texts) == {"main.hcl", "common.hcl"}
 
 
 def test_doctor_names_the_root_file_units_include_when_the_model_cannot_evaluate_them(

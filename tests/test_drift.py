@@ -21,9 +21,9 @@ import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import EXAMPLE_UNITS, Invoked, apply_everything, commit_all, invoke
 
-from tooling.core import drift as drift_report
-from tooling.core.planjson import COUNT_KEYS, summarize
-from tooling.core.results import Result
+from tooling.core.plan.planjson import COUNT_KEYS, summarize
+from tooling.core.plan.results import Result
+from tooling.core.report import drift as drift_report
 
 DNS = "live/cloud/dns"
 GITOPS = "live/cluster/gitops"

@@ -29,7 +29,7 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling.core import encryption
+from tooling.core.apply import encryption
 from tooling.model import encryption as contract
 
 PASSPHRASE = "correct horse battery staple $(touch pwned) 'q'"

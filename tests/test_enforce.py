@@ -26,9 +26,10 @@ from infra_fixtures import (
 )
 
 from tooling.commands import check
-from tooling.engine import verify
-from tooling.engine.batchplanner import run_batch
-from tooling.engine.unitplanner import Target, plan_unit
+from tooling.core.plan.targets import Target
+from tooling.engine.plan.batchplanner import run_batch
+from tooling.engine.plan.unitplanner import plan_unit
+from tooling.engine.rules import verify
 from tooling.io import config, terragrunt
 from tooling.io.workspace import Workspace
 
@@ -205,9 +206,9 @@ def _add_trick(repo: Path, trick: Trick) -> None:
 
 @pytest.fixture(scope="module")
 def tricks_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path_factory.mktemp("tricks") / "infra")
     (repo / "shared").mkdir()
     (repo / "shared" / "code.hcl").write_text(f'locals {{\n  extra_code = "{_CODE}"\n}}\n')
@@ -285,9 +286,9 @@ def test_the_example_units_keep_the_rule_as_terragrunt_resolves_them(
 def test_a_role_the_policy_allowlists_for_the_tier_passes_and_other_tiers_do_not(
     tmp_path: Path,
 ) -> None:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path / "infra")
     role = "arn:aws:iam::999999999999:role/OrganizationAccountAccessRole"
     edit(
@@ -321,9 +322,9 @@ def test_a_role_the_policy_allowlists_for_the_tier_passes_and_other_tiers_do_not
 def test_a_unit_that_starts_ignoring_errors_after_its_plan_is_refused_at_apply(
     tmp_path: Path,
 ) -> None:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path / "infra")
     out = tmp_path / "plans"
     planned = invoke(repo, "plan", "--unit", "live/cloud/dns", "--out", str(out))
@@ -378,9 +379,9 @@ def test_the_batch_verification_starts_no_terragrunt_process_and_leaves_no_file_
 
 
 def test_mocks_for_init_validate_and_plan_pass_check_and_plan(tmp_path: Path) -> None:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path / "infra")
     trick = Trick(
         "mocks-init-validate-plan",

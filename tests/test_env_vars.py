@@ -195,7 +195,7 @@ def test_a_preloaded_library_is_loaded_by_no_process_the_guard_starts_and_is_ref
     the variable by its allowlist (``exec-env``) before OpenTofu starts."""
     import os
 
-    from tooling.engine import execguard
+    from tooling.engine.rules import execguard
     from tooling.io.workspace import Workspace
 
     marker = tmp_path / "loaded.txt"

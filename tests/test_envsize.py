@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from infra_fixtures import commit_all, invoke, local_unit, read_summary, units_by_path
 
-from tooling.core import envsize
+from tooling.core.plan import envsize
 
 ARG_MAX = 2 * 1024 * 1024
 MAX_STRLEN = 32 * 4096

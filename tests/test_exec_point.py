@@ -28,7 +28,7 @@ import pytest
 from infra_fixtures import commit_all, edit, invoke, make_example_repo, read_summary, units_by_path
 
 from tooling.commands import check
-from tooling.engine import execguard
+from tooling.engine.rules import execguard
 from tooling.io import terragrunt
 from tooling.io.workspace import Workspace
 
@@ -192,9 +192,9 @@ def _write_unit(repo: Path, trick: Trick) -> None:
 
 
 def _repo_of(tmp_path_factory: pytest.TempPathFactory, tricks: list[Trick]) -> Path:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     repo = make_example_repo(tmp_path_factory.mktemp("exec") / "infra")
     (repo / "outside.tfvars").write_text('zone_name = "outside.example"\n')
     for trick in tricks:

@@ -17,11 +17,13 @@ import pytest
 from infra_fixtures import REPO, commit_all, edit, git, invoke
 
 from tooling.commands import crosscheck
-from tooling.core.changes import NO_PLAN_FILES, affected
-from tooling.core.crosscheck import Report
+from tooling.core.doctor.crosscheck import Report
+from tooling.core.plan.affected import NO_PLAN_FILES, affected
 from tooling.io import git as gitw
 from tooling.model.excludes import excludes
-from tooling.model.repo import Change, Model, WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
+from tooling.model.units import Change, Model
 
 pytestmark = pytest.mark.e2e
 
@@ -556,7 +558,7 @@ def affected_paths(repo: Path) -> list[str]:
 
 
 def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: Path) -> None:
-    from tooling.engine import stackscreen
+    from tooling.engine.rules import stackscreen
     from tooling.io.workspace import Workspace
 
     repo = example_repo
@@ -622,7 +624,7 @@ def test_a_stack_is_generated_in_a_scratch_copy_read_and_planned(example_repo: P
 def test_a_stack_that_does_not_generate_keeps_the_error_and_blinds_no_other(
     example_repo: Path,
 ) -> None:
-    from tooling.engine import stackscreen
+    from tooling.engine.rules import stackscreen
     from tooling.io.workspace import Workspace
 
     repo = example_repo

@@ -13,23 +13,18 @@ from pathlib import Path
 import pytest
 from ghserver import GitHubAPI
 
-from tooling.core import report
+from tooling.core.report import comment
 from tooling.errors import ToolingError
-from tooling.io import artifacts, forge
+from tooling.io import artifacts
 from tooling.io import githubapi as forge_api
-from tooling.io.forge import (
-    MAX_BODY,
-    PLAN_REPORT_MARKER,
-    Forge,
-    post_sticky_comment,
-    pr_number_from_env,
-)
+from tooling.io.forge import PLAN_REPORT_MARKER, Forge, post_sticky_comment, pr_number_from_env
+from tooling.io.githubapi import MAX_BODY
 
 MARKER = PLAN_REPORT_MARKER
 REPO = "/repos/example-org/infrastructure"
 
 
-def _client(api: GitHubAPI, *, max_wait: float = forge.MAX_RETRY_WAIT) -> Forge:
+def _client(api: GitHubAPI, *, max_wait: float = forge_api.MAX_RETRY_WAIT) -> Forge:
     """A client built from explicit arguments (``Forge.from_env`` is tested separately)."""
     return Forge(api.token, "example-org/infrastructure", api.url, max_wait=max_wait)
 
@@ -182,11 +177,11 @@ def test_post_sticky_comment_reads_the_environment(
     for name, value in github_api.env(pr=pr).items():
         monkeypatch.setenv(name, value)
 
-    first = post_sticky_comment(f"{report.MARKER}\nfirst")
-    second = post_sticky_comment(f"{report.MARKER}\nsecond")
+    first = post_sticky_comment(f"{comment.MARKER}\nfirst")
+    second = post_sticky_comment(f"{comment.MARKER}\nsecond")
 
     assert first[1] is True and second == (first[0], False)
-    assert [c["body"] for c in github_api.state.comments_on(pr)] == [f"{report.MARKER}\nsecond"]
+    assert [c["body"] for c in github_api.state.comments_on(pr)] == [f"{comment.MARKER}\nsecond"]
 
 
 def test_post_sticky_comment_needs_a_pull_request(github_api: GitHubAPI) -> None:
@@ -196,7 +191,7 @@ def test_post_sticky_comment_needs_a_pull_request(github_api: GitHubAPI) -> None
 
 
 def test_plan_report_marker_matches_the_report() -> None:
-    assert PLAN_REPORT_MARKER == report.MARKER
+    assert PLAN_REPORT_MARKER == comment.MARKER
 
 
 # -- pull requests -----------------------------------------------------------------
@@ -470,7 +465,7 @@ def test_retries_rate_limits_only_with_retry_after(github_api: GitHubAPI) -> Non
 
 
 def test_retry_wait_is_bounded(github_api: GitHubAPI) -> None:
-    assert _client(github_api).max_wait == forge.MAX_RETRY_WAIT == 5.0
+    assert _client(github_api).max_wait == forge_api.MAX_RETRY_WAIT == 5.0
     assert _client(github_api, max_wait=3600).max_wait == 5.0
     github_api.state.add_issue("x")
     gh = _client(github_api, max_wait=0.2)

@@ -22,7 +22,8 @@ from infra_fixtures import (
     units_by_path,
 )
 
-from tooling.engine.unitplanner import Target, plan_unit
+from tooling.core.plan.targets import Target
+from tooling.engine.plan.unitplanner import plan_unit
 from tooling.io import terragrunt
 from tooling.io.workspace import Workspace
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tooling.core import execpoint
+from tooling.core.rules import execpoint
 from tooling.core.rules.rule import UnitFacts, UnitRender
-from tooling.engine import execguard
+from tooling.engine.rules import execguard
 from tooling.io import gobuild, guardbin
 from tooling.model.policy import Policy, policy_from
 

@@ -9,9 +9,9 @@ import tomllib
 import pytest
 
 from tooling.commands import plan
-from tooling.core import names
-from tooling.core.targets import check_options, unit_arg
-from tooling.engine import preflight
+from tooling.core.plan.targets import check_options, unit_arg
+from tooling.core.rules import names
+from tooling.engine.rules import preflight
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config
 from tooling.model.hcl import HclSyntaxError, parse
@@ -331,7 +331,7 @@ def test_switching_a_checkout_from_local_state_to_s3_says_what_to_do(
 def test_a_ref_is_computed_when_any_part_after_the_question_mark_is(
     hcl: str, computed: bool
 ) -> None:
-    from tooling.core.rules.hidden import computed_query
+    from tooling.core.rules.review_gaps import computed_query
     from tooling.model.exprs import locals_exprs
 
     text = (

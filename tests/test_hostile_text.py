@@ -16,10 +16,12 @@ from ghserver import GitHubAPI
 from infra_fixtures import REPO, invoke, invoke_in_process, make_example_repo
 from markdown_it import MarkdownIt
 
-from tooling.core import mdtext, report, review, termtext
-from tooling.core.gates import Gate
-from tooling.core.results import Result
-from tooling.core.status import Status
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
+from tooling.core.report import review
+from tooling.core.report.comment import render
+from tooling.core.text import markdown, terminal
 
 ESC_TITLE = "\x1b]0;owned\x07"  # OSC: sets the terminal's title
 CLEAR = "\x1b[2J"  # CSI: clears the screen
@@ -44,8 +46,8 @@ RLO = "\u202e"  # right-to-left override: 'txt.exe' shows as 'exe.txt'
     ],
 )
 def test_terminal_text_shows_control_and_bidi_characters_as_escapes(given: str, shown: str) -> None:
-    assert termtext.escape(given) == shown
-    assert (termtext.escape(given) != given) is (given != shown)
+    assert terminal.escape(given) == shown
+    assert (terminal.escape(given) != given) is (given != shown)
 
 
 def _html_text_outside_code(markdown: str) -> str:
@@ -56,7 +58,7 @@ def _html_text_outside_code(markdown: str) -> str:
 
 
 def test_a_mention_in_plain_text_notifies_nobody_and_still_reads_as_written() -> None:
-    shown = mdtext.plain("failed: ping @org/team and @someone")
+    shown = markdown.plain("failed: ping @org/team and @someone")
     text = _html_text_outside_code(shown)
     assert not re.search(r"@\w", text), text
     assert text.replace("\u200b", "").strip() == "failed: ping @org/team and @someone"
@@ -81,7 +83,7 @@ def test_the_comment_shows_hostile_paths_and_errors_without_mentions_or_controls
         _unit("live/cloud/iam", model_error=f"locals chain too deep @org/admins {RLO}x"),
     ]
 
-    comment = report.render(
+    comment = render(
         results, head="a" * 40, base="b" * 40, settings=None, interrupted=False, plans_dir=None
     )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from infra_fixtures import commit_all, invoke, make_example_repo, read_summary, units_by_path
 
-from tooling.engine.detect import compute_affected
+from tooling.engine.plan.affected import compute_affected
 from tooling.io.workspace import Workspace
 
 LOOP = "live/cloud/loop"

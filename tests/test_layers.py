@@ -61,14 +61,14 @@ def test_the_layer_contracts_hold_for_the_package() -> None:
 
 def test_a_core_module_importing_a_command_breaks_the_layers(tmp_path: Path) -> None:
     root = _copy_package(tmp_path)
-    gates = root / "tooling" / "core" / "gates.py"
+    gates = root / "tooling" / "core" / "plan" / "gates.py"
     gates.write_text(
         gates.read_text() + "\nfrom tooling.commands import plan as _wrong_way  # noqa: E402,F401\n"
     )
     result = _lint_imports(root)
     assert result.returncode == 1
     assert f"{LAYERS} BROKEN" in result.stdout
-    assert "tooling.core.gates -> tooling.commands.plan" in result.stdout
+    assert "tooling.core.plan.gates -> tooling.commands.plan" in result.stdout
 
 
 def test_a_model_module_starting_a_process_breaks_the_purity_contract(tmp_path: Path) -> None:
@@ -84,11 +84,12 @@ def test_core_and_io_never_import_each_other(tmp_path: Path) -> None:
     root = _copy_package(tmp_path)
     git = root / "tooling" / "io" / "git.py"
     git.write_text(
-        git.read_text() + "\nfrom tooling.core import changes as _sibling  # noqa: E402,F401\n"
+        git.read_text()
+        + "\nfrom tooling.core.plan import affected as _sibling  # noqa: E402,F401\n"
     )
     result = _lint_imports(root)
     assert result.returncode == 1
-    assert "tooling.io.git -> tooling.core.changes" in result.stdout
+    assert "tooling.io.git -> tooling.core.plan.affected" in result.stdout
 
 
 def _plant(root: Path, module: str, line: str) -> None:
@@ -108,10 +109,10 @@ def test_the_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
     [
         # a mechanism reaching up to an entry point
         (
-            "tooling.engine.refusals",
+            "tooling.engine.rules.before_terragrunt",
             "from tooling.commands import plan as _up",
             LAYERS,
-            "tooling.engine.refusals -> tooling.commands.plan",
+            "tooling.engine.rules.before_terragrunt -> tooling.commands.plan",
         ),
         # an entry point reaching up to the tasks' preamble
         (
@@ -136,10 +137,10 @@ def test_the_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
         ),
         # boto3 above the edges
         (
-            "tooling.engine.preflight",
+            "tooling.engine.rules.preflight",
             "import boto3 as _boto",
             BOTO,
-            "tooling.engine.preflight -> boto3",
+            "tooling.engine.rules.preflight -> boto3",
         ),
         (
             "tooling.commands.move",

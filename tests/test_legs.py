@@ -15,9 +15,9 @@ from infra_fixtures import commit_all, edit, git, invoke, read_summary
 from schema_check import problems
 
 from tooling.commands import ci as flow
-from tooling.core import ci
-from tooling.core.gates import Gate
-from tooling.core.results import Result
+from tooling.core.ci import steps
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.results import Result
 from tooling.io.forge import Forge
 
 pytestmark = pytest.mark.e2e
@@ -200,7 +200,7 @@ def test_each_leg_plans_only_its_units_and_the_merge_is_one_report_of_the_same_s
     comment = (merged / "comment.md").read_text()
     for unit in CLOUD:
         assert unit in comment
-    assert comment.startswith(ci.PLAN_MARKER)
+    assert comment.startswith(steps.PLAN_MARKER)
     # the plans travel with the merged report: each plan file it names is there
     for unit in summary["units"]:  # type: ignore[union-attr]
         if unit["plan_file"]:  # type: ignore[index]

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from infra_fixtures import GIT_ENV, Invoked, commit_all, edit, git, invoke, make_example_repo
 
-from tooling.core import legs
-from tooling.core.changes import Affected, AffectedUnit
-from tooling.core.gates import Gate
-from tooling.core.results import Result
+from tooling.core.ci import legs
+from tooling.core.plan.affected import Affected, AffectedUnit
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.results import Result
 from tooling.errors import ToolingError
 
 HOSTED = {"executor": "hosted", "runs_on": ["ubuntu-latest"]}

@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from tooling.core import executors
-from tooling.core.bump import lock_changes, lock_command, lock_hint, parse_lock
-from tooling.core.bump.locks import LockChange, lock_body, lock_commit_lines
+from tooling.core.bump.locks import (
+    LockChange,
+    lock_body,
+    lock_changes,
+    lock_command,
+    lock_commit_lines,
+    lock_hint,
+    parse_lock,
+)
+from tooling.core.ci import executors
 from tooling.errors import ToolingError
 from tooling.io import terragrunt
 from tooling.model.policy import policy_from

@@ -19,7 +19,8 @@ import yaml
 from infra_fixtures import REPO, commit_all, edit, git, invoke
 
 from tooling.commands import ci as ci_flow
-from tooling.core import ci, executors
+from tooling.core.ci import executors
+from tooling.core.ci.steps import checked_legs, matrix_outputs, parse_routes
 from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.model.policy import policy_from
@@ -247,13 +248,13 @@ def _workflow_routes(workflow: str) -> dict[str, list[str]]:
     ]
     step = next(s for s in steps if "invoke matrix" in s.get("run", ""))
     assert '--routes "${ROUTES}"' in step["run"]
-    return ci.parse_routes(step["env"]["ROUTES"])
+    return parse_routes(step["env"]["ROUTES"])
 
 
 def _run_workflow_guard(workflow: str, doc: dict[str, Any], tmp_path: Path) -> dict[str, str]:
     """The routing guard of WORKFLOW's matrix step on DOC; the job outputs it writes."""
-    legs = ci.checked_legs(doc, _workflow_routes(workflow))
+    legs = checked_legs(doc, _workflow_routes(workflow))
     output = tmp_path / "github_output"
     output.write_text("")
-    ci_flow.write_outputs(ci.matrix_outputs(legs), {"GITHUB_OUTPUT": str(output)})
+    ci_flow.write_outputs(matrix_outputs(legs), {"GITHUB_OUTPUT": str(output)})
     return dict(line.split("=", 1) for line in output.read_text().splitlines())

@@ -1,4 +1,4 @@
-"""Table tests for module sources, versions and byte-exact ref edits (model.sources, model.versions, core.upgrades, core.refs)."""
+"""Table tests for module sources, versions and byte-exact ref edits (model.sources, model.versions, core.bump.upgrades, core.refs)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ from typing import NamedTuple
 
 import pytest
 
-from tooling.core.refs import (
-    ResolvedSource,
-    Unresolvable,
-    bump_text,
-    find_source_lines,
-    resolve_local_source,
-)
-from tooling.core.upgrades import Skip, Upgrade, is_branch_name, pick_upgrades
+from tooling.core.bump.upgrades import Skip, Upgrade, is_branch_name, pick_upgrades
+from tooling.core.refs import bump_text, find_source_lines
+from tooling.core.refs.resolve import ResolvedSource, Unresolvable, resolve_local_source
 from tooling.errors import ToolingError
 from tooling.model.sources import ModuleSource, is_commit_sha, parse_source
 from tooling.model.versions import Version, format_like, parse_version

@@ -24,9 +24,10 @@ from infra_fixtures import (
 )
 
 from tooling.commands import move as moving
-from tooling.engine import moves
+from tooling.engine.plan import moves
 from tooling.io import config
-from tooling.model.repo import WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
 
 pytestmark = pytest.mark.e2e
 
@@ -192,7 +193,7 @@ def test_the_new_key_is_computed_from_the_configuration_at_the_new_path(example_
 def test_a_moved_unit_is_blocked_only_while_its_state_waits_at_the_old_key(
     example_repo: Path, old_has: bool, new_has: bool, blocked: bool
 ) -> None:
-    from tooling.core.changes import Affected, AffectedUnit
+    from tooling.core.plan.affected import Affected, AffectedUnit
 
     git(example_repo, "mv", OLD, NEW)
     for key, present in ((OLD_KEY, old_has), (NEW_KEY, new_has)):

@@ -264,7 +264,7 @@ def test_a_backend_generated_by_remote_state_is_declared_by_the_root_file(
 ) -> None:
     """A root terragrunt.hcl's ``remote_state { generate = ... }`` declares backend.tf:
     a plan keeps it; a generated file no block declares is removed, naming the root file."""
-    from tooling.engine import workcopies
+    from tooling.engine.rules import workcopies
     from tooling.io import config
 
     (tmp_path / "terragrunt.hcl").write_text(ROOT_TERRAGRUNT)

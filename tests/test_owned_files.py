@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from infra_fixtures import invoke, read_summary, units_by_path
 
-from tooling.engine import verify
+from tooling.engine.rules import verify
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from infra_fixtures import REPO, commit_all, edit, git, invoke
 
-from tooling.engine.detect import compute_affected
+from tooling.engine.plan.affected import compute_affected
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
 from tooling.model.configfiles import Loader, Scope
@@ -83,9 +83,9 @@ def _build(repo: Path) -> Path:
 
 
 def _rendered(repo: Path) -> dict[str, Any]:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     ran = subprocess.run(
         ["terragrunt", "render", "--json", "--out", "/dev/stdout", "--non-interactive"],
         cwd=repo / UNIT,

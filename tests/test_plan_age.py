@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from infra_fixtures import invoke, read_summary
 
-from tooling.core import applypolicy
+from tooling.core.apply import age
 from tooling.errors import ToolingError
 from tooling.model.policy import policy_from
 
@@ -56,7 +56,7 @@ def test_the_limit_is_24_hours_when_not_set_and_a_typo_stops_every_task() -> Non
 def test_a_plan_older_than_the_limit_is_refused_naming_its_age_and_the_limit(
     planned_at: str | None, refused: str | None
 ) -> None:
-    why = applypolicy.too_old(planned_at, NOW, timedelta(hours=24))
+    why = age.too_old(planned_at, NOW, timedelta(hours=24))
     if refused is None:
         assert why is None
     else:

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from infra_fixtures import EXAMPLE_UNITS, commit_all, git, invoke, read_summary, units_by_path
 
-from tooling.core.summary import Worktree
-from tooling.core.targets import select_targets
-from tooling.engine.batchplanner import run_batch
-from tooling.engine.planfolder import summary_of
-from tooling.engine.unitplanner import Progress, plan_unit, run_all
+from tooling.core.plan.summary import Worktree
+from tooling.core.plan.targets import select_targets
+from tooling.engine.plan.batchplanner import run_batch
+from tooling.engine.plan.planfolder import summary_of
+from tooling.engine.plan.unitplanner import Progress, plan_unit, run_all
 from tooling.io.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -81,7 +81,7 @@ def test_one_failing_unit_keeps_every_per_unit_guarantee_of_the_one_process_run(
     for path in planned:
         plan = out / units[path]["plan_file"]
         assert units[path]["plan_file"] == f"units/{path}/plan.tfplan" and plan.stat().st_size > 0
-        from tooling.engine.planstore import sha256_file
+        from tooling.engine.plan.store import sha256_file
 
         assert sha256_file(plan) == units[path]["plan_sha256"]
         assert (

@@ -13,8 +13,9 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from tooling.core.results import Result
-from tooling.engine.unitplanner import Target, run_all
+from tooling.core.plan.results import Result
+from tooling.core.plan.targets import Target
+from tooling.engine.plan.unitplanner import run_all
 
 #: how long a planner waits for another unit to start before the test fails
 WAIT = 30.0

@@ -1,4 +1,4 @@
-"""The plan-file store (:mod:`tooling.engine.planstore`): the one owner of stored plans.
+"""The plan-file store (:mod:`tooling.engine.plan.store`): the one owner of stored plans.
 
 A scan of the package (ast) shows no other module builds a plan file's path: no
 ``.tfplan`` name, no store constant, no path joined from a summary's ``plan_file``.
@@ -16,12 +16,12 @@ import pytest
 from infra_fixtures import encrypted_envelope
 from schema_check import summary_doc, summary_unit
 
-from tooling.engine import planstore
+from tooling.engine.plan import store
 from tooling.errors import ToolingError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tooling"
 #: the store, and the thin wrapper of Terragrunt, which names the file it writes
-OWNERS = {"tooling/engine/planstore.py", "tooling/io/terragrunt.py"}
+OWNERS = {"tooling/engine/plan/store.py", "tooling/io/terragrunt.py"}
 #: the plan folder's layout names the files a folder may hold (the report folder's own
 #: module, io/outdir.py, which planstore sits above); it builds no plan path
 LAYOUT = "tooling/io/outdir.py"
@@ -121,40 +121,40 @@ def test_the_layouts_names_are_not_paths_but_a_path_beside_them_is() -> None:
 
 
 def test_a_units_plan_lives_in_its_folder_of_the_plan_folder(tmp_path: Path) -> None:
-    assert planstore.unit_dir(tmp_path, "live/cloud/dns") == tmp_path / "units/live/cloud/dns"
-    assert planstore.plan_path(tmp_path, "live/cloud/dns") == (
+    assert store.unit_dir(tmp_path, "live/cloud/dns") == tmp_path / "units/live/cloud/dns"
+    assert store.plan_path(tmp_path, "live/cloud/dns") == (
         tmp_path / "units/live/cloud/dns/plan.tfplan"
     )
-    assert planstore.stored(tmp_path, "units/live/cloud/dns/plan.tfplan") == (
-        planstore.plan_path(tmp_path, "live/cloud/dns")
+    assert store.stored(tmp_path, "units/live/cloud/dns/plan.tfplan") == (
+        store.plan_path(tmp_path, "live/cloud/dns")
     )
-    assert planstore.private_plan(tmp_path, "adopt") == tmp_path / "adopt.tfplan"
+    assert store.private_plan(tmp_path, "adopt") == tmp_path / "adopt.tfplan"
 
 
 def test_a_written_plan_is_kept_under_the_units_name_and_a_missing_one_refused(
     tmp_path: Path,
 ) -> None:
-    udir = planstore.unit_dir(tmp_path, "live/a")
+    udir = store.unit_dir(tmp_path, "live/a")
     udir.mkdir(parents=True)
     with pytest.raises(ToolingError, match="wrote no plan file"):
-        planstore.keep_written(udir)
-    (udir / planstore.WRITTEN_NAME).write_bytes(b"PK\x03\x04plan")
-    kept = planstore.keep_written(udir)
-    assert kept == planstore.plan_path(tmp_path, "live/a")
+        store.keep_written(udir)
+    (udir / store.WRITTEN_NAME).write_bytes(b"PK\x03\x04plan")
+    kept = store.keep_written(udir)
+    assert kept == store.plan_path(tmp_path, "live/a")
     assert kept.read_bytes() == b"PK\x03\x04plan"
-    assert not (udir / planstore.WRITTEN_NAME).exists()
+    assert not (udir / store.WRITTEN_NAME).exists()
 
 
 def test_the_digest_binds_the_file_and_a_missing_file_has_none(tmp_path: Path) -> None:
     plan = tmp_path / "p.tfplan"
-    assert planstore.digest(plan) is None
+    assert store.digest(plan) is None
     body = b"x" * (3 << 20)  # more than one read
     plan.write_bytes(body)
-    assert planstore.digest(plan) == hashlib.sha256(body).hexdigest()
-    assert planstore.sha256_file(plan) == hashlib.sha256(body).hexdigest()
-    planstore.discard(plan)
+    assert store.digest(plan) == hashlib.sha256(body).hexdigest()
+    assert store.sha256_file(plan) == hashlib.sha256(body).hexdigest()
+    store.discard(plan)
     assert not plan.exists()
-    planstore.discard(plan)  # already gone: nothing to do
+    store.discard(plan)  # already gone: nothing to do
 
 
 def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
@@ -162,21 +162,21 @@ def test_an_encrypted_plan_without_its_key_stops_the_apply_naming_the_variable(
 ) -> None:
     from tooling.model import encryption as contract
 
-    plan = planstore.plan_path(tmp_path, "live/a")
+    plan = store.plan_path(tmp_path, "live/a")
     plan.parent.mkdir(parents=True)
     plan.write_bytes(encrypted_envelope("pbkdf2"))
     unit = summary_unit("live/a", "changes", plan_file="units/live/a/plan.tfplan")
     (tmp_path / "summary.json").write_text(json.dumps(summary_doc([unit])))
     monkeypatch.delenv(contract.PASSPHRASE_ENV, raising=False)
     with pytest.raises(ToolingError, match=contract.PASSPHRASE_ENV) as refused:
-        planstore.require_key(tmp_path, "plans")
+        store.require_key(tmp_path, "plans")
     assert "\n" not in str(refused.value)
     monkeypatch.setenv(contract.PASSPHRASE_ENV, "a passphrase long enough")
-    planstore.require_key(tmp_path, "plans")  # the key is set: the apply may start
+    store.require_key(tmp_path, "plans")  # the key is set: the apply may start
     monkeypatch.delenv(contract.PASSPHRASE_ENV)
     unit["status"] = "no-changes"  # nothing to apply: its key is not needed
     (tmp_path / "summary.json").write_text(json.dumps(summary_doc([unit])))
-    planstore.require_key(tmp_path, "plans")
+    store.require_key(tmp_path, "plans")
 
 
 # --------------------------------------------------------------------------- show, rewritten copy
@@ -218,7 +218,7 @@ def test_a_show_of_a_copy_rewritten_meanwhile_is_asked_again_and_reads_the_plan(
     timer = threading.Timer(0.15, restore)  # the rewrite ends while the first show fails
     timer.start()
     try:
-        shown = planstore.show_in(work, plan, {})
+        shown = store.show_in(work, plan, {})
     finally:
         timer.join()
     assert shown["resource_changes"][0]["address"] == "terraform_data.a"
@@ -231,12 +231,12 @@ def test_a_copy_that_stays_unreadable_fails_after_the_last_attempt(
     work, plan = planned
     _rewritten(work)
     monkeypatch.setenv("IAC_ECHO_COMMANDS", "1")
-    with pytest.raises(ToolingError, match=planstore.REWRITTEN_WHILE_READ):
-        planstore.show_in(work, plan, {})
+    with pytest.raises(ToolingError, match=store.REWRITTEN_WHILE_READ):
+        store.show_in(work, plan, {})
     echoed = [
         line for line in capfd.readouterr().err.splitlines() if line.startswith("+ tofu show")
     ]
-    assert len(echoed) == planstore.SHOW_ATTEMPTS
+    assert len(echoed) == store.SHOW_ATTEMPTS
 
 
 @pytest.mark.e2e
@@ -247,8 +247,8 @@ def test_any_other_show_failure_is_not_asked_again(
     plan.write_bytes(b"not a plan")
     monkeypatch.setenv("IAC_ECHO_COMMANDS", "1")
     with pytest.raises(ToolingError) as failed:
-        planstore.show_in(work, plan, {})
-    assert planstore.REWRITTEN_WHILE_READ not in str(failed.value)
+        store.show_in(work, plan, {})
+    assert store.REWRITTEN_WHILE_READ not in str(failed.value)
     echoed = [
         line for line in capfd.readouterr().err.splitlines() if line.startswith("+ tofu show")
     ]

@@ -25,7 +25,7 @@ from infra_fixtures import commit_all, edit, invoke, invoke_in_process, serving
 
 from tooling.core.rules import registry
 from tooling.core.rules.rule import UnitFacts
-from tooling.engine import preflight
+from tooling.engine.rules import preflight
 from tooling.errors import ToolingError
 from tooling.io.workspace import Workspace
 from tooling.model.policy import CheckPolicy, Executor

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schema_check import apply_doc, apply_unit, summary_doc, summary_unit
 
-from tooling.core import audit
-from tooling.core.summary import Summary
+from tooling.core.apply import audit
+from tooling.core.plan.summary import Summary
 from tooling.errors import ToolingError
 from tooling.io import artifacts
 
@@ -305,7 +305,7 @@ def _ends_well_on(build: Callable[[], Any]) -> None:
 def test_a_leg_summary_its_schema_accepts_merges_or_is_refused_in_one_line(
     doc: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from tooling.engine import legs
+    from tooling.engine.ci import legs
 
     base = tmp_path_factory.mktemp("leg")
     leg = base / "plan-hosted-1-of-1"
@@ -319,7 +319,7 @@ def test_a_leg_summary_its_schema_accepts_merges_or_is_refused_in_one_line(
 def test_a_summary_its_schema_accepts_gives_planned_units_or_one_line(
     doc: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from tooling.engine import planfolder
+    from tooling.engine.plan import planfolder
 
     artifacts.parse(json.dumps(doc), artifacts.SUMMARY, source="summary.json")
     path = tmp_path_factory.mktemp("plans") / "summary.json"
@@ -330,7 +330,7 @@ def test_a_summary_its_schema_accepts_gives_planned_units_or_one_line(
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(doc=_valid("matrix"), leg=st.text(max_size=20))
 def test_a_matrix_its_schema_accepts_gives_a_leg_or_one_line(doc: Any, leg: str) -> None:
-    from tooling.core import legs
+    from tooling.core.ci import legs
 
     names = [str(e.get("leg") or e["executor"]) for e in doc.get("include", [doc])]
     for name in [*names, leg]:
@@ -342,8 +342,8 @@ def test_a_matrix_its_schema_accepts_gives_a_leg_or_one_line(doc: Any, leg: str)
 def test_an_apply_record_its_schema_accepts_settles_every_unit_or_is_refused(
     doc: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from tooling.core.applydecision import earlier_applied
-    from tooling.engine import planfolder
+    from tooling.core.apply.decision import earlier_applied
+    from tooling.engine.plan import planfolder
 
     path = tmp_path_factory.mktemp("plans") / "apply.json"
     path.write_text(json.dumps(doc))
@@ -357,7 +357,7 @@ def test_an_apply_record_its_schema_accepts_settles_every_unit_or_is_refused(
 def test_audit_records_their_schema_accepts_are_listed_and_checked_in_lines(
     docs: list[Any],
 ) -> None:
-    from tooling.core import termtext
+    from tooling.core.text import terminal
 
     entries = [
         audit.Entry(
@@ -370,15 +370,15 @@ def test_audit_records_their_schema_accepts_are_listed_and_checked_in_lines(
     keys = [e.key for e in entries]
     digests = {e.key: e.sha256 for e in entries}
     for line in [audit.render(d) for d in audit.applies(entries)]:
-        assert termtext.escape(line) == line and "\n" not in line and "\t" not in line, line
+        assert terminal.escape(line) == line and "\n" not in line and "\t" not in line, line
     for problem in audit.chain_problems(entries, keys, digests):
-        assert problem and "\n" not in termtext.escape_line(problem)
+        assert problem and "\n" not in terminal.escape_line(problem)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(page=_valid("apipage"))
 def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page: Any) -> None:
-    from tooling.core import runners
+    from tooling.core.ci import runners
     from tooling.model.policy import Executor
 
     listed = page if isinstance(page, list) else page.get("runners") or []
@@ -405,7 +405,7 @@ def test_runners_from_a_page_its_schema_accepts_are_listed_in_escaped_lines(page
     ],
 )
 def test_a_leg_named_with_a_line_feed_is_refused_on_one_line(doc: Any, leg: str) -> None:
-    from tooling.core import legs
+    from tooling.core.ci import legs
 
     with pytest.raises(ToolingError) as caught:
         legs.leg_of(doc, leg)
@@ -417,7 +417,7 @@ def test_a_leg_summary_whose_leg_id_holds_a_line_feed_is_refused_on_one_line(
 ) -> None:
     """The example the property test drew: a leg folder's summary.json (an artifact read
     back) names its leg ``"\\n"`` and no executor."""
-    from tooling.engine import legs
+    from tooling.engine.ci import legs
 
     doc = json.loads(json.dumps(VALID["summary"]))
     doc["executor"] = None

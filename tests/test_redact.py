@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core import redact
+from tooling.core.text import redact
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir
 from tooling.model.policy import EnvRule, policy_from

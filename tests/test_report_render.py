@@ -1,6 +1,6 @@
 """What a reviewer reads in ``comment.md``: the run's settings, mock outputs, grouped gates.
 
-The pure parts are table tests over :mod:`tooling.core.report`; the screenshot
+The pure parts are table tests over :mod:`tooling.core.report.comment`; the screenshot
 test renders a real plan's report as GitHub would (cmark-gfm and GitHub's alerts,
 tests/github_markdown.py) and looks at it in headless Chromium.
 """
@@ -19,10 +19,10 @@ import pytest
 from github_markdown import PAGE, render
 from infra_fixtures import invoke, make_example_repo
 
-from tooling.core import report
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-from tooling.core.results import Result
-from tooling.core.summary import PlannedAgainst
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.plan.results import Result
+from tooling.core.plan.summary import PlannedAgainst
+from tooling.core.report import comment
 
 EMBEDDED = PlannedAgainst.from_json(
     {
@@ -60,7 +60,7 @@ def _result(path: str, *, mocked: tuple[str, ...] = ()) -> Result:
 
 def test_the_report_says_when_the_run_used_the_embedded_default() -> None:
     results = [_result("live/cluster/os")]
-    text = report.render(results, head="a" * 40, settings=EMBEDDED)
+    text = comment.render(results, head="a" * 40, settings=EMBEDDED)
     assert "Planned on the **embedded default**" in text
     assert "sandbox catalog, local state" in text
     header = text.split("| unit |")[0]
@@ -69,7 +69,7 @@ def test_the_report_says_when_the_run_used_the_embedded_default() -> None:
 
 def test_the_report_names_real_settings_without_the_embedded_default_note() -> None:
     results = [_result("live/cluster/os")]
-    text = report.render(results, head="a" * 40, settings=REMOTE)
+    text = comment.render(results, head="a" * 40, settings=REMOTE)
     assert "embedded default" not in text
     assert "Planned against: remote module repositories, S3 state in s3://tf-state." in text
 
@@ -78,7 +78,7 @@ def test_units_planned_against_mock_outputs_are_marked_with_the_mocked_dependenc
     vms = _result("live/cluster/vms", mocked=("live/cluster/network",))
     results = [_result("live/cluster/network"), vms]
 
-    text = report.render(results, head="a" * 40, settings=EMBEDDED)
+    text = comment.render(results, head="a" * 40, settings=EMBEDDED)
 
     note = text.split("**Planned against mock outputs**")[1].split("\n\n")[0]
     assert "re-planned against the real outputs after its upstream applies" in note
@@ -93,7 +93,7 @@ def test_units_planned_against_mock_outputs_are_marked_with_the_mocked_dependenc
 
 def test_no_mock_note_when_every_unit_had_real_outputs() -> None:
     results = [_result("live/cluster/network")]
-    text = report.render(results, head="a" * 40, settings=EMBEDDED)
+    text = comment.render(results, head="a" * 40, settings=EMBEDDED)
     assert "mock" not in text
 
 

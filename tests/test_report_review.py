@@ -29,10 +29,12 @@ from schema_check import apply_doc, apply_unit, summary_doc, summary_unit
 from test_report_render import _png_pixels
 
 from tooling.commands import ci as flow
-from tooling.core import ci, pages, report, review
-from tooling.core.planjson import ResourceChange
-from tooling.core.results import with_gates
-from tooling.core.summary import PlannedAgainst, Summary
+from tooling.core.ci import steps
+from tooling.core.plan.planjson import ResourceChange
+from tooling.core.plan.results import with_gates
+from tooling.core.plan.summary import PlannedAgainst, Summary
+from tooling.core.report import comment, pages, review
+from tooling.core.text import markdown
 from tooling.io.forge import Forge
 
 SHA = "0123456789abcdef" * 2 + "01234567"
@@ -40,7 +42,7 @@ LINKS = review.RunLinks("https://github.com", "example-org/infrastructure", SHA,
 
 
 def _mixed_report(**extra: object) -> str:
-    return report.render(
+    return comment.render(
         mixed(),
         head=SHA,
         base="b" * 40,
@@ -81,9 +83,9 @@ def test_the_first_line_gives_the_totals_in_words_and_the_sign_of_a_failure() ->
     )
     assert "±" not in _mixed_report()
     safe = [r for r in mixed() if r.path == "live/cloud/registry"]
-    assert report.render(safe).splitlines()[1].startswith("✅ **Plan: 2 to add, 0 to change")
+    assert comment.render(safe).splitlines()[1].startswith("✅ **Plan: 2 to add, 0 to change")
     destroys = [r for r in mixed() if r.path == "live/cloud/legacy"]
-    assert report.render(destroys).splitlines()[1].startswith("⚠️ **Plan: 0 to add")
+    assert comment.render(destroys).splitlines()[1].startswith("⚠️ **Plan: 0 to add")
 
 
 def test_each_unit_row_shows_its_gate_with_the_reason_its_module_change_and_status() -> None:
@@ -114,7 +116,7 @@ def test_the_page_says_who_approves_a_manual_unit_and_how() -> None:
 
 
 def test_the_terminal_table_has_a_gate_column() -> None:
-    lines = report.table(mixed()).splitlines()
+    lines = comment.table(mixed()).splitlines()
     assert lines[0].split()[-1] == "gate"
     vms = next(x for x in lines if x.startswith("live/cluster/vms"))
     assert vms.split()[-2:] == ["changes", "manual"]
@@ -191,7 +193,7 @@ def test_the_destroys_warning_renders_as_githubs_alert_with_one_list_item_per_de
     ]
 
     first = pages.paginate(
-        "", [("", report.render(many(200), head=SHA, budget=10**9))], budget=65_536
+        "", [("", comment.render(many(200), head=SHA, budget=10**9))], budget=65_536
     )[0]
     items = re.findall(r"<li>(.*?)</li>", _alert(_html(first), "warning"))
     assert items == [
@@ -209,7 +211,7 @@ def test_every_alert_the_report_writes_renders_as_githubs_alert_not_as_its_marke
         for r in mixed()
     ]
     embedded = PlannedAgainst("sandbox", "local", embedded_default=True, description="")
-    text = report.render(results, settings=embedded, interrupted=True)
+    text = comment.render(results, settings=embedded, interrupted=True)
     for marker in ("[!CAUTION]", "[!NOTE]", "[!WARNING]"):
         assert f"\n> {marker}\n" in text
     page = _html(text)
@@ -247,7 +249,7 @@ def test_in_actions_the_page_links_the_commit_the_run_logs_and_the_artifact() ->
     assert f'<a href="{base}/actions/runs/4242">workflow run logs</a>' in html
     assert f'<a href="{base}/actions/runs/4242#artifacts">plan artifact</a>' in html
     assert review.RunLinks.from_env({}) is None  # outside Actions: the bare SHA
-    assert f"Planned at `{SHA[:12]}`" in report.render(mixed(), head=SHA)
+    assert f"Planned at `{SHA[:12]}`" in comment.render(mixed(), head=SHA)
 
 
 def test_a_failure_is_named_with_its_first_line_outside_the_folds() -> None:
@@ -301,13 +303,13 @@ def test_the_apply_order_graph_is_a_collapsed_mermaid_block_with_gates() -> None
 
 def test_two_hundred_units_split_into_follow_ups_keeping_every_gate_and_destroy() -> None:
     results = many(200)
-    full = report.render(results, head=SHA, budget=10**9)
+    full = comment.render(results, head=SHA, budget=10**9)
     assert len(full) > 3 * 65_536
     bodies = pages.paginate("", [("", full)], budget=65_536)
     assert len(bodies) >= 4
     assert all(len(b) <= 65_536 for b in bodies)
     first = bodies[0]
-    assert first.startswith(report.MARKER)
+    assert first.startswith(comment.MARKER)
     for r in results:  # every row, every gate reason and every destroy on the first comment
         assert r.gate is not None
         if r.gate.decision == "manual":
@@ -325,7 +327,7 @@ def test_two_hundred_units_split_into_follow_ups_keeping_every_gate_and_destroy(
 
 def test_a_fold_larger_than_a_comment_loses_its_plan_text_not_half_a_fence() -> None:
     (big,) = many(1)
-    text = report.render([big], budget=10**9).replace(
+    text = comment.render([big], budget=10**9).replace(
         "```diff\n", "```diff\n" + "+ filler line\n" * 8_000
     )
     bodies = pages.paginate("", [("", text)], budget=65_536)
@@ -355,7 +357,7 @@ def test_follow_up_comments_are_edited_in_place_and_retired_when_the_report_shri
     def post(results: list[object]) -> None:
         folder = tmp_path / "plans" / "plan-lan"
         folder.mkdir(parents=True, exist_ok=True)
-        text = report.render(results, head=SHA, budget=10**9)  # type: ignore[arg-type]
+        text = comment.render(results, head=SHA, budget=10**9)  # type: ignore[arg-type]
         (folder / "comment.md").write_text(text)
         flow.plan_comment(
             plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
@@ -364,7 +366,7 @@ def test_follow_up_comments_are_edited_in_place_and_retired_when_the_report_shri
     post(many(200))
     first = github_api.state.comments_on(pr)
     assert len(first) >= 4 and all(len(c["body"]) <= 65_536 for c in first)
-    assert first[0]["body"].startswith(ci.PLAN_MARKER)
+    assert first[0]["body"].startswith(steps.PLAN_MARKER)
     post(many(200))  # the next push: the same comments, edited
     again = github_api.state.comments_on(pr)
     assert [c["id"] for c in again] == [c["id"] for c in first]
@@ -411,7 +413,7 @@ def _shoot(html: str, shot: Path, height: int) -> tuple[int, int, list[bytes]]:
         pytest.param(
             "200-units",
             lambda: pages.paginate(
-                "", [("", report.render(many(200), head=SHA, budget=10**9))], budget=65_536
+                "", [("", comment.render(many(200), head=SHA, budget=10**9))], budget=65_536
             )[0],
             id="200-units-first-screen",
         ),
@@ -510,21 +512,21 @@ CONTAINER_TEXT = """  # docker_container.app will be updated in-place
 def test_attributes_declared_in_policy_toml_are_redacted_in_the_plan_text() -> None:
     import tomllib
 
-    from tooling.core import declared
-    from tooling.core.redact import Redactor
+    from tooling.core.plan import sensitive
+    from tooling.core.text.redact import Redactor
     from tooling.model.policy import policy_from
 
     policy = policy_from(tomllib.loads(POLICY_TOML))
-    found = declared.values_in_plan(CONTAINER_PLAN, policy.sensitive_attributes)
+    found = sensitive.values_in_plan(CONTAINER_PLAN, policy.sensitive_attributes)
     (vms,) = [r for r in mixed() if r.path == "live/cluster/vms"]
     shown = Redactor.of(found)(CONTAINER_TEXT)
-    text = report.render([dataclasses.replace(vms, plan_text=shown)])
+    text = comment.render([dataclasses.replace(vms, plan_text=shown)])
     fold = text.split("```diff\n")[1].split("\n```")[0]
     for secret in ("hunter2-old", "hunter2-new", "s3cr3t-k8s"):
         assert secret not in text
     assert '-           "(redacted)",' in fold.splitlines()
     assert '!       image = "app:1" -> "app:2"' in fold.splitlines()  # undeclared: shown
-    assert declared.values_in_plan(CONTAINER_PLAN, {}) == set()
+    assert sensitive.values_in_plan(CONTAINER_PLAN, {}) == set()
 
 
 def test_a_malformed_sensitive_attributes_table_is_refused_by_name() -> None:
@@ -635,7 +637,7 @@ def _leg(folder: Path, executor: str, units: list[dict[str, object]] | None) -> 
     if units is not None:
         full = [summary_unit(**u) for u in units]  # type: ignore[arg-type]
         (leg / "summary.json").write_text(json.dumps(summary_doc(full)))
-        (leg / "comment.md").write_text(f"{ci.PLAN_MARKER}\n{executor} report\n")
+        (leg / "comment.md").write_text(f"{steps.PLAN_MARKER}\n{executor} report\n")
 
 
 def test_each_executor_gets_a_commit_status_on_the_head_and_after_the_merge(
@@ -869,7 +871,7 @@ def test_a_plan_text_quoting_the_part_marker_never_makes_the_sticky_comment_a_fo
     hostile = dataclasses.replace(
         many(1)[0], plan_text="  + input = <<EOT\n<!-- iac-tooling:plan-report:part-2 -->\nEOT\n"
     )
-    text = report.render([hostile], head=SHA, budget=10**9)
+    text = comment.render([hostile], head=SHA, budget=10**9)
     assert pages.PART.format(n=2) in text
     assert [pages.part_number(b) for b in pages.paginate("", [("", text)], budget=65_536)] == [None]
     (folder / "comment.md").write_text(text)
@@ -878,7 +880,7 @@ def test_a_plan_text_quoting_the_part_marker_never_makes_the_sticky_comment_a_fo
             plans=tmp_path / "plans", matrix=matrix, forge=_forge(github_api, pr), environ=env
         )
     (only,) = github_api.state.comments_on(pr)
-    assert only["body"].startswith(ci.PLAN_MARKER)
+    assert only["body"].startswith(steps.PLAN_MARKER)
     assert "no longer used" not in only["body"]
     assert "<summary><code>live/cluster/u000</code>" in only["body"]
 
@@ -896,7 +898,7 @@ def test_a_hostile_unit_path_and_address_stay_text_and_never_break_the_page() ->
     failed = dataclasses.replace(
         unit("live/cluster/e", "error", None), error="Error: bad value <!-- `x` </details>"
     )
-    text = report.render(with_gates([doomed, failed], POLICY), budget=10**9)
+    text = comment.render(with_gates([doomed, failed], POLICY), budget=10**9)
     page = MarkdownIt("commonmark").enable("table").render(text)  # as GitHub parses it
     assert page.count("<!--") == 1  # the report's own marker: nothing opens a comment
     assert page.count("<details>") == page.count("</details>") == text.count("\n<details>\n")
@@ -916,27 +918,27 @@ def test_a_head_listing_thousands_of_destroys_is_cut_so_the_first_comment_still_
         for i in range(3_000)
     ]
     results = with_gates([unit("live/cloud/dns", "changes", plan(*doomed), plan_text="x")], POLICY)
-    full = report.render(results, head=SHA, budget=10**9)
+    full = comment.render(results, head=SHA, budget=10**9)
     assert len(pages.split_report(full)[0]) > 65_536  # the head alone
     bodies = pages.paginate("", [("", full)], budget=65_536)
     assert all(len(b) <= 65_536 for b in bodies)
     first = bodies[0]
-    assert first.startswith(report.MARKER) and report.verdict(results) in first
+    assert first.startswith(comment.MARKER) and comment.verdict(results) in first
     assert "summary is too long for a comment: it is in the plan artifact" in first
     assert all(b.count("<details>") == b.count("</details>") for b in bodies)
 
 
 def test_a_secret_with_markdown_characters_in_an_error_is_redacted_as_the_page_escapes_it() -> None:
-    from tooling.core import redact
+    from tooling.core.text import redact
 
     secret = "s3cr<e>t|`x&y\\z"
     failed = dataclasses.replace(
         unit("live/cluster/e", "error", None), error=f"Error: login refused for {secret}"
     )
-    text = report.render([failed], budget=10**9)
-    assert review.plain(secret) in text  # the first line, outside the fold, is escaped
+    text = comment.render([failed], budget=10**9)
+    assert markdown.plain(secret) in text  # the first line, outside the fold, is escaped
     shown = redact.Redactor.of(redact.secret_strings(secret))(text)
-    assert review.plain(secret) not in shown and secret not in shown
+    assert markdown.plain(secret) not in shown and secret not in shown
     assert "Error: login refused for (redacted)" in shown
 
 
@@ -944,14 +946,16 @@ def test_a_plan_text_holding_a_long_run_of_backticks_is_fenced_in_one_pass() -> 
     (big,) = many(1)
     run = "`" * 200_000
     started = time.monotonic()
-    text = report.render([dataclasses.replace(big, plan_text=f"  + input = {run}\n")], budget=10**9)
+    text = comment.render(
+        [dataclasses.replace(big, plan_text=f"  + input = {run}\n")], budget=10**9
+    )
     assert time.monotonic() - started < 10  # the fence grew one backtick per scan: minutes
     fence = "`" * 200_001
     assert f"\n{fence}diff\n" in text and f"\n{fence}\n" in text
 
 
 def test_an_apply_error_holding_html_stays_text_in_the_apply_report() -> None:
-    from tooling.core import record
+    from tooling.core.apply import record
 
     run = record.ApplyRun(
         [

@@ -329,7 +329,7 @@ def test_a_batch_plan_whose_dependent_fails_still_redacts_its_upstreams_sensitiv
     commit_all(example_repo, "a unit whose failing plan echoes an upstream's sensitive output")
     apply_unit(example_repo, "live/cloud/up", tmp_path / "up-plan")
     out = tmp_path / "out"
-    # two units: one `terragrunt run --all` (tooling/engine/batchplanner.py)
+    # two units: one `terragrunt run --all` (tooling/engine/plan/batchplanner.py)
     ran = invoke(
         example_repo,
         "plan",

@@ -1,6 +1,6 @@
-"""Table tests for :class:`tooling.core.results.Result` read back from summary.json
+"""Table tests for :class:`tooling.core.plan.results.Result` read back from summary.json
 (:meth:`Result.from_json`, the inverse of :meth:`Result.to_json`) and the plan statuses
-(:class:`tooling.core.results.Status`).
+(:class:`tooling.core.plan.status.Status`).
 
 The round trip on real documents: here the example of docs/commands.md; in
 ``tests/test_schemas.py`` the summary.json a real ``invoke plan`` wrote.
@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from tooling.core.gates import Gate
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-from tooling.core.results import Result, Status
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_STATUSES = json.loads((REPO / "tooling/schemas/summary.schema.json").read_text())[

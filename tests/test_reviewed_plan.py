@@ -21,10 +21,11 @@ import pytest
 from infra_fixtures import commit_all, edit, git, invoke, read_summary, units_by_path
 from test_adopt_layouts import iac, subfolder_repo
 
-from tooling.core.gates import Gate
-from tooling.core.planjson import PlanSummary
-from tooling.core.results import Result, Status
-from tooling.engine.reviewed import ReviewedPlans
+from tooling.core.plan.gates import Gate
+from tooling.core.plan.planjson import PlanSummary
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
+from tooling.engine.plan.reviewed import ReviewedPlans
 
 DNS = "live/cloud/dns"
 IAM = "live/cloud/iam"

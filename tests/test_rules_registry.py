@@ -24,7 +24,7 @@ from infra_fixtures import REPO
 from test_check import CASES, CORPUS, apply_case, base_tree
 
 from tooling.commands import check
-from tooling.core import execpoint
+from tooling.core.rules import execpoint
 from tooling.core.rules.registry import RULES, docs_table, ids_at, run
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation
@@ -179,7 +179,7 @@ from pathlib import Path
 
 from tooling.commands.check import context
 from tooling.model.policy import CheckPolicy
-from tooling.engine.refusals import refused_lines
+from tooling.engine.rules.before_terragrunt import refused_lines
 
 root = Path(sys.argv[1])
 model = context(root).model

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tooling.core import runlog
+from tooling.core.plan import runlog
 
 ROOT = "/repo"
 UNITS = frozenset({"live/cloud/dns", "live/cloud/iam"})

@@ -17,7 +17,7 @@ import pytest
 from ghserver import GitHubAPI
 from infra_fixtures import REPO, commit_all, edit, git, invoke, invoke_in_process
 
-from tooling.core import runners
+from tooling.core.ci import runners
 from tooling.errors import ToolingError
 from tooling.io.forge import runners_forge_from_env
 from tooling.model.policy import policy_from

@@ -105,7 +105,7 @@ def test_every_unit_of_a_real_summary_reads_back_to_the_same_document(
     documents: dict[str, Any],
 ) -> None:
     """:meth:`Result.from_json` is the inverse of ``to_json`` on what ``invoke plan`` wrote."""
-    from tooling.core.results import Result
+    from tooling.core.plan.results import Result
 
     units = documents["summary"]["units"]
     assert units

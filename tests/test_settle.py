@@ -1,5 +1,5 @@
-"""Table tests for the planners' shared decisions (:mod:`tooling.core.settle`) and the
-model unit a target is built from (:func:`tooling.core.targets.unit_target`).
+"""Table tests for the planners' shared decisions (:mod:`tooling.core.plan.outcomes`) and the
+model unit a target is built from (:func:`tooling.core.plan.targets.unit_target`).
 
 No process, no file: each row is plain data in, plain data out.
 """
@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, ResourceChange
-from tooling.core.results import Result, Status
-from tooling.core.settle import (
+from tooling.core.plan.outcomes import (
     dependency_failed,
     failed_dependency,
     from_plan,
     presets,
     settled,
 )
-from tooling.core.targets import Target, unit_target
-from tooling.model.repo import Unit
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
+from tooling.core.plan.targets import Target, unit_target
+from tooling.model.units import Unit
 
 
 def target(path: str, **kw: object) -> Target:
@@ -251,7 +252,7 @@ def test_a_target_takes_the_model_units_facts(
     ],
 )
 def test_terragrunts_run_report_is_read_by_unit_path(text: str, expected: dict[str, str]) -> None:
-    from tooling.core.runlog import run_report
+    from tooling.core.plan.runlog import run_report
 
     assert {k: v["Result"] for k, v in run_report(text, "/r").items()} == expected
 
@@ -267,7 +268,7 @@ def test_terragrunts_run_report_is_read_by_unit_path(text: str, expected: dict[s
 def test_a_units_folder_tree_is_its_run_folder_minus_its_path(
     path: str, run_dir: str, expected: str | None
 ) -> None:
-    from tooling.core.targets import Target, tree_root
+    from tooling.core.plan.targets import Target, tree_root
 
     t = Target(path=path, tier="cloud", executor="hosted", change="modified", run_dir=Path(run_dir))
     root = tree_root(t)

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core.targets import model_refusal
-from tooling.model.repo import Unit, WorkTree, load
+from tooling.core.plan.targets import model_refusal
+from tooling.model.repo import load
 from tooling.model.sources import parse_source, remote_url, support
+from tooling.model.trees import WorkTree
+from tooling.model.units import Unit
 
 GX = "git.example.com"
 PROXMOX = f"git::https://{GX}/platform-modules/terraform-proxmox.git"

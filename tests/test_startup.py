@@ -194,7 +194,7 @@ _NAMES += ["LICENSEX", "CODEOWNERS", "codeowners", "a.rst", "b.adoc", "terragrun
 def test_the_documentation_patterns_match_as_fnmatch_matches(pattern: str) -> None:
     import fnmatch
 
-    from tooling.core.changes import name_matches
+    from tooling.core.plan.affected import name_matches
 
     assert [n for n in _NAMES if name_matches(n, pattern)] == [
         n for n in _NAMES if fnmatch.fnmatchcase(n, pattern)

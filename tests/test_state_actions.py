@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from schema_check import check
 
-from tooling.core import drift as drift_report
-from tooling.core import report, review
-from tooling.core.approval import differences, reviewed_differences
-from tooling.core.gates import decide
-from tooling.core.planjson import COUNT_KEYS, PlanSummary, from_stream, summarize
-from tooling.core.results import Result, with_gates
+from tooling.core.apply.approval import differences, reviewed_differences
+from tooling.core.plan.gates import decide
+from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, from_stream, summarize
+from tooling.core.plan.results import Result, with_gates
+from tooling.core.report import comment, review
+from tooling.core.report import drift as drift_report
 from tooling.errors import ToolingError
 from tooling.model.policy import GatePolicy, policy_from
 
@@ -312,7 +312,7 @@ def test_the_totals_line_counts_forgets_imports_and_moves_and_a_forget_is_not_no
     assert review.totals_line(only_forgets) == (
         "0 to add, 0 to change, 0 to replace, 0 to destroy, 2 to forget"
     )
-    assert report.verdict(only_forgets).startswith(
+    assert comment.verdict(only_forgets).startswith(
         "⚠️ **Plan: 0 to add, 0 to change, 0 to replace, 0 to destroy, 2 to forget** · "
         "1 unit(s) planned, 1 with changes"
     )
@@ -330,7 +330,7 @@ def test_the_totals_line_counts_forgets_imports_and_moves_and_a_forget_is_not_no
     )
     # a run without any keeps its words, and its sign
     plain = {"resource_changes": [rc("terraform_data.zone", ["update"])]}
-    assert report.verdict(with_gates([result(plain)], NODES)).startswith(
+    assert comment.verdict(with_gates([result(plain)], NODES)).startswith(
         "✅ **Plan: 0 to add, 1 to change, 0 to replace, 0 to destroy** · "
     )
 
@@ -357,12 +357,12 @@ def test_the_warning_block_lists_every_forget_import_and_move_by_unit() -> None:
         "`live/cloud/d` (1): `terraform_data.cert`. Why: an attribute that cannot be updated "
         "in place changed",
     ]
-    page = report.render(results)
+    page = comment.render(results)
     assert "> **Destroys, replacements, and what OpenTofu forgets, imports or moves:**" in page
     assert "| forget, import, move |" in page
     row = next(line for line in page.splitlines() if line.startswith("| `live/cloud/a`"))
     assert "| 2 forget |" in row and "manual: forgets 2 resources" in row
-    terminal = report.table(results)
+    terminal = comment.table(results)
     assert "forget/import/move" in terminal.splitlines()[0]
     assert "1 create" not in terminal and "1 forget" in terminal
 
@@ -370,7 +370,7 @@ def test_the_warning_block_lists_every_forget_import_and_move_by_unit() -> None:
 def test_a_run_without_state_actions_has_no_state_column() -> None:
     plain = {"resource_changes": [rc("terraform_data.zone", ["update"])]}
     results = with_gates([result(plain)], NODES)
-    assert "forget" not in report.table_md(results) and "forget" not in report.table(results)
+    assert "forget" not in comment.table_md(results) and "forget" not in comment.table(results)
 
 
 # --------------------------------------------------------------------------- summary.json

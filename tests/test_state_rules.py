@@ -1,5 +1,5 @@
-"""The pure rules behind the apply's state guards (tooling/core/binding.py,
-tooling/core/statecheck.py), as tables; the end-to-end cases are in
+"""The pure rules behind the apply's state guards (tooling/core/apply/binding.py,
+tooling/core/apply/statecheck.py), as tables; the end-to-end cases are in
 tests/test_apply_state.py."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core import binding, statecheck
-from tooling.core.summary import Summary, Worktree
-from tooling.engine import planfolder
+from tooling.core.apply import binding, statecheck
+from tooling.core.plan.summary import Summary, Worktree
+from tooling.engine.plan import planfolder
 from tooling.errors import ToolingError
 from tooling.io.terragrunt import error_summary, shortened
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from infra_fixtures import commit_all, copy_repo, edit, git, make_example_repo
 
-from tooling.core.changes import Affected
-from tooling.engine.detect import compute_affected
+from tooling.core.plan.affected import Affected
+from tooling.engine.plan.affected import compute_affected
 from tooling.io.workspace import Workspace
 
 DNS = "live/cloud/dns"

@@ -29,7 +29,7 @@ import pytest
 from infra_fixtures import serving
 
 from tooling.errors import ToolingError
-from tooling.io import config, gobuild, proc, toolchain
+from tooling.io import binpath, config, gobuild, proc, toolchain
 from tooling.model import tools
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -321,7 +321,7 @@ def _real_binary(name: str) -> Path | None:
     version = PINS[name]
     candidates = [
         toolchain.cached_binary(name, version, USER_CACHE),
-        toolchain.scripts_dir() / tool.binary,
+        binpath.scripts_dir() / tool.binary,
     ]
     found = shutil.which(tool.binary)
     if found:

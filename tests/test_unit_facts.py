@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tooling.core.gates import decide
-from tooling.core.planjson import PlanSummary, ResourceChange
+from tooling.core.plan.gates import decide
+from tooling.core.plan.planjson import PlanSummary, ResourceChange
 from tooling.model.policy import GatePolicy
-from tooling.model.repo import WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
 from tooling.model.units import UNRESOLVED_GATE
 
 ROOT_HCL = "locals {\n  x = 1\n}\n"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from infra_fixtures import commit_all, invoke, make_example_repo, read_summary
 
-from tooling.engine import verify
+from tooling.engine.rules import verify
 from tooling.io import config, terragrunt
 from tooling.io.workspace import Workspace
 from tooling.model import declared as declared_model
@@ -27,9 +27,9 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from tooling.io import toolchain
+    from tooling.io import binpath
 
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     yield make_example_repo(tmp_path_factory.mktemp("declared") / "infra")
 
 
@@ -267,8 +267,9 @@ HOOKS = {
 def test_a_units_own_hook_is_refused_before_terragrunt_runs_it_on_both_planners(
     tmp_path: Path, tools: None, kind: str
 ) -> None:
-    from tooling.engine.batchplanner import run_batch
-    from tooling.engine.unitplanner import Target, plan_unit
+    from tooling.core.plan.targets import Target
+    from tooling.engine.plan.batchplanner import run_batch
+    from tooling.engine.plan.unitplanner import plan_unit
 
     repo = make_example_repo(tmp_path / "infra")
     mark = tmp_path / "ran $(id)"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from infra_fixtures import Invoked, commit_all, git, invoke, read_summary, units_by_path
 
-from tooling.core import workcopy
+from tooling.core.rules import workcopy
 from tooling.model import hcl
 
 DNS = "live/cloud/dns"

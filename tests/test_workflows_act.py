@@ -51,7 +51,7 @@ from infra_fixtures import (
 from test_bump_e2e import _newest_major, _next_minor, _precedence
 from test_drift import edit_state_json
 
-from tooling.io import sandbox, toolchain
+from tooling.io import binpath, sandbox
 from tooling.model import tools
 
 # one worker runs the module (`invoke test` distributes with --dist loadgroup),
@@ -109,7 +109,7 @@ def _pinned_actions() -> dict[str, str]:
 
 
 def _act_binary() -> str:
-    toolchain.ensure_bin_dir_on_path()
+    binpath.ensure_bin_dir_on_path()
     exe = shutil.which("act")
     pins = tools.parse_tool_versions((REPO / ".tool-versions").read_text(), ".tool-versions")
     if exe is None:

@@ -155,7 +155,7 @@ def usage_line(exc: Exception, tasks: Sequence[str] = (), task: object = None) -
     what = re.sub(r"'(\w+?)_'", r"'\1'", what)  # id_ (a Python name) is ID on the command line
     unknown = re.fullmatch(r"No idea what '(.+)' is", what)
     if unknown and tasks:
-        from tooling.core.suggest import did_you_mean
+        from tooling.core.text.suggest import did_you_mean
 
         # a task's name as typed: invoke accepts bump_module and bump-module alike
         hint = did_you_mean(unknown[1].replace("_", "-"), tasks)
@@ -254,7 +254,7 @@ def task(**kwargs: Any) -> Callable[[Callable[..., Any]], Task]:
 
 @contextmanager
 def errors() -> Iterator[None]:
-    from tooling.core import termtext
+    from tooling.core.text import terminal
     from tooling.engine import secrets
     from tooling.errors import ToolingError
     from tooling.io.redacting import guard_streams
@@ -262,7 +262,7 @@ def errors() -> Iterator[None]:
     secrets.install()  # the one redaction step, installed by the preamble (no import does it)
     # every line the tooling prints passes through the one redaction step, then has
     # what a terminal would act on (escape sequences, bidirectional controls) escaped
-    with guard_streams(lambda text: as_typed(termtext.escape(text))):
+    with guard_streams(lambda text: as_typed(terminal.escape(text))):
         try:
             yield
         except ToolingError as exc:
@@ -339,7 +339,8 @@ def workspace() -> Any:
     (outside a task, each call finds it anew)."""
     if _RUN.ws is not None:
         return _RUN.ws
-    from tooling.engine import secrets, stackscreen
+    from tooling.engine import secrets
+    from tooling.engine.rules import stackscreen
     from tooling.io.binpath import ensure_bin_dir_on_path
     from tooling.io.workspace import Workspace, mark_private
 

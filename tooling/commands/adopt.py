@@ -36,13 +36,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooling.core import redact
-from tooling.core.planjson import action_of, changed_attributes, changed_outputs, marked
-from tooling.core.suggest import did_you_mean
-from tooling.core.targets import unit_arg
-from tooling.engine import planstore, secrets, verify
-from tooling.engine.refusals import refuse_bad_names, refuse_before_terragrunt, refuse_unparsable
-from tooling.engine.unitplanner import learn_secrets
+from tooling.core.plan.planjson import action_of, changed_attributes, changed_outputs, marked
+from tooling.core.plan.targets import unit_arg
+from tooling.core.text import redact
+from tooling.core.text.suggest import did_you_mean
+from tooling.engine import secrets
+from tooling.engine.plan import store
+from tooling.engine.plan.unitplanner import learn_secrets
+from tooling.engine.rules import verify
+from tooling.engine.rules.before_terragrunt import (
+    refuse_bad_names,
+    refuse_before_terragrunt,
+    refuse_unparsable,
+)
 from tooling.errors import ToolingError, UsageError
 from tooling.io import outdir, proc, terragrunt
 from tooling.io.ui import say
@@ -241,7 +247,7 @@ def refusal(unit: str, address: str, verdict: Verdict) -> str:
 
 
 def _show(work: Path, plan_file: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    shown = planstore.show_in(work, plan_file, env)
+    shown = store.show_in(work, plan_file, env)
     secrets.register(redact.sensitive_in_plan(shown))  # its differences are printed
     return shown
 
@@ -274,7 +280,7 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
     private.mkdir(parents=True)
     env = {**ws.tool_env, "TG_DOWNLOAD_DIR": str(private / "cache")}
     log = private / "adopt.log"
-    plan_file = planstore.private_plan(private, "adopt")
+    plan_file = store.private_plan(private, "adopt")
     import_file: Path | None = None
     try:
         ran = terragrunt.run(terragrunt.init_args(), unit_dir, env, log)
@@ -321,14 +327,14 @@ def adopt(ws: Workspace, unit: str, address: str, import_id: str, *, apply: bool
         output = raw.read_text(errors="replace")
         outdir.append_text(log, output)
         if code != 0 or interrupted:
-            from tooling.engine.applier import outcome
+            from tooling.engine.apply.applier import outcome
 
             _, why = outcome(code, output, interrupted, path)
             raise ToolingError(f"applying the import plan failed: {why}")
         import_file.unlink()
         import_file = None
         say(f"adopted {target} into the state of {path}; re-planning without the import block")
-        check_file = planstore.private_plan(private, "after")
+        check_file = store.private_plan(private, "after")
         _plan(unit_dir, check_file, env, log)
         after = judge(_show(work, check_file, env), target)
         if after.differences:

@@ -1,17 +1,18 @@
 """``invoke apply --plans DIR``: apply exactly the reviewed plans, in DAG order, and stop
 where a human must look. The mechanism (the binding checks, the order, the record) is
-:class:`tooling.engine.applier.Applier`."""
+:class:`tooling.engine.apply.applier.Applier`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from tooling.core.record import exit_code, unplanned_error, unplanned_units
-from tooling.engine import planstore, preflight
-from tooling.engine.applier import Applier, finish
-from tooling.engine.audittrail import append_audit, start_audit
-from tooling.engine.reviewed import ReviewedPlans
+from tooling.core.apply.record import exit_code, unplanned_error, unplanned_units
+from tooling.engine.apply.applier import Applier, finish
+from tooling.engine.apply.audit import append_audit, start_audit
+from tooling.engine.plan import store
+from tooling.engine.plan.reviewed import ReviewedPlans
+from tooling.engine.rules import preflight
 from tooling.errors import ToolingError
 from tooling.io import outdir
 from tooling.io.workspace import Workspace
@@ -25,7 +26,7 @@ def apply(
         raise ToolingError(
             f"{folder_path / 'summary.json'}: no summary.json; run `invoke plan --out {plans_dir}` first"
         )
-    planstore.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
+    store.require_key(folder_path, str(plans_dir))  # encrypted plans: their key, or nothing
     # one apply per folder at a time: the record is read, merged and written under the lock
     with outdir.ReportDir.existing(folder_path, outdir.PLAN_LAYOUT, root=ws.root) as folder:
         applier = Applier(

@@ -2,7 +2,7 @@
 
 An application team owns a folder of plain OpenTofu code (``terraform/`` in its
 own repository). The tooling plans and applies it with the foundation's report
-(:mod:`tooling.core.report`) and gates (:mod:`tooling.core.gates`), but never with
+(:mod:`tooling.core.report.comment`) and gates (:mod:`tooling.core.plan.gates`), but never with
 Terragrunt, and never against the foundation's state:
 
 - the state lives at ``apps/<app>/terraform.tfstate`` in the app-tier bucket
@@ -27,8 +27,8 @@ Terragrunt, and never against the foundation's state:
   the allowlist is refused (deleting one is allowed: it removes it).
 
 The pure parts (name, state location, argument lists, the checks) are in
-:mod:`tooling.core.apps`; the app's folder is read and ``tofu`` runs in
-:mod:`tooling.engine.appruns`; the plan is the plan operation's
+:mod:`tooling.core.apps.tier`; the app's folder is read and ``tofu`` runs in
+:mod:`tooling.engine.apps.runs`; the plan is the plan operation's
 (:mod:`tooling.engine.plan.app`); here are what ``app-plan`` shows of it, and the
 apply's flow and record.
 """
@@ -39,12 +39,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tooling.core.applydecision import Action, Facts, decide
-from tooling.core.apps import check_name
-from tooling.core.record import ApplyRun, exit_code, record_document, result_line
-from tooling.core.results import Result, Status
-from tooling.core.summary import Summary
-from tooling.engine import appruns, planfolder
+from tooling.core.apply.decision import Action, Facts, decide
+from tooling.core.apply.record import ApplyRun, exit_code, record_document, result_line
+from tooling.core.apps.tier import check_name
+from tooling.core.plan.results import Result
+from tooling.core.plan.status import Status
+from tooling.core.plan.summary import Summary
+from tooling.engine.apps import runs
+from tooling.engine.plan import planfolder
 from tooling.engine.plan.operation import run_plan
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.errors import ToolingError
@@ -69,12 +71,12 @@ def plan(ws: Workspace, *, app: str, directory: Path, out: Path | None = None) -
 
 def _show(outcome: PlanOutcome, folder: outdir.ReportDir) -> int:
     """The app's plan as the report shows it (comment.md, the job summary); the exit code."""
-    from tooling.core import report
+    from tooling.core.report import comment
 
     results = list(outcome.results)
-    rendered = report.render(results, head=outcome.head, interrupted=outcome.interrupted)
+    rendered = comment.render(results, head=outcome.head, interrupted=outcome.interrupted)
     folder.write_text("comment.md", rendered)
-    say(report.table(results))
+    say(comment.table(results))
     folder.job_summary(rendered)
     say(f"wrote {folder.path / 'summary.json'} and {folder.path / 'comment.md'}")
     if outcome.interrupted:
@@ -86,10 +88,10 @@ def apply(
     ws: Workspace, *, app: str, directory: Path, plans: Path, approve_manual: bool = False
 ) -> int:
     """``invoke app-apply``: apply exactly the reviewed plan in PLANS, behind the same gate
-    and the same decision as the foundation (:func:`tooling.core.applydecision.decide`)."""
-    from tooling.engine.applier import finish
+    and the same decision as the foundation (:func:`tooling.core.apply.decision.decide`)."""
+    from tooling.engine.apply.applier import finish
 
-    prep = appruns.prepare(app, directory, root=ws.root, settings=ws.settings, policy=ws.policy)
+    prep = runs.prepare(app, directory, root=ws.root, settings=ws.settings, policy=ws.policy)
     plans_dir = plans.resolve()
     summary_path = plans_dir / planfolder.SUMMARY
     if not summary_path.is_file():
@@ -110,7 +112,7 @@ def apply(
         )
         decision = decide(unit, facts)
         entry = (
-            appruns.apply_one(ws, prep, plans_dir, summary, unit, facts, run)
+            runs.apply_one(ws, prep, plans_dir, summary, unit, facts, run)
             if decision.action is Action.VERIFY
             else decision.entry(unit.path)
         )
@@ -120,7 +122,7 @@ def apply(
             run,
             order=[unit.path],
             earlier=previous,
-            head=appruns.app_commit(prep.app_dir),
+            head=runs.app_commit(prep.app_dir),
             plans_head=summary.head,
             approve_manual=approve_manual,
             started_at=started_at,
@@ -130,7 +132,7 @@ def apply(
     return exit_code(run)
 
 
-def _planned_unit(summary: Summary, prep: appruns.Prepared, summary_path: Path) -> Result:
+def _planned_unit(summary: Summary, prep: runs.Prepared, summary_path: Path) -> Result:
     """The one unit of the app's plan folder; refused when the folder is another app's,
     or was planned against other state settings."""
     name = summary.app.name if summary.app is not None else None

@@ -1,8 +1,8 @@
 """``invoke audit``: the audit trail, two records per ``invoke apply``
-(:func:`tooling.engine.audittrail.start_audit` before the first unit is applied,
-:func:`tooling.engine.audittrail.append_audit` after the last).
+(:func:`tooling.engine.apply.audit.start_audit` before the first unit is applied,
+:func:`tooling.engine.apply.audit.append_audit` after the last).
 
-The records (:mod:`tooling.core.audit`) live in the state store
+The records (:mod:`tooling.core.apply.audit`) live in the state store
 (:class:`tooling.io.auditlog.AuditLog`): ``s3://BUCKET/audit/…`` with
 ``IAC_STATE_BUCKET``, else ``.iac/state/audit/…``. Each is read back through
 :func:`tooling.io.artifacts.parse` (size, JSON, ``audit.schema.json``): a
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 
-from tooling.core import audit
-from tooling.core.termtext import escape_line as escape
+from tooling.core.apply import audit
+from tooling.core.text.terminal import escape_line as escape
 from tooling.errors import ToolingError
 from tooling.io import artifacts
 from tooling.io.auditlog import AuditLog

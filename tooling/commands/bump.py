@@ -29,25 +29,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.core.bump import (
-    BumpPlan,
+from tooling.core.bump.locks import lock_command, lock_path
+from tooling.core.bump.pins import (
     Inventory,
-    apply_changes,
-    changed_lines,
     inventory,
-    lock_command,
-    lock_path,
     match_units,
-    outdated_report,
-    plan_all,
-    plan_bump,
-    pr_body,
-    pr_title,
     select_module,
     select_pins,
     split_globs,
 )
-from tooling.engine.converge import (
+from tooling.core.bump.plans import BumpPlan, apply_changes, changed_lines, plan_all, plan_bump
+from tooling.core.bump.texts import outdated_report, pr_body, pr_title
+from tooling.engine.bump.pull_requests import (
     Context,
     Outcome,
     close_superseded,
@@ -59,12 +52,12 @@ from tooling.engine.converge import (
     recover,
     unit_texts,
 )
-from tooling.engine.refusals import refuse_unparsable
+from tooling.engine.rules.before_terragrunt import refuse_unparsable
 from tooling.errors import ToolingError
 from tooling.io import tags
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.repo import GitTree
+from tooling.model.trees import GitTree
 
 # --------------------------------------------------------------------------- commands
 

@@ -34,8 +34,8 @@ from tooling.errors import ToolingError
 from tooling.io import config, git, toolchain
 from tooling.model import trees
 from tooling.model.policy import Policy
-from tooling.model.repo import Model
 from tooling.model.tools import TOOL_VERSIONS_FILE
+from tooling.model.units import Model
 
 #: folders never scanned: the model's (caches, VCS internals) and other tools' caches and environments
 SKIP_DIRS = trees.SKIP_DIRS | {"venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"}
@@ -121,11 +121,12 @@ def context(
     """What the rules read of the repository at ``root``: policy.toml (``policy``, the
     task's; None: read from ``root``), its files, its model (or why it could not be read)
     and its app workspaces."""
-    from tooling.engine.inplay import escapes_from
+    from tooling.engine.rules.inplay import escapes_from
     from tooling.model.configfiles import Loader
     from tooling.model.parsecache import ParseCache
-    from tooling.model.repo import WorkTree, load
+    from tooling.model.repo import load
     from tooling.model.stacks import StackSource, stack_closure, stack_files
+    from tooling.model.trees import WorkTree
 
     if policy is None:  # no task's preamble read it (the pre-commit hook, a test)
         policy = config.read_policy(root)

@@ -2,7 +2,7 @@
 
 Each function is one ``run:`` step of ``.github/workflows/*.yml`` (one
 ``invoke`` task each, see docs/pipelines.md); the decisions are the pure
-functions of :mod:`tooling.core.ci`. Values for later jobs go to
+functions of :mod:`tooling.core.ci.steps`. Values for later jobs go to
 ``$GITHUB_OUTPUT`` (when set), reports to ``$GITHUB_STEP_SUMMARY``.
 """
 
@@ -14,12 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tooling.core import ci, legs, pages
-from tooling.core.legs import leg_names
-from tooling.core.record import ApplyRecord
-from tooling.core.summary import Summary
-from tooling.engine import planfolder, planstore
-from tooling.engine.matrix import matrix as affected_matrix
+from tooling.core.apply.record import ApplyRecord
+from tooling.core.ci import legs, steps
+from tooling.core.ci.legs import leg_names
+from tooling.core.plan.summary import Summary
+from tooling.core.report import pages
+from tooling.engine.ci.matrix import matrix as affected_matrix
+from tooling.engine.plan import planfolder, store
 from tooling.errors import ToolingError, UsageError
 from tooling.io import artifacts, git, outdir
 from tooling.io.actions import append_outputs
@@ -33,7 +34,7 @@ T = TypeVar("T")
 
 def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
     """Append ``values`` to ``$GITHUB_OUTPUT`` when the step has one; always log them."""
-    append_outputs(ci.output_lines(values), values, environ)
+    append_outputs(steps.output_lines(values), values, environ)
 
 
 def checked_matrix(
@@ -53,17 +54,17 @@ def checked_matrix(
     hosted job that fails with its message; the other legs go on.
     """
     doc = affected_matrix(ws, base=base, max_legs=max_legs, timings=timings)
-    legs = ci.checked_legs(doc, ci.parse_routes(routes))
+    legs = steps.checked_legs(doc, steps.parse_routes(routes))
     missing: list[dict[str, Any]] = []
     if check_runners:
-        from tooling.engine import runnerhealth
+        from tooling.engine.ci import runners
 
-        missing = runnerhealth.unavailable_legs(ws, legs)
+        missing = runners.unavailable_legs(ws, legs)
         for leg in missing:
             say(f"::error::{leg['message']}")
         gone = {leg["executor"] for leg in missing}
         legs = [leg for leg in legs if leg["executor"] not in gone]
-    outputs = ci.matrix_outputs(legs)
+    outputs = steps.matrix_outputs(legs)
     if check_runners:
         outputs["unavailable"] = json.dumps({"include": missing}, separators=(",", ":"))
         outputs["any_unavailable"] = "true" if missing else "false"
@@ -97,7 +98,7 @@ def apply_base(
             == 0
         )
 
-    base = ci.choose_base([last, before], is_ancestor)
+    base = steps.choose_base([last, before], is_ancestor)
     if base is None:
         parent = git.git(ws.root, "rev-parse", "--verify", "--quiet", "HEAD^", ok_codes=(0, 1))
         if parent.returncode != 0:
@@ -112,17 +113,19 @@ def apply_base(
     return base
 
 
-def _sections(plans: Path, executors: list[str]) -> list[ci.Section]:
+def _sections(plans: Path, executors: list[str]) -> list[steps.Section]:
     sections = []
     for executor in executors:
         report = plans / f"plan-{executor}" / "comment.md"
         sections.append(
-            ci.Section(executor, report.read_text(encoding="utf-8") if report.is_file() else None)
+            steps.Section(
+                executor, report.read_text(encoding="utf-8") if report.is_file() else None
+            )
         )
     return sections
 
 
-def _waiting_in(folder: Path, executor: str) -> list[ci.Waiting]:
+def _waiting_in(folder: Path, executor: str) -> list[steps.Waiting]:
     """The units an auto apply's record (``folder/apply.json``, an artifact) leaves
     waiting, with the text of each re-plan it names inside ``folder/cascade/``."""
     record = planfolder.read_record(folder / planfolder.RECORD)
@@ -134,8 +137,8 @@ def _waiting_in(folder: Path, executor: str) -> list[ci.Waiting]:
             say(f"::error::{folder / planfolder.RECORD}: {unit.path}: {exc}")
             continue
         if plan is not None:
-            texts[unit.path] = planstore.text(folder, plan.text_file)
-    return ci.waiting_in_record(record, executor, texts)
+            texts[unit.path] = store.text(folder, plan.text_file)
+    return steps.waiting_in_record(record, executor, texts)
 
 
 def _matrix(text: str, *, empty: bool = True) -> dict[str, Any]:
@@ -187,12 +190,12 @@ def _read_or_none(path: Path, read: Callable[[Path], T]) -> T | None:
 def _merge_legs(plans: Path, doc: Mapping[str, Any]) -> None:
     """A split executor's ``plan-<leg>`` folders merged into ``plan-<executor>`` first."""
     if any(e.get("leg") for e in doc["include"]):
-        from tooling.engine.legs import merge_matrix
+        from tooling.engine.ci.legs import merge_matrix
 
         merge_matrix(Path.cwd(), plans, doc)
 
 
-def _set_statuses(forge: Any, sha: str, statuses: list[ci.Status], run_url: str) -> None:
+def _set_statuses(forge: Any, sha: str, statuses: list[steps.Status], run_url: str) -> None:
     """One commit status per executor on ``sha`` (skipped without a full SHA)."""
     if len(sha) != 40:
         say("no commit SHA: no commit status set")
@@ -224,7 +227,7 @@ def _upsert_pages(
     """The sticky comment (``bodies[0]``) and its follow-ups, each edited in place by its
     marker; a follow-up an earlier, longer report left is edited to say it is unused."""
     comment_id, action = _upsert_own_comment(
-        forge, number, ci.PLAN_MARKER, bodies[0], create=create
+        forge, number, steps.PLAN_MARKER, bodies[0], create=create
     )
     parts: dict[int, int] = {}
     for existing in forge.list_comments(number):
@@ -261,14 +264,14 @@ def plan_comment(
     """
     env = os.environ if environ is None else environ
     doc = _matrix(matrix)
-    executors = ci.legs_of(doc)
+    executors = steps.legs_of(doc)
     _merge_legs(plans, doc)
     event = _event(env)
     head_sha = str(
         ((event.get("pull_request") or {}).get("head") or {}).get("sha")
         or env.get("GITHUB_SHA", "")
     )
-    bodies = ci.plan_comment_pages(head_sha, _sections(plans, executors), _run_url(env))
+    bodies = steps.plan_comment_pages(head_sha, _sections(plans, executors), _run_url(env))
     if forge is None:
         from tooling.io.forge import Forge
 
@@ -278,7 +281,7 @@ def plan_comment(
             "plan-comment needs a pull request: run it from a pull_request workflow (or set IAC_PR_NUMBER)"
         )
     comment_id, action = _upsert_pages(forge, forge.pr_number, bodies, create=bool(executors))
-    statuses = ci.plan_statuses(_summaries(plans, executors), configured)
+    statuses = steps.plan_statuses(_summaries(plans, executors), configured)
     _set_statuses(forge, head_sha, statuses, _run_url(env))
     if comment_id is None:
         say("no unit affected and no earlier plan comment: nothing to post")
@@ -306,10 +309,10 @@ def apply_report(
     env = os.environ if environ is None else environ
     doc = _matrix(matrix, empty=False)
     legs = doc["include"]
-    executors = ci.legs_of(doc)
+    executors = steps.legs_of(doc)
     _merge_legs(plans, doc)
     sections = _sections(plans, executors)
-    waiting: list[ci.Waiting] = []
+    waiting: list[steps.Waiting] = []
     for executor, names in leg_names(legs).items():
         records = [plans / f"apply-auto-{name}" for name in names]
         if all((r / "apply.json").exists() for r in records):
@@ -319,11 +322,13 @@ def apply_report(
             continue
         summary = plans / f"plan-{executor}" / planfolder.SUMMARY
         if summary.exists():
-            waiting += ci.manual_units(planfolder.read_summary(summary), executor)
+            waiting += steps.manual_units(planfolder.read_summary(summary), executor)
     sha = env.get("GITHUB_SHA", "")
-    body = ci.apply_report(sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env))
-    outdir.job_summary(body.replace(ci.APPLY_MARKER, ""), env)
-    offered = ci.manual_legs(legs, waiting) if apply_result == "success" else []
+    body = steps.apply_report(
+        sha, sections, waiting, apply_result=apply_result, run_url=_run_url(env)
+    )
+    outdir.job_summary(body.replace(steps.APPLY_MARKER, ""), env)
+    offered = steps.manual_legs(legs, waiting) if apply_result == "success" else []
     write_outputs(
         {
             "manual_matrix": json.dumps({"include": offered}, separators=(",", ":")),
@@ -336,7 +341,10 @@ def apply_report(
 
         forge = Forge.from_env(env)
     _set_statuses(
-        forge, sha, ci.apply_statuses(executors, waiting, apply_result=apply_result), _run_url(env)
+        forge,
+        sha,
+        steps.apply_statuses(executors, waiting, apply_result=apply_result),
+        _run_url(env),
     )
     merged = [p for p in forge.pulls_of_commit(sha) if p.get("merged_at")] if sha else []
     if not merged:
@@ -345,7 +353,7 @@ def apply_report(
         )
         return 0
     number = int(merged[0]["number"])
-    comment_id, action = _upsert_own_comment(forge, number, ci.APPLY_MARKER, body, create=True)
+    comment_id, action = _upsert_own_comment(forge, number, steps.APPLY_MARKER, body, create=True)
     say(f"{action} the apply report {comment_id} on #{number}")
     return 0
 
@@ -370,7 +378,7 @@ def manual_status(
         from tooling.io.forge import Forge
 
         forge = Forge.from_env(env)
-    statuses = ci.manual_statuses(docs, result=result)
+    statuses = steps.manual_statuses(docs, result=result)
     _set_statuses(forge, env.get("GITHUB_SHA", ""), statuses, _run_url(env))
     return 0
 
@@ -380,7 +388,7 @@ def manual_gate(*, plans: Path) -> bool:
     summary = plans / planfolder.SUMMARY
     if not summary.exists():
         raise ToolingError(f"{summary} not found: pass the folder the plan wrote (--plans)")
-    waiting = ci.manual_units(planfolder.read_summary(summary))
+    waiting = steps.manual_units(planfolder.read_summary(summary))
     for unit in waiting:
         say(f"{unit.path} waits for approval: {'; '.join(unit.reasons)}")
     write_outputs({"manual": "true" if waiting else "false"})

@@ -3,7 +3,7 @@
 Runs the pinned Terragrunt's ``find --json --dependencies --reading`` on a
 folder, builds the model of the same folder, and reports every dependency or
 read file they disagree on, per unit, dangerous direction first
-(:mod:`tooling.core.crosscheck`). Exit 1 when Terragrunt sees a dependency,
+(:mod:`tooling.core.doctor.crosscheck`). Exit 1 when Terragrunt sees a dependency,
 a read file or a unit the model does not.
 """
 
@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-from tooling.core.crosscheck import Report, Seen, compare, parse_find, unparsed_units
+from tooling.core.doctor.crosscheck import Report, Seen, compare, parse_find, unparsed_units
 from tooling.errors import ToolingError, UsageError
 from tooling.io import git, proc, terragrunt
-from tooling.model.repo import WorkTree, load
+from tooling.model.repo import load
+from tooling.model.trees import WorkTree
 
 FIND_ARGS = ("find", "--json", "--dependencies", "--reading", "--no-color", "--log-level", "debug")
 
@@ -92,7 +93,7 @@ def run(root: Path, *, as_json: bool, live: tuple[str, ...] = (".",)) -> int:
     # a unit left out because its HCL does not parse is a failure too, named file:line:col
     broken = 0
     if report.unparsed:
-        from tooling.engine.detect import unreadable_exit
+        from tooling.engine.plan.affected import unreadable_exit
 
         broken = unreadable_exit(load(WorkTree(root.resolve(), live, git.prefix(root)), None))
     return 1 if report.dangerous or broken else 0

@@ -18,17 +18,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tooling.core import layoutguess
+from tooling.core.doctor.layout import (
+    Suggestion,
+    catalog_folders,
+    common_state_prefix,
+    left_out,
+    live_folders,
+    parent_file_names,
+    root_dependencies,
+    runner_labels,
+    state_roots,
+    suggest,
+)
 from tooling.errors import ToolingError, UsageError
 from tooling.io import config, git
 from tooling.io.workspace import mark_private
 from tooling.model.excludes import EXCLUDES_FILE, excludes, parse_excludes_file
 from tooling.model.layout import ROOT_FILE, Layout
 from tooling.model.policy import POLICY_FILE, Policy, policy_from
-from tooling.model.repo import UNIT_FILE, Model, WorkTree, load
+from tooling.model.repo import load
 from tooling.model.stacks import generated_unit, is_stack_file
-from tooling.model.trees import SKIP_DIRS
-from tooling.model.units import UNRESOLVED_EXECUTOR
+from tooling.model.trees import SKIP_DIRS, WorkTree
+from tooling.model.units import UNIT_FILE, UNRESOLVED_EXECUTOR, Model
 
 STACK_FILE = "terragrunt.stack.hcl"
 
@@ -128,7 +139,7 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     at hand or a stack does not generate (doctor needs no tool)."""
     if not any(is_stack_file(p) for p in files):
         return []
-    from tooling.engine import stackscreen
+    from tooling.engine.rules import stackscreen
     from tooling.io import config, git, stacks, terragrunt
     from tooling.io.binpath import ensure_bin_dir_on_path
 
@@ -151,25 +162,25 @@ def _stack_units(root: Path, live: tuple[str, ...], files: list[str]) -> list[An
     return [u for u in generated.model.units.values() if generated_unit(u.path) and not u.error]
 
 
-def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutguess.Suggestion:
+def suggest_layout(root: Path, policy: Policy, model: Model | None) -> Suggestion:
     """The ``[layout]`` the repository's files suggest (units read with it, for the tiers),
     and the executors its units name that ``policy`` does not declare."""
     layout = policy.layout
     files = repository_files(root)
-    catalog = layoutguess.catalog_folders(_stack_texts(root, files))
-    live = layoutguess.live_folders(files, catalog) or layout.live
+    catalog = catalog_folders(_stack_texts(root, files))
+    live = live_folders(files, catalog) or layout.live
     if model is None or live != layout.live:
         model = load(WorkTree(root, live), None) if live else None
     units = list(model.units.values()) if model else []
     units += _stack_units(root, live, files)
     included = {r for u in units for r in u.reads if "/" not in r}
     # a unit the model cannot evaluate still names the file it includes
-    included |= layoutguess.parent_file_names(
+    included |= parent_file_names(
         (root / p).read_text(encoding="utf-8", errors="replace")
         for p in files
         if p.endswith("/" + UNIT_FILE) and p.startswith(tuple(f + "/" for f in live))
     )
-    found = layoutguess.suggest(files, included, catalog=catalog)
+    found = suggest(files, included, catalog=catalog)
     if found.root_file is not None:
         # a folder whose units do not include the root file is not live (test fixtures...);
         # a folder of stacks is (its units exist once generated)
@@ -177,7 +188,7 @@ def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutgue
         keep = {u.path.split("/", 1)[0] for u in units}
         keep |= {p.split("/", 1)[0] for p in files if is_stack_file(p) and "/" in p}
         found = replace(found, live=tuple(d for d in found.live if d in keep) or found.live)
-    roots = layoutguess.state_roots(
+    roots = state_roots(
         found.live,
         ((u.path, u.state_key, u.executor) for u in units if u.executor != UNRESOLVED_EXECUTOR),
     )
@@ -189,9 +200,7 @@ def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutgue
         # each root with an executor is a layer: the roots its units reach already are
         # the repository's own terms (a new reach across roots is then for review)
         layers = [folder for folder, _, executor in roots if executor is not None]
-        depends = layoutguess.root_dependencies(
-            layers, ((u.path, (*u.dependencies, *u.reads)) for u in units)
-        )
+        depends = root_dependencies(layers, ((u.path, (*u.dependencies, *u.reads)) for u in units))
         found = replace(found, roots=roots, depends=depends)
     else:
         tables = _policy_tables(root)
@@ -203,7 +212,7 @@ def suggest_layout(root: Path, policy: Policy, model: Model | None) -> layoutgue
     return replace(
         found,
         tiers=tuple(sorted(Counter(u.tier for u in units).items())),
-        left_out=layoutguess.left_out(files, found.live, catalog),
+        left_out=left_out(files, found.live, catalog),
         executors=_executors(policy, units),
     )
 
@@ -226,7 +235,7 @@ def _common_state_prefix(live: tuple[str, ...], units: list[Any], app: str) -> s
         for u in units
         if u.state_key is not None and u.state_backend != "local" and not u.error
     ]
-    return layoutguess.common_state_prefix(live, keys, app)
+    return common_state_prefix(live, keys, app)
 
 
 def _executors(policy: Policy, units: list[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -237,7 +246,7 @@ def _executors(policy: Policy, units: list[Any]) -> tuple[tuple[str, tuple[str, 
     out = []
     for name in sorted({u.executor for u in units if u.executor != UNRESOLVED_EXECUTOR}):
         if name not in declared:
-            out.append((name, tuple(layoutguess.runner_labels(name))))
+            out.append((name, tuple(runner_labels(name))))
     return tuple(out)
 
 
@@ -370,7 +379,7 @@ def diagnose(root: Path, policy: Policy, model: Model | None) -> list[Finding]:
 def _plan_refusals(root: Path, policy: Policy, model: Model) -> list[Finding]:
     """What ``plan`` refuses before Terragrunt parses anything (``run_cmd``, the command
     functions, dependency outputs outside ``inputs``), one finding each, where it is."""
-    from tooling.engine.refusals import refused_lines
+    from tooling.engine.rules.before_terragrunt import refused_lines
 
     pol = policy.check
     out = []

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.core.drift import (
+from tooling.core.report.drift import (
     DEFAULT_OUT,
     LABEL,
     MARKER,
@@ -58,8 +58,8 @@ from tooling.core.drift import (
     render_markdown,
     verdict,
 )
-from tooling.engine import issues
-from tooling.engine.issues import run_url_from_env
+from tooling.engine.ci import issues
+from tooling.engine.ci.issues import run_url_from_env
 from tooling.engine.plan.operation import run_plan
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
 from tooling.errors import ToolingError, UsageError

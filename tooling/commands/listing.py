@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tooling.engine.detect import compute_affected, unreadable_exit
+from tooling.engine.plan.affected import compute_affected, unreadable_exit
 from tooling.errors import UsageError
 from tooling.io.ui import show
 from tooling.io.workspace import Workspace
@@ -10,7 +10,7 @@ from tooling.io.workspace import Workspace
 
 def units(ws: Workspace, *, as_json: bool) -> int:
     """``invoke units``: every unit; exit 1 (after the list) when a unit's HCL does not parse."""
-    from tooling.model.repo import units_json
+    from tooling.model.units import units_json
 
     model = ws.current_model
     if as_json:
@@ -34,7 +34,7 @@ def units(ws: Workspace, *, as_json: bool) -> int:
 
 
 def graph(ws: Workspace, *, fmt: str, affected_base: str | None, highlight: bool) -> str:
-    from tooling.core.graph import dot, mermaid
+    from tooling.core.report.graph import dot, mermaid
 
     if fmt not in ("mermaid", "dot"):
         raise UsageError(f"--format {fmt}: use mermaid or dot")

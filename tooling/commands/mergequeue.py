@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tooling.core import ci
-from tooling.engine import planfolder
+from tooling.core.ci import steps
+from tooling.engine.plan import planfolder
 from tooling.errors import ToolingError, UsageError
 from tooling.io.actions import append_outputs
 from tooling.io.actions import event as _event
@@ -20,7 +20,7 @@ from tooling.io.ui import say
 
 def write_outputs(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
     """Append ``values`` to ``$GITHUB_OUTPUT`` when the step has one; always log them."""
-    append_outputs(ci.output_lines(values), values, environ)
+    append_outputs(steps.output_lines(values), values, environ)
 
 
 def reviewed_run(
@@ -55,7 +55,7 @@ def reviewed_run(
     if name == "merge_group":
         group = event.get("merge_group")
         head_ref = str(group.get("head_ref") or "") if isinstance(group, dict) else ""
-        number = ci.queued_pull(head_ref)
+        number = steps.queued_pull(head_ref)
         if number is None:
             raise ToolingError(
                 f"merge group branch {head_ref!r} names no pull request "
@@ -104,7 +104,7 @@ def _pull_head(forge: Any, number: int) -> str:
     pull = forge.get_pull(number)
     head = pull.get("head") if isinstance(pull, dict) else None
     sha = head.get("sha") if isinstance(head, dict) else None
-    if not ci.is_commit(sha if isinstance(sha, str) else None):
+    if not steps.is_commit(sha if isinstance(sha, str) else None):
         raise ToolingError(f"pull request #{number}: GitHub's answer names no head commit")
     return str(sha)
 
@@ -127,7 +127,7 @@ def reviewed_check(*, plans: Path, plan_result: str) -> int:
         except ToolingError as exc:
             failed.append(str(exc))
             continue
-        failed += [f"{unit}: {reason}" for unit, reason in ci.reviewed_differences(summary)]
+        failed += [f"{unit}: {reason}" for unit, reason in steps.reviewed_differences(summary)]
     if plan_result not in ("success", "skipped", ""):
         failed.append(f"the plan job's result is {plan_result}: its plans cannot be compared")
     for line in failed:

@@ -21,7 +21,7 @@ claims the real resources. Moving a unit is therefore a state migration:
    stays until ``invoke move-unit OLD NEW --remove-backup``.
 
 When the folder was already moved by hand (``git mv``), the same command
-migrates the state only. :func:`tooling.engine.moves.moved_unit_blocked` tells
+migrates the state only. :func:`tooling.engine.plan.moves.moved_unit_blocked` tells
 ``invoke plan`` whether a moved unit still waits for its state; the state stores are
 :mod:`tooling.io.statestore`.
 
@@ -37,16 +37,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tooling.core import names
-from tooling.core.targets import unit_arg
-from tooling.engine.moves import model_with_unit_at, work_tree
+from tooling.core.plan.targets import unit_arg
+from tooling.core.rules import names
+from tooling.engine.plan.moves import model_with_unit_at, work_tree
 from tooling.errors import ToolingError, UsageError
 from tooling.io import backends, git
 from tooling.io.ui import say
 from tooling.io.workspace import Workspace
 from tooling.model.policy import Policy
-from tooling.model.repo import UNIT_FILE, Model, load
+from tooling.model.repo import load
 from tooling.model.trees import in_live
+from tooling.model.units import UNIT_FILE, Model
 
 BACKUP_SUFFIX = ".moved-backup"
 
@@ -171,7 +172,7 @@ def move_unit(ws: Workspace, old: str, new: str, *, remove_backup: bool = False)
     old_store, old_key = src
     new_store, new_key = dst
     if "s3" in (old_backend.type if old_backend else "", new_backend.type if new_backend else ""):
-        from tooling.engine import preflight
+        from tooling.engine.rules import preflight
 
         preflight.check_state_backend(settings)
     backup = old_key + BACKUP_SUFFIX

@@ -15,20 +15,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.core import legs
-from tooling.core.changes import Affected
-from tooling.core.status import Status
-from tooling.core.targets import check_options
-from tooling.core.termtext import escape_line
-from tooling.engine.legs import read_matrix
+from tooling.core.ci import legs
+from tooling.core.plan.affected import Affected
+from tooling.core.plan.status import Status
+from tooling.core.plan.targets import check_options
+from tooling.core.text.terminal import escape_line
+from tooling.engine.ci.legs import read_matrix
 from tooling.engine.plan.operation import run_plan
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
-from tooling.engine.reviewed import ReviewedPlans
+from tooling.engine.plan.reviewed import ReviewedPlans
 from tooling.errors import UsageError
 from tooling.io import outdir, redacting
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace
-from tooling.model.repo import Model
+from tooling.model.units import Model
 
 # --------------------------------------------------------------------------- plan
 
@@ -67,7 +67,7 @@ def plan(
 ) -> int:
     """``invoke plan``; ``leg``: only its units of the affected ones (:func:`legs.select`);
     ``reviewed``: the pull request's plan folder, each plan compared with it
-    (:mod:`tooling.engine.reviewed`)."""
+    (:mod:`tooling.engine.plan.reviewed`)."""
     check_options(
         all_units=all_units,
         units=units,
@@ -98,14 +98,14 @@ def _show(
 ) -> int:
     """The plan as reviewers see it: comment.md (and with ``comment`` the pull request's
     sticky comment), the table on stdout, the job summary; the exit code."""
-    from tooling.core import report
+    from tooling.core.report.comment import BUDGET, render, table
 
     results, change, head = list(outcome.results), outcome.change, outcome.head or ""
     page = _page_context(context, change, head, folder.path)
     settings = outcome.summary.settings if outcome.summary is not None else None
 
     def rendered_within(budget: int) -> str:
-        return report.render(
+        return render(
             results,
             head=head,
             base=change.base if change else None,
@@ -116,15 +116,15 @@ def _show(
             **page,
         )
 
-    rendered = rendered_within(report.BUDGET)
+    rendered = rendered_within(BUDGET)
     folder.write_text("comment.md", rendered)
-    show(report.table(results))
+    show(table(results))
     folder.job_summary(rendered)
     if comment:
-        from tooling.core import pages
-        from tooling.io import forge
+        from tooling.core.report import pages
+        from tooling.io import forge, githubapi
 
-        bodies = pages.paginate("", [("", rendered_within(10**9))], budget=forge.MAX_BODY)
+        bodies = pages.paginate("", [("", rendered_within(10**9))], budget=githubapi.MAX_BODY)
         forge.post_sticky_pages([redacting.redact(b) for b in bodies])
     say(f"wrote {folder.path / 'summary.json'} and {folder.path / 'comment.md'}")
     if outcome.interrupted:
@@ -140,7 +140,7 @@ def _page_context(
     """What the report links and names beyond the results: the run's links (in
     Actions), the dependents re-planned after their upstream, the graph's edges,
     and the plans folder for the local approval command."""
-    from tooling.core.review import RunLinks
+    from tooling.core.report.review import RunLinks
 
     root, model = context.root, context.of_units().model
     shown = out_dir.relative_to(root) if out_dir.is_relative_to(root) else out_dir

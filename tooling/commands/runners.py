@@ -11,7 +11,7 @@
 
 Listing runners needs a token with Administration: read (``IAC_RUNNERS_TOKEN``,
 bootstrap/README.md); the issue is written with ``GITHUB_TOKEN``. The mechanism
-is :mod:`tooling.engine.runnerhealth`.
+is :mod:`tooling.engine.ci.runners`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tooling.core import runners
-from tooling.engine.runnerhealth import entry_of, status, sync_issues
+from tooling.core.ci import runners
+from tooling.engine.ci.runners import entry_of, status, sync_issues
 from tooling.errors import ToolingError
 from tooling.io.ui import say, show
 from tooling.io.workspace import Workspace

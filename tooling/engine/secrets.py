@@ -3,7 +3,7 @@
 Fed by the environment variables whose *names* say secret (policy.toml
 ``[secrets]``, see :class:`tooling.model.policy.EnvRule`), read once, and by
 every sensitive value a run learns (dependencies' sensitive outputs, sensitive
-variables, sensitive attributes: see :mod:`tooling.core.redact`). :func:`install`
+variables, sensitive attributes: see :mod:`tooling.core.text.redact`). :func:`install`
 makes it the one redaction step of :mod:`tooling.io.redacting` (every task's
 preamble calls it; importing this module installs nothing), so every report
 file, posted text, job summary and line the tooling prints passes through it.
@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Iterable
 
-from tooling.core.redact import (
+from tooling.core.text.redact import (
     MIN_LENGTH,
     Redactor,
     mask_commands,
@@ -91,7 +91,7 @@ _SECRETS = _Secrets()
 
 
 def register(values: Iterable[str]) -> None:
-    """Add secret strings (from :mod:`tooling.core.redact`'s collectors)."""
+    """Add secret strings (from :mod:`tooling.core.text.redact`'s collectors)."""
     _SECRETS.add(values)
 
 

@@ -18,7 +18,7 @@ def append_outputs(
     text: str, values: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> None:
     """Append ``text`` (``values`` as ``$GITHUB_OUTPUT`` lines,
-    :func:`tooling.core.ci.output_lines`) to the step's outputs when it has them;
+    :func:`tooling.core.ci.steps.output_lines`) to the step's outputs when it has them;
     always log the values."""
     env = os.environ if environ is None else environ
     target = env.get("GITHUB_OUTPUT", "").strip()

@@ -1,6 +1,6 @@
 """Where the audit records live: the state bucket (S3) or the local state folder.
 
-Only this module reads or writes them; :mod:`tooling.core.audit` says what a
+Only this module reads or writes them; :mod:`tooling.core.apply.audit` says what a
 record holds and how keys are named. With ``IAC_STATE_BUCKET`` the records are
 objects ``audit/…`` in that bucket (next to the units' state, which the same
 identity can already write); with local state they are files under

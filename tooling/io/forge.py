@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from tooling.errors import ToolingError
 from tooling.io.githubapi import (
     DEFAULT_API_URL,
-    MAX_BODY,
     MAX_RETRY_WAIT,
     TOKEN_HELP,
     USER_AGENT,
@@ -30,13 +29,9 @@ from tooling.io.githubapi import (
 )
 
 __all__ = [
-    "DEFAULT_API_URL",
-    "MAX_BODY",
-    "MAX_RETRY_WAIT",
     "PLAN_REPORT_MARKER",
     "PLAN_REPORT_PART",
     "Forge",
-    "JSONObject",
     "github_repository",
     "post_sticky_comment",
     "post_sticky_pages",
@@ -44,11 +39,11 @@ __all__ = [
     "token_from_env",
 ]
 
-#: the plan report's hidden marker (the same string as ``tooling.core.report.MARKER``;
+#: the plan report's hidden marker (the same string as ``tooling.core.report.comment.MARKER``;
 #: this edge does not import the core)
 PLAN_REPORT_MARKER = "<!-- iac-tooling:plan-report -->"
 
-#: a follow-up comment's marker (the same as ``tooling.core.pages.PART``)
+#: a follow-up comment's marker (the same as ``tooling.core.report.pages.PART``)
 PLAN_REPORT_PART = "<!-- iac-tooling:plan-report:part-{n} -->"
 _PART_RE = re.compile(r"<!-- iac-tooling:plan-report:part-(\d+) -->")
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from tooling.errors import ToolingError
 from tooling.io import proc
 from tooling.model.gitpaths import changes_to_project, clean_prefix, listing_to_project
-from tooling.model.repo import LIVE_DIR, Change, GitTree
+from tooling.model.trees import GitTree
+from tooling.model.units import LIVE_DIR, Change
 
 
 def git(

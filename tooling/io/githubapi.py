@@ -55,7 +55,7 @@ PER_PAGE = 100
 MAX_PAGES = 100
 #: the most bytes of an error response read (its ``message`` is all that is shown)
 MAX_ERROR_BODY = 65_536
-#: the plan report's hidden marker (the same string as ``tooling.core.report.MARKER``;
+#: the plan report's hidden marker (the same string as ``tooling.core.report.comment.MARKER``;
 #: this edge does not import the core)
 PLAN_REPORT_MARKER = "<!-- iac-tooling:plan-report -->"
 

@@ -1,7 +1,7 @@
 """The guard's executable: built from its Go source (``tooling/guard``), kept beside the
 pinned tools, and copied into a folder of its own per run with that run's configuration.
 
-The guard is the pipeline's point of execution (:mod:`tooling.core.execpoint`,
+The guard is the pipeline's point of execution (:mod:`tooling.core.rules.execpoint`,
 docs/rules.md "The point of execution"). It is built like the pinned tools that have no
 release download (:mod:`tooling.io.gobuild`): ``go build`` with ``CGO_ENABLED=0`` (a
 static binary: no dynamic loader, so ``LD_PRELOAD`` never reaches it), the standard

@@ -6,7 +6,7 @@
 - :func:`redact`: a text through it, failing closed when none is installed;
 - :func:`guard_streams`: the tooling's own stdout and stderr through it for the
   duration of a task, and through the terminal escaping the caller hands in
-  (:func:`tooling.core.termtext.escape`: an escape sequence or a bidirectional
+  (:func:`tooling.core.text.terminal.escape`: an escape sequence or a bidirectional
   control in a unit path, a name or an error is shown, never acted on);
 - :func:`redact_json`: a JSON document's string values through it, the fields
   that name things (:data:`STRUCTURAL_FIELDS`) never rewritten.
@@ -31,7 +31,7 @@ _redact_hook: Callable[[str], str] | None = None
 
 
 def install_redactor(hook: Callable[[str], str]) -> None:
-    """Set the redaction step (built from :mod:`tooling.core.redact` by the command
+    """Set the redaction step (built from :mod:`tooling.core.text.redact` by the command
     layer, :mod:`tooling.engine.secrets`) that every text written here passes through."""
     global _redact_hook
     with _hook_lock:

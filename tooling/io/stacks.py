@@ -28,9 +28,10 @@ from pathlib import Path
 
 from tooling.io import proc, terragrunt
 from tooling.model.policy import Policy, policy_from
-from tooling.model.repo import Model, WorkTree, load
+from tooling.model.repo import load
 from tooling.model.stacks import STACK_DIR, generated_unit, stack_files
-from tooling.model.trees import SKIP_DIRS
+from tooling.model.trees import SKIP_DIRS, WorkTree
+from tooling.model.units import Model
 
 #: where scratch copies are made, under the repository's ignored tool folder
 SCRATCH_DIR = Path(".iac") / "stacks"
@@ -68,7 +69,7 @@ def copy_tree(src: Path, dest: Path) -> None:
 
 #: decides, before ``terragrunt stack generate`` parses them, which stacks may be
 #: generated: (root, live folders, git prefix, policy.toml, stack files) -> {stack file:
-#: why it may not} (:func:`tooling.engine.stackscreen.screen`)
+#: why it may not} (:func:`tooling.engine.rules.stackscreen.screen`)
 StackScreen = Callable[[Path, tuple[str, ...], str, Policy, Sequence[str]], Mapping[str, str]]
 
 #: how the reason a stack was not generated starts (its units' error)

@@ -45,11 +45,9 @@ from pathlib import Path
 
 from tooling.errors import ToolingError
 from tooling.io import git, outdir, proc
-from tooling.model.sources import RepoTags, Tag, remote_url
+from tooling.model.sources import RepoTags, Tag
 
 __all__ = [
-    "RepoTags",
-    "Tag",
     "Token",
     "auth_config",
     "discover",
@@ -59,7 +57,6 @@ __all__ = [
     "ls_remote_args",
     "mirror_now",
     "parse_ls_remote",
-    "remote_url",
     "rewrites_from_env",
     "token_from_env",
     "tree_of",

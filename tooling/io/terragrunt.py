@@ -75,7 +75,7 @@ def run_all_plan_args(
     time; each unit's plan file lands in ``out_dir/<unit path>/tfplan.tfplan``
     and its outcome in the JSON ``report_file``. The log is JSON lines at debug
     level: the runner's debug markers say when each unit starts and finishes
-    (see :mod:`tooling.core.runlog`). A failing unit does not stop independent
+    (see :mod:`tooling.core.plan.runlog`). A failing unit does not stop independent
     ones; its dependents exit early. ``json_into``: a path relative to each unit's
     working copy where its OpenTofu writes the machine-readable UI (``-json-into``).
     """

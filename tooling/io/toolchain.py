@@ -40,9 +40,8 @@ from typing import Literal
 
 from tooling.errors import ToolingError
 from tooling.io import gobuild, proc, release
-from tooling.io.binpath import ensure_bin_dir_on_path as ensure_bin_dir_on_path  # re-exported
 from tooling.io.binpath import on_path as _on_path
-from tooling.io.binpath import scripts_dir as scripts_dir
+from tooling.io.binpath import scripts_dir
 from tooling.io.config import cache_root
 from tooling.io.ui import say
 from tooling.model.tools import (

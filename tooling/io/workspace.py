@@ -14,8 +14,10 @@ from tooling.errors import ToolingError
 from tooling.io import config
 from tooling.model.layout import Layout, route_blind
 from tooling.model.policy import POLICY_FILE, Policy
-from tooling.model.repo import GitTree, Model, Tree, WorkTree, load
+from tooling.model.repo import load
 from tooling.model.stacks import generated_unit, stack_files
+from tooling.model.trees import GitTree, Tree, WorkTree
+from tooling.model.units import Model
 
 if TYPE_CHECKING:
     from tooling.io.stacks import Generated, StackScreen
@@ -168,7 +170,7 @@ class Workspace:
         #: the models of git revisions read in this run, by the tree's fingerprint
         self._revision_models: dict[str, Model] = {}
         #: what scans the stacks before ``terragrunt stack generate`` parses them
-        #: (:func:`tooling.engine.stackscreen.screen`, which the command line gives); None:
+        #: (:func:`tooling.engine.rules.stackscreen.screen`, which the command line gives); None:
         #: no stack is generated (its units stay unread, with the reason)
         self.stack_screen = stack_screen
 

@@ -31,7 +31,6 @@ from tooling.model.exprs import (
 from tooling.model.filefuncs import FileFunctions
 from tooling.model.gitpaths import from_top, in_repository, top_level
 from tooling.model.hcl import Body, Expr
-from tooling.model.units import UNIT_FILE
 
 #: what ``find_in_parent_folders()`` looks for without an argument (Terragrunt's rule)
 DEFAULT_PARENT_FILE = "terragrunt.hcl"
@@ -485,9 +484,4 @@ def _glob_match(path: str, pattern: str) -> bool:
     )
 
 
-__all__ = [
-    "DEFAULT_PARENT_FILE",
-    "UNIT_FILE",
-    "VALUES_FILE",
-    "UnitEvaluator",
-]
+__all__ = ["DEFAULT_PARENT_FILE", "VALUES_FILE", "UnitEvaluator"]

@@ -21,10 +21,10 @@ The tables, each a frozen value: ``[layout]`` (:class:`~tooling.model.layout.Lay
 ``[executors.NAME]`` (:class:`Executor`), ``[apps]`` (:class:`AppPolicy`),
 ``[apply]`` (:class:`ApplyPolicy`), ``[secrets]`` (:class:`EnvRule`) and
 ``[sensitive_attributes]`` (:data:`Declared`). What each means, and the rules
-that read it, is said where it is used (:mod:`tooling.core.gates`,
-:mod:`tooling.core.executors`, :mod:`tooling.core.rules`, :mod:`tooling.core.apps`,
-:mod:`tooling.core.applypolicy`, :mod:`tooling.core.redact`,
-:mod:`tooling.core.declared`).
+that read it, is said where it is used (:mod:`tooling.core.plan.gates`,
+:mod:`tooling.core.ci.executors`, :mod:`tooling.core.rules`, :mod:`tooling.core.apps.tier`,
+:mod:`tooling.core.apply.age`, :mod:`tooling.core.text.redact`,
+:mod:`tooling.core.plan.sensitive`).
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class CheckPolicy:
 
 
 #: GitHub Actions: "A matrix will generate a maximum of 256 jobs per workflow run" (the
-#: legs of one executor, :mod:`tooling.core.shards`)
+#: legs of one executor, :mod:`tooling.core.ci.split`)
 MAX_LEGS = 256
 #: the platform of an executor that does not name its own: GitHub's hosted Linux runners
 DEFAULT_PLATFORMS = ("linux_amd64",)
@@ -189,7 +189,7 @@ DEFAULT_PLATFORMS = ("linux_amd64",)
 
 @dataclass(frozen=True)
 class Executor:
-    """One ``[executors.NAME]``: where its units run (:mod:`tooling.core.executors`)."""
+    """One ``[executors.NAME]``: where its units run (:mod:`tooling.core.ci.executors`)."""
 
     name: str
     runs_on: tuple[str, ...]
@@ -212,7 +212,7 @@ class Executor:
 
 @dataclass(frozen=True)
 class AppPolicy:
-    """``[apps]``: what the app tier allows (:mod:`tooling.core.apps`)."""
+    """``[apps]``: what the app tier allows (:mod:`tooling.core.apps.tier`)."""
 
     allowed_resource_types: tuple[str, ...]
     foundation_buckets: tuple[str, ...] = ()
@@ -228,7 +228,7 @@ DEFAULT_MAX_PLAN_AGE = timedelta(hours=24)
 
 @dataclass(frozen=True)
 class ApplyPolicy:
-    """``[apply]``: how old a plan may be when it is applied (:mod:`tooling.core.applypolicy`)."""
+    """``[apply]``: how old a plan may be when it is applied (:mod:`tooling.core.apply.age`)."""
 
     max_plan_age: timedelta = DEFAULT_MAX_PLAN_AGE
 
@@ -254,7 +254,7 @@ NOT_SECRET_LAST_WORDS = frozenset({"ID", "FILE", "PATH", "URL", "DIR", "NAME", "
 
 @dataclass(frozen=True)
 class EnvRule:
-    """``[secrets]``: which environment variables hold secrets, by name (:mod:`tooling.core.redact`)."""
+    """``[secrets]``: which environment variables hold secrets, by name (:mod:`tooling.core.text.redact`)."""
 
     words: tuple[str, ...] = DEFAULT_ENV_WORDS
     names: frozenset[str] = frozenset()  # ``env_names``: exact names, whatever their words
@@ -574,7 +574,7 @@ def _check(document: Mapping[str, Any], layout: Layout, secrets: EnvRule) -> Che
     layers = _layers(section, layout)
     executors = document.get("executors", {})
     apps = document.get("apps", {})
-    # the app tier ([apps], tooling/core/apps.py) lists foundation buckets too: one list for both
+    # the app tier ([apps], tooling/core/apps/tier.py) lists foundation buckets too: one list for both
     app_buckets = (
         _strings(apps, "foundation_state_buckets", "[apps]") if isinstance(apps, dict) else ()
     )

@@ -12,18 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tooling.model import modelcache
-from tooling.model.modelcache import MODEL_CACHE_VERSION
-from tooling.model.trees import GitTree, Tree, WorkTree
-from tooling.model.units import (
-    LIVE_DIR,
-    META_KEYS,
-    UNIT_FILE,
-    Change,
-    Model,
-    Unit,
-    toposort,
-    units_json,
-)
+from tooling.model.trees import Tree
+from tooling.model.units import Model
 
 
 def load(tree: Tree, cache_dir: Path | None = None) -> Model:
@@ -38,18 +28,4 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     return loader.load(tree, cache_dir)
 
 
-__all__ = [
-    "LIVE_DIR",
-    "META_KEYS",
-    "MODEL_CACHE_VERSION",
-    "UNIT_FILE",
-    "Change",
-    "GitTree",
-    "Model",
-    "Tree",
-    "Unit",
-    "WorkTree",
-    "load",
-    "toposort",
-    "units_json",
-]
+__all__ = ["load"]

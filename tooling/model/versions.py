@@ -3,7 +3,7 @@
 Pure functions only. :func:`parse_version` reads a tag such as ``v1.2``,
 ``dns-v1.2.3`` or ``1.2.3-rc.1``; :class:`Version` compares by semver
 precedence; :func:`format_like` renders a target in the current ref's style.
-Choosing upgrades among tags is :mod:`tooling.core.upgrades`.
+Choosing upgrades among tags is :mod:`tooling.core.bump.upgrades`.
 """
 
 from __future__ import annotations

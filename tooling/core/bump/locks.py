@@ -2,7 +2,7 @@
 
 A module bump may need other providers (a new one, another version). The bump
 refreshes each bumped unit's lock file with ``terragrunt providers lock``
-(:mod:`tooling.engine.converge`) and commits it with the ref; these functions
+(:mod:`tooling.engine.bump.pull_requests`) and commits it with the ref; these functions
 read the file as OpenTofu writes it and say what moved, for the pull request
 and the commit message.
 """

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooling.core.bump.upgrades import Skip, pick_upgrades
 from tooling.core.refs import SourceLine, find_source_lines, included
-from tooling.core.upgrades import Skip, pick_upgrades
 from tooling.errors import ToolingError, UsageError
 from tooling.model.sources import ModuleSource, parse_source, remote_url
 from tooling.model.versions import Version, parse_version

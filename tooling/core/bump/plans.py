@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tooling.core.bump.pins import Pin, nearest_tags
+from tooling.core.bump.upgrades import Skip, pick_upgrades
 from tooling.core.refs import bump_text
-from tooling.core.upgrades import Skip, pick_upgrades
 from tooling.errors import ToolingError
 from tooling.model.sources import RepoTags, Tag
 from tooling.model.versions import Version, format_like, parse_version

@@ -9,7 +9,7 @@ from tooling.core.bump.changelog import Changelog, render_changelog
 from tooling.core.bump.locks import LockChange, lock_body, lock_commit_lines
 from tooling.core.bump.pins import Inventory, Pin, Skipped
 from tooling.core.bump.plans import BumpPlan, tag_version
-from tooling.core.upgrades import Skip, pick_upgrades
+from tooling.core.bump.upgrades import Skip, pick_upgrades
 from tooling.model.sources import RepoTags
 from tooling.model.versions import Version, format_like
 

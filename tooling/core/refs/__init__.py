@@ -28,27 +28,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tooling.core.refs.resolve import (
-    ResolvedSource,
-    Unresolvable,
-    pieces_for_value,
-    resolve,
-    resolve_local_source,
-)
+from tooling.core.refs.resolve import pieces_for_value, resolve
 from tooling.core.refs.tree import LOCAL_REF_RE, scan_file
 from tooling.errors import ToolingError
 from tooling.model.sources import ModuleSource, is_commit_sha
 from tooling.model.versions import parse_version
 
-__all__ = [
-    "ResolvedSource",
-    "Segment",
-    "SourceLine",
-    "Unresolvable",
-    "bump_text",
-    "find_source_lines",
-    "resolve_local_source",
-]
+__all__ = ["Segment", "SourceLine", "bump_text", "find_source_lines"]
 
 _SAFE_REF_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 

@@ -16,10 +16,10 @@ process or touches the disk: the callers gather the inputs and print the results
 - :mod:`.snapshot`: what the rules read and return (files, violations, app workspaces);
 - one module per family: :mod:`.readable`, :mod:`.state`, :mod:`.config_only`,
   :mod:`.pins`, :mod:`.layers`, :mod:`.facts`, :mod:`.bootstrap`, :mod:`.tool_pins`,
-  :mod:`.hidden` (what a reviewer would miss: unit names, generated backends, computed
+  :mod:`.review_gaps` (what a reviewer would miss: unit names, generated backends, computed
   refs, commands run while parsing) and :mod:`.enforce` (the verifier's rules: a unit's
   configuration as Terragrunt resolves it, against what the root file declares; in
-  ``invoke check`` on each unit's static form, :mod:`.resolved`).
+  ``invoke check`` on each unit's static form, :mod:`.static`).
 
 The ``[check]`` settings the rules read are :class:`tooling.model.policy.CheckPolicy`. Every
 violation names ``file:line``, the rule it breaks and how to fix it; docs/rules.md

@@ -2,7 +2,7 @@
 ``read-outside`` and ``stack-source``. Pure.
 
 Before any Terragrunt process starts, the rules read every file Terragrunt will parse
-for the units in play (:mod:`tooling.core.closure`). A file outside the repository
+for the units in play (:mod:`tooling.core.rules.parsed`). A file outside the repository
 cannot be read there: it is in no pull request, no review sees it, and it may change
 between the scan and the run. So:
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 
-from tooling.core.closure import DEPENDENCY, LINK, Leaf
+from tooling.core.rules.parsed import DEPENDENCY, LINK, Leaf
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Violation
 from tooling.model.sources import is_commit_sha, parse_source

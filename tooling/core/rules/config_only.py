@@ -12,7 +12,7 @@ from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation, safe_body
 from tooling.model.exprs import locals_exprs
 from tooling.model.policy import CheckPolicy
-from tooling.model.repo import Model
+from tooling.model.units import Model
 
 _CODE_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
 _CODE_BLOCKS = ("resource", "data", "module")

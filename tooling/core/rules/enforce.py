@@ -1,6 +1,6 @@
 """The rule's verifier: a unit's static form, judged. Pure.
 
-Input: the unit's static form (:func:`tooling.core.rules.resolved.static_units`: its
+Input: the unit's static form (:func:`tooling.core.rules.static.static_units`: its
 file and the files it reads merged, in the shape ``terragrunt render --format json``
 prints; a literal is its value, anything computed stands as its expression), the
 *declared* configuration (the root file and the allowlisted files: what they

@@ -14,8 +14,8 @@ from tooling.core.rules.snapshot import (
     line_of_text,
     unit_file,
 )
-from tooling.model.repo import Unit
 from tooling.model.trees import in_live
+from tooling.model.units import Unit
 
 
 def _executor_site(unit: Unit, snap: Snapshot) -> tuple[str, int]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import fnmatch
 
+from tooling.core.bump.upgrades import is_branch_name
 from tooling.core.refs import find_source_lines
 from tooling.core.rules.rule import Context, Rule, Stage
 from tooling.core.rules.snapshot import Snapshot, Violation, unit_file
-from tooling.core.upgrades import is_branch_name
 from tooling.errors import ToolingError
-from tooling.model.repo import Unit
 from tooling.model.sources import is_commit_sha, parse_source
+from tooling.model.units import Unit
 from tooling.model.versions import parse_version
 
 

@@ -2,9 +2,9 @@
 
 ``invoke check`` runs :data:`RULES` at :attr:`Stage.CHECK`
 (:mod:`tooling.commands.check`), ``invoke plan``, ``drift`` and ``adopt`` at
-:attr:`Stage.BEFORE_TERRAGRUNT` (:mod:`tooling.engine.refusals`), and the verifier
+:attr:`Stage.BEFORE_TERRAGRUNT` (:mod:`tooling.engine.rules.before_terragrunt`), and the verifier
 before OpenTofu plans or applies a unit at :attr:`Stage.AT_EXECUTION`
-(:mod:`tooling.engine.verify`); docs/rules.md's table "Where each rule is enforced"
+(:mod:`tooling.engine.rules.verify`); docs/rules.md's table "Where each rule is enforced"
 is :func:`docs_table`. Adding a rule: a :class:`Rule` in its module, one line here,
 its section in docs/rules.md and a broken repository in ``tests/check_corpus/``
 (docs/rules.md, "Adding a rule").
@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tooling.core.closure import ParseClosure, parse_closure
 from tooling.core.rules import (
     bootstrap,
     closure,
@@ -24,22 +23,23 @@ from tooling.core.rules import (
     enforce,
     envvars,
     facts,
-    hidden,
     layers,
     passing,
     pins,
     readable,
+    review_gaps,
     secretreads,
     state,
     tool_pins,
 )
-from tooling.core.rules.resolved import static_units
+from tooling.core.rules.parsed import ParseClosure, parse_closure
 from tooling.core.rules.rule import Context, Rule, Stage, UnitFacts, UnitRender
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
+from tooling.core.rules.static import static_units
 from tooling.errors import ToolingError
 from tooling.model.policy import CheckPolicy
-from tooling.model.repo import Model
 from tooling.model.stacks import StackSource
+from tooling.model.units import Model
 
 #: every rule, in the order of docs/rules.md
 RULES: tuple[Rule, ...] = (
@@ -53,11 +53,11 @@ RULES: tuple[Rule, ...] = (
     bootstrap.CI_NEVER_RUNS_BOOTSTRAP,
     bootstrap.BOOTSTRAP_GUARD,
     tool_pins.TOOL_VERSIONS,
-    hidden.UNIT_NAMES,
-    hidden.GENERATE_BACKEND,
-    hidden.COMPUTED_REFS,
-    hidden.HOOK_BLOCKS,
-    hidden.PARSE_TIME,
+    review_gaps.UNIT_NAMES,
+    review_gaps.GENERATE_BACKEND,
+    review_gaps.COMPUTED_REFS,
+    review_gaps.HOOK_BLOCKS,
+    review_gaps.PARSE_TIME,
     closure.CLOSURE,
     secretreads.SECRET_READS,
     envvars.ENV_VARS,

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooling.core.closure import ParseClosure
+from tooling.core.rules.parsed import ParseClosure
 from tooling.core.rules.snapshot import AppWorkspace, Snapshot, Violation
 from tooling.errors import ToolingError
 from tooling.model.policy import CheckPolicy
-from tooling.model.repo import Model
+from tooling.model.units import Model
 
 
 class Stage(enum.Flag):
@@ -29,10 +29,10 @@ class Stage(enum.Flag):
     #: ``invoke check``: the repository's files read as text and as the model, no tool run
     CHECK = enum.auto()
     #: ``invoke plan``, ``drift`` and ``adopt``, before any Terragrunt process starts: the
-    #: text of every file the units to plan read (:mod:`tooling.engine.refusals`)
+    #: text of every file the units to plan read (:mod:`tooling.engine.rules.before_terragrunt`)
     BEFORE_TERRAGRUNT = enum.auto()
     #: at the point of execution: right before a unit's Terragrunt process, its static
-    #: form against what the root file declares (:mod:`tooling.engine.verify`); the guard
+    #: form against what the root file declares (:mod:`tooling.engine.rules.verify`); the guard
     #: then checks each OpenTofu command (``tooling/guard``: its checks are no registry
     #: rules, a rule's table entry names the one that backs it)
     AT_EXECUTION = enum.auto()
@@ -58,7 +58,7 @@ class UnitRender:
     """One unit's configuration, both sides: ``rendered`` (the unit's own, its includes
     merged) and ``declared`` (what the root file and the ``[check.allowed_generate]``
     files declare for it), in the shape ``terragrunt render --format json`` prints: the
-    unit's static form (:func:`tooling.core.rules.resolved.static_units`), in ``invoke
+    unit's static form (:func:`tooling.core.rules.static.static_units`), in ``invoke
     check`` and at the point of execution alike."""
 
     rendered: Mapping[str, Any]
@@ -99,7 +99,7 @@ class Context:
     #: each unit's configuration, both sides
     units: tuple[UnitRender, ...] = ()
     #: what Terragrunt parses for the units in play (``CHECK``: every unit), and what of
-    #: it leaves the repository (:func:`tooling.core.closure.parse_closure`)
+    #: it leaves the repository (:func:`tooling.core.rules.parsed.parse_closure`)
     closure: ParseClosure | None = None
 
 

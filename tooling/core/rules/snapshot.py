@@ -16,7 +16,7 @@ from typing import Any
 from tooling.errors import ToolingError
 from tooling.model import hcl
 from tooling.model.exprs import locals_exprs
-from tooling.model.repo import UNIT_FILE, Unit
+from tooling.model.units import UNIT_FILE, Unit
 
 
 @dataclass(frozen=True, order=True)

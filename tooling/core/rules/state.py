@@ -16,7 +16,7 @@ from tooling.core.rules.snapshot import (
     unit_file,
 )
 from tooling.model import hcl
-from tooling.model.repo import Unit
+from tooling.model.units import Unit
 
 
 def _unit_state_site(unit: Unit, snap: Snapshot) -> int:

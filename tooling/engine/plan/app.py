@@ -8,15 +8,16 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from tooling.core.apps import APPS_PREFIX, EXECUTOR, TIER
-from tooling.core.results import with_gates
-from tooling.core.settle import settled
-from tooling.core.status import Status
-from tooling.core.summary import AppRecord
-from tooling.core.targets import Target
-from tooling.engine import appruns, planfolder, planstore
+from tooling.core.apps.tier import APPS_PREFIX, EXECUTOR, TIER
+from tooling.core.plan.outcomes import settled
+from tooling.core.plan.results import with_gates
+from tooling.core.plan.status import Status
+from tooling.core.plan.summary import AppRecord
+from tooling.core.plan.targets import Target
+from tooling.engine.apps import runs
+from tooling.engine.plan import planfolder, store
 from tooling.engine.plan.request import PlanContext, PlanOutcome, PlanRequest
-from tooling.engine.unitplanner import plan_unit
+from tooling.engine.plan.unitplanner import plan_unit
 from tooling.errors import ToolingError
 from tooling.io import outdir, proc
 
@@ -27,7 +28,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
     allowlist is an error and its plan file is deleted."""
     if request.app_dir is None:
         raise TypeError("an app's plan needs its folder (PlanRequest.app_dir)")
-    prep = appruns.prepare(
+    prep = runs.prepare(
         request.app, request.app_dir, root=ctx.root, settings=ctx.settings, policy=ctx.policy
     )
     folder.reset()
@@ -42,10 +43,10 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
     )
     # Pull request plans run with the app's read-only role and are never
     # applied (main re-plans): they do not take the state lock.
-    command = appruns.AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
+    command = runs.AppPlan(prep, lock=os.environ.get("GITHUB_EVENT_NAME") != "pull_request")
     try:
         with (
-            appruns.backend_override(prep.app_dir, prep.state.backend),
+            runs.backend_override(prep.app_dir, prep.state.backend),
             proc.forwarding_interrupts("the app plan"),
         ):
             result = plan_unit(target, out_dir, prep.env, policy=ctx.policy, command=command)
@@ -53,7 +54,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
         result = settled(target, Status.ERROR, str(exc))
     interrupted = proc.interrupted()
     if command.refused and result.status != Status.ERROR and result.plan_file:
-        planstore.discard(planstore.stored(out_dir, result.plan_file))  # refused: nothing to apply
+        store.discard(store.stored(out_dir, result.plan_file))  # refused: nothing to apply
         result = replace(
             result,
             status=Status.ERROR,
@@ -68,7 +69,7 @@ def plan_app(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -
             [result],
             base=None,
             # the app repository's commit, when its folder is in one
-            head=appruns.app_commit(prep.app_dir),
+            head=runs.app_commit(prep.app_dir),
             executor=None,
             root=ctx.root,
             policy=policy,

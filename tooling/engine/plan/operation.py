@@ -2,7 +2,7 @@
 report folder its command claimed, and what came of it.
 
 Every mode runs the same steps: what to plan, the refusals and the preflight
-(:func:`tooling.engine.preplan.prepared`, which empties the folder once they passed),
+(:func:`tooling.engine.plan.prepare.prepared`, which empties the folder once they passed),
 the plans with Ctrl-C and SIGTERM forwarded to OpenTofu, whether they were
 interrupted. ``plan`` gates the results and writes summary.json (once, with its leg);
 ``drift`` plans without the lock and keeps no plan; ``app-plan`` is
@@ -21,24 +21,26 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from tooling.core import binding, legs
-from tooling.core.approval import DIFFERS, against_reviewed
-from tooling.core.changes import Affected
-from tooling.core.results import Result, with_gates
-from tooling.core.status import Status
-from tooling.core.summary import LegRecord
-from tooling.core.targets import Target, never_run_loops, select_targets, unit_target
-from tooling.engine import planfolder, planstore, preflight
-from tooling.engine.batchplanner import run_batch
-from tooling.engine.detect import print_affected, worktree_affected
+from tooling.core.apply import binding
+from tooling.core.apply.approval import DIFFERS, against_reviewed
+from tooling.core.ci import legs
+from tooling.core.plan.affected import Affected
+from tooling.core.plan.results import Result, with_gates
+from tooling.core.plan.status import Status
+from tooling.core.plan.summary import LegRecord
+from tooling.core.plan.targets import Target, never_run_loops, select_targets, unit_target
+from tooling.engine.plan import planfolder, store
+from tooling.engine.plan.affected import print_affected, worktree_affected
+from tooling.engine.plan.batchplanner import run_batch
+from tooling.engine.plan.prepare import prepared
 from tooling.engine.plan.request import Mode, PlanContext, PlanOutcome, PlanRequest
-from tooling.engine.preplan import prepared
-from tooling.engine.reviewed import ReviewedPlans
-from tooling.engine.unitplanner import Progress, plan_unit, run_all
+from tooling.engine.plan.reviewed import ReviewedPlans
+from tooling.engine.plan.unitplanner import Progress, plan_unit, run_all
+from tooling.engine.rules import preflight
 from tooling.io import backends, git, outdir, proc
 from tooling.io.ui import say
 from tooling.model.policy import Policy
-from tooling.model.repo import Change, Model
+from tooling.model.units import Change, Model
 
 T = TypeVar("T")
 
@@ -267,7 +269,7 @@ def blocked_moves(
     stores tell, asked in the tools' ``environment``)."""
     if change is None or not any(u.change == "moved" for u in change.units):
         return set()
-    from tooling.engine import moves  # the state stores: only when a unit moved
+    from tooling.engine.plan import moves  # the state stores: only when a unit moved
 
     env = environment(())
     return {
@@ -315,8 +317,8 @@ def _explain_lock_errors(policy: Policy, results: Sequence[Result]) -> list[Resu
     """A plan that failed on its unit's lock file says which file, and the command that fixes it."""
     if not any(r.error for r in results):
         return list(results)
-    from tooling.core import executors
-    from tooling.core.bump import lock_hint
+    from tooling.core.bump.locks import lock_hint
+    from tooling.core.ci import executors
 
     platforms = executors.lock_platforms(policy.executors)
     out = []
@@ -370,7 +372,7 @@ def _drift(request: PlanRequest, ctx: PlanContext, folder: outdir.ReportDir) -> 
         meanwhile=_without_github_tokens(),
     )
     for t in planned:  # a drift plan is never applied, and saved plans hold variable values
-        planstore.discard(planstore.plan_path(out_dir, t.path))
+        store.discard(store.plan_path(out_dir, t.path))
     return PlanOutcome(tuple(results), interrupted, head)
 
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from tooling.io.config import Settings
 from tooling.model.policy import Policy
-from tooling.model.repo import Model
+from tooling.model.units import Model
 
 if TYPE_CHECKING:
-    from tooling.core.changes import Affected
-    from tooling.core.legs import Leg
-    from tooling.core.results import Result
-    from tooling.core.summary import Summary
-    from tooling.engine.reviewed import ReviewedPlans
+    from tooling.core.ci.legs import Leg
+    from tooling.core.plan.affected import Affected
+    from tooling.core.plan.results import Result
+    from tooling.core.plan.summary import Summary
+    from tooling.engine.plan.reviewed import ReviewedPlans
     from tooling.io.workspace import Workspace
 
 
@@ -56,7 +56,7 @@ class PlanRequest:
     #: one leg of a split matrix: its units of the affected ones; summary.json records it
     leg: Leg | None = None
     #: the pull request's plan folder, read before the report folder was claimed: each
-    #: plan is compared with it (:mod:`tooling.engine.reviewed`)
+    #: plan is compared with it (:mod:`tooling.engine.plan.reviewed`)
     reviewed: ReviewedPlans | None = None
     #: the application (``app-plan``): its name and folder
     app: str = ""

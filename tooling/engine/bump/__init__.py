@@ -1,0 +1,1 @@
+"""The bump's repository side: one pull request per bump, converged (:mod:`.pull_requests`)."""
