@@ -40,10 +40,7 @@ from benchenv import example_tree, sh  # noqa: E402
 
 from tooling.engine import secrets  # noqa: E402
 from tooling.engine.rules import execguard  # noqa: E402
-from tooling.io import (
-    binpath,  # noqa: E402
-    terragrunt,  # noqa: E402
-)
+from tooling.io import binpath, terragrunt  # noqa: E402
 from tooling.io.workspace import Workspace  # noqa: E402
 
 secrets.install()  # the redaction step every report write passes through, as a task's preamble installs it

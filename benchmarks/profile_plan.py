@@ -47,7 +47,7 @@ UNIT = "live/cloud/dns"
 
 #: (step, file suffix, function name): cumulative wall seconds of the main thread
 STEPS = (
-    ("the whole task (tasks.plan)", "tooling/tasks/__init__.py", "plan"),
+    ("the whole task (tasks.pipeline.plan)", "tooling/tasks/pipeline.py", "plan"),
     ("first line (settings, HEAD's model)", "tooling/io/workspace.py", "describe"),
     ("policy.toml checked", "tooling/cli.py", "check_policy"),
     ("tools checked", "tooling/io/workspace.py", "check_tools"),

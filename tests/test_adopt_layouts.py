@@ -516,7 +516,7 @@ def test_the_installed_iac_script_ships_its_data_and_runs_in_another_repository(
     installed = target / "tooling"
     assert (installed / "schemas" / "units.schema.json").is_file()
     assert any((installed / "sandbox_catalog").rglob("main.tf"))
-    assert (installed / "tasks.py").is_file()
+    assert (installed / "tasks" / "__init__.py").is_file()
     # the guard's source, which `iac setup` builds where the repository runs
     assert (installed / "guard" / "main.go").is_file()
     assert (installed / "guard" / "go.mod").is_file()

@@ -41,7 +41,7 @@ import (
 // ConfigName is the configuration's file name, beside the executable.
 const ConfigName = "guard.json"
 
-// Config is what the pipeline writes for one run (tooling/core/execpoint.py).
+// Config is what the pipeline writes for one run (tooling/core/rules/execpoint.py).
 type Config struct {
 	Format     int              `json:"format"`
 	Tofu       string           `json:"tofu"`

@@ -1,6 +1,6 @@
 """The ``bin`` directory of the running Python environment, put first on ``PATH``.
 
-Apart from :mod:`tooling.io.toolchain` (which re-exports these) so that every
+Apart from :mod:`tooling.io.toolchain` so that every
 task can put the environment's tools on ``PATH`` without importing the tool
 installer: a task that runs no tool (``invoke affected``) starts faster.
 """

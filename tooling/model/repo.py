@@ -1,10 +1,10 @@
 """The repository model: every unit under live/, what it reads, what it depends on.
 
-This module is the stable place to import the model from; the parts live in
-:mod:`tooling.model.units` (the data), :mod:`tooling.model.trees` (working
-tree and git revisions), :mod:`tooling.model.evaluator` (the Terragrunt
-evaluator), :mod:`tooling.model.loader` (discovery, per-unit evaluation) and
-:mod:`tooling.model.modelcache` (the model cache).
+:func:`load` is the one way in: from the model cache when it holds this tree, else
+through the evaluator. The parts live in :mod:`tooling.model.units` (the data, imported
+from there), :mod:`tooling.model.trees` (working tree and git revisions),
+:mod:`tooling.model.evaluator` (the Terragrunt evaluator), :mod:`tooling.model.loader`
+(discovery, per-unit evaluation) and :mod:`tooling.model.modelcache` (the model cache).
 """
 
 from __future__ import annotations

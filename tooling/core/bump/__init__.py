@@ -2,9 +2,9 @@
 
 Pure functions only (no subprocess, no file or network access); the commands
 in :mod:`tooling.commands.bump` read the files and the tags, call these, and act.
-One module per responsibility: :mod:`.pins` (the inventory), :mod:`.plans`
-(plans and edits), :mod:`.changelog`, :mod:`.locks` (provider lock files),
-:mod:`.texts` (what people read).
+One module per responsibility, each imported from where it lives: :mod:`.pins` (the
+inventory), :mod:`.plans` (plans and edits), :mod:`.changelog`, :mod:`.locks` (provider
+lock files), :mod:`.texts` (what people read) and :mod:`.upgrades` (which tag to move to).
 
 - :func:`inventory` reads every unit's ``terraform { source }`` (in the unit
   file, else in the one included file that sets it) into :class:`Pin` (a

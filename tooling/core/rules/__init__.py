@@ -19,7 +19,13 @@ process or touches the disk: the callers gather the inputs and print the results
   :mod:`.review_gaps` (what a reviewer would miss: unit names, generated backends, computed
   refs, commands run while parsing) and :mod:`.enforce` (the verifier's rules: a unit's
   configuration as Terragrunt resolves it, against what the root file declares; in
-  ``invoke check`` on each unit's static form, :mod:`.static`).
+  ``invoke check`` on each unit's static form, :mod:`.static`);
+- what Terragrunt parses for the units in play (:mod:`.parsed`), which the rules before
+  any Terragrunt process read whole (:mod:`.closure`: and which must stay inside the
+  repository);
+- the rules other rooms enforce too: unit folder names (:mod:`.names`), the working
+  copy (:mod:`.workcopy`), and what the guard allows each unit's OpenTofu to run with
+  at the point of execution (:mod:`.execpoint`).
 
 The ``[check]`` settings the rules read are :class:`tooling.model.policy.CheckPolicy`. Every
 violation names ``file:line``, the rule it breaks and how to fix it; docs/rules.md
