@@ -15,14 +15,14 @@ from typing import Any
 def text(doc: Mapping[str, Any], key: str) -> str:
     value = doc.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{key}: expected a string")
+        raise ValueError(f"{key}: expected a string, found {type(value).__name__}")
     return value
 
 
 def optional(doc: Mapping[str, Any], key: str) -> str | None:
     value = doc.get(key)
     if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key}: expected a string or null")
+        raise ValueError(f"{key}: expected a string or null, found {type(value).__name__}")
     return value
 
 

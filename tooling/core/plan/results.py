@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tooling.core.plan import fields
 from tooling.core.plan.gates import Gate, decide
 from tooling.core.plan.planjson import COUNT_KEYS, PlanSummary, ResourceChange
 from tooling.core.plan.status import Status
@@ -83,33 +84,33 @@ class Result:
             isinstance(counts.get(k), int) for k in COUNT_KEYS
         ):
             raise ValueError(f"counts: expected {', '.join(COUNT_KEYS)} as whole numbers")
-        status = Status(_text(data, "status"))
+        status = Status(fields.text(data, "status"))
         gate = data.get("gate")
         return cls(
-            path=_text(data, "path"),
-            tier=_text(data, "tier"),
-            executor=_text(data, "executor"),
-            change=_text(data, "change"),
+            path=fields.text(data, "path"),
+            tier=fields.text(data, "tier"),
+            executor=fields.text(data, "executor"),
+            change=fields.text(data, "change"),
             status=status,
             counts={str(k): int(v) for k, v in counts.items()},
-            plan_file=_optional(data, "plan_file"),
-            plan_sha256=_optional(data, "plan_sha256"),
-            error=_optional(data, "error"),
+            plan_file=fields.optional(data, "plan_file"),
+            plan_sha256=fields.optional(data, "plan_sha256"),
+            error=fields.optional(data, "error"),
             summary=(
                 PlanSummary(dict(counts), changes, output_changes=outputs)
                 if status.planned or changes or outputs
                 else None
             ),
-            text_file=_optional(data, "text_file"),
-            log_file=_optional(data, "log_file"),
+            text_file=fields.optional(data, "text_file"),
+            log_file=fields.optional(data, "log_file"),
             seconds=float(data.get("seconds") or 0.0),
             destroy=bool(data.get("destroy")),
-            source=_optional(data, "source"),
-            source_before=_optional(data, "source_before"),
-            model_error=_optional(data, "model_error"),
+            source=fields.optional(data, "source"),
+            source_before=fields.optional(data, "source_before"),
+            model_error=fields.optional(data, "model_error"),
             mocked_dependencies=tuple(str(d) for d in _items(data, "mocked_dependencies")),
             gate=(
-                Gate(_text(gate, "decision"), tuple(str(r) for r in _items(gate, "reasons")))
+                Gate(fields.text(gate, "decision"), tuple(str(r) for r in _items(gate, "reasons")))
                 if isinstance(gate, Mapping)
                 else None
             ),
@@ -129,36 +130,22 @@ def _change_json(c: ResourceChange) -> dict[str, Any]:
 
 def _change_from(data: Mapping[str, Any]) -> ResourceChange:
     """The inverse of :func:`_change_json`."""
-    address = _text(data, "address")
+    address = fields.text(data, "address")
     importing = data.get("importing", False)
     if not isinstance(importing, bool):
         raise ValueError(f"importing: expected true or false, found {type(importing).__name__}")
     return ResourceChange(
         address,
         _type_of(address),
-        _text(data, "action"),
+        fields.text(data, "action"),
         importing=importing,
-        moved_from=_optional(data, "previous_address"),
+        moved_from=fields.optional(data, "previous_address"),
     )
 
 
 def _type_of(address: str) -> str:
     """The resource type an address names (``module.a.aws_s3_bucket.b`` -> ``aws_s3_bucket``)."""
     return address.rsplit(".", 2)[-2] if "." in address else ""
-
-
-def _text(data: Mapping[str, Any], key: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str):
-        raise ValueError(f"{key}: expected a string, found {type(value).__name__}")
-    return value
-
-
-def _optional(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key}: expected a string or null, found {type(value).__name__}")
-    return value
 
 
 def _items(data: Mapping[str, Any], key: str) -> list[Any]:
