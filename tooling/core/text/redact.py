@@ -33,6 +33,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tooling.core.text.markdown import plain
@@ -208,21 +209,38 @@ class Redactor:
     def with_values(self, values: Iterable[str]) -> Redactor:
         return Redactor.of({*self.secrets, *self.short, *values})
 
+    @cached_property
+    def _long_pattern(self) -> re.Pattern[str] | None:
+        """One pattern of every long secret, longest first (compiled once per redactor:
+        a report redacts each of its strings)."""
+        return _alternatives(self.secrets)
+
+    @cached_property
+    def _short_pattern(self) -> re.Pattern[str] | None:
+        alternatives = _alternatives(self.short)
+        return re.compile(f'(?<=")(?:{alternatives.pattern})(?=")') if alternatives else None
+
     def __call__(self, text: str) -> str:
-        text = redact(text, self.secrets)
-        if self.short and text:
-            alternatives = "|".join(re.escape(s) for s in self.short)
-            text = re.sub(f'(?<=")(?:{alternatives})(?=")', MASK, text)
+        if not text:
+            return text
+        if self._long_pattern is not None:
+            text = self._long_pattern.sub(MASK, text)
+        if self._short_pattern is not None:
+            text = self._short_pattern.sub(MASK, text)
         return text
+
+
+def _alternatives(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of ``secrets``, the longest first (so a secret that
+    contains another is matched whole); None for none."""
+    ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every value of ``secrets`` replaced by :data:`MASK`."""
-    ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
-    if not ordered or not text:
-        return text
-    pattern = re.compile("|".join(re.escape(s) for s in ordered))
-    return pattern.sub(MASK, text)
+    pattern = _alternatives(secrets) if text else None
+    return pattern.sub(MASK, text) if pattern is not None else text
 
 
 def mask_commands(values: Iterable[str]) -> list[str]:
