@@ -128,3 +128,12 @@ def test_an_object_that_is_no_commit_has_no_tree(tmp_path: Path) -> None:
     assert tags.tree_of(mirror, tree_id) is None
     assert not (mirror / tags.TREES / tree_id).exists()
     assert tags.tree_of(mirror, "0" * 40) is None
+
+
+def test_a_mirror_fetch_starts_no_housekeeping_after_it(tmp_path: Path) -> None:
+    _, url = _module(tmp_path)
+    env, trace = _traced(tmp_path)
+    tags.mirror_now(url, tmp_path / "cache", env)
+    assert _fetches(trace) == 1
+    ran = [line for line in trace.read_text().splitlines() if "built-in: git" in line]
+    assert not [line for line in ran if "maintenance" in line or "built-in: git gc" in line], ran
