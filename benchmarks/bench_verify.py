@@ -23,13 +23,17 @@ interleaved (which of the pair goes first alternates between repeats):
 The rule's share is (verified - plain) / plain, of the whole run (pre-plan
 work plus plans): the static forms and the guard together; so is the rule's cost,
 verified - plain, in CPU seconds per run and per unit. The load
-average is sampled before each pair. The first repeat starts with empty `.terragrunt-cache`
-folders (module fetch, `tofu init`); later repeats plan warm. Wall seconds, and
-CPU seconds (user + system of this process and of every child process).
+average is sampled before each pair. The first `--cold` repeats (1 by default) are
+cold, as on a fresh runner, on both sides of each of their pairs: every `.terragrunt-cache` folder removed and
+Terragrunt's own cache (`XDG_CACHE_HOME`) empty (module fetch, `tofu init` from
+nothing), and the rule's caches removed too (the module repositories' mirrors the
+guard reads the tags' trees from, the guard's run folders), so the verified side pays
+what the rule costs once per runner; the other repeats plan warm. Wall seconds, and CPU
+seconds (user + system of this process and of every child process).
 
 Usage (from the repository root, after ./dev setup):
 
-    .venv/bin/python benchmarks/bench_verify.py --repeat 4 --jobs 2 --json results.json
+    .venv/bin/python benchmarks/bench_verify.py --repeat 6 --cold 3 --jobs 2 --json results.json
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -98,9 +103,26 @@ def _plain() -> Any:
     return undo
 
 
-def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> dict[str, float]:
-    """One run of ``kind`` (per-unit or batch): pre-plan work, then the plans."""
-    env = ws.tool_env
+def make_cold(ws: Workspace, scratch: Path) -> dict[str, str]:
+    """Empty every cache a first run on a fresh runner finds empty: the units'
+    ``.terragrunt-cache`` folders, Terragrunt's own cache, the rule's mirrors and guard
+    folders. The sandbox catalog stays: it stands for the module repositories' remote.
+    Returns the environment that points Terragrunt at its empty cache."""
+    for folder in ws.root.rglob(".terragrunt-cache"):
+        shutil.rmtree(folder)
+    for name in ("module-repos", "guard"):
+        shutil.rmtree(ws.settings.cache_dir / name, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return {"XDG_CACHE_HOME": str(scratch)}
+
+
+def one_path(
+    ws: Workspace, kind: str, verified: bool, jobs: int, out: Path, cold: bool = False
+) -> dict[str, float]:
+    """One run of ``kind`` (per-unit or batch): pre-plan work, then the plans; ``cold``
+    first empties every cache (:func:`make_cold`)."""
+    env = {**ws.tool_env, **(make_cold(ws, out.parent / "xdg-cache") if cold else {})}
     all_targets = targets(ws)
     context = PlanContext.of(ws, Mode.PLAN)  # the model, settings and tools, read once
     undo = None if verified else _plain()
@@ -148,14 +170,14 @@ def one_path(ws: Workspace, kind: str, verified: bool, jobs: int, out: Path) -> 
     return {"pre": pre, "pre_cpu": pre_cpu, "total": total, "total_cpu": total_cpu}
 
 
-def one_repeat(ws: Workspace, jobs: int, out: Path, index: int) -> dict[str, Any]:
+def one_repeat(ws: Workspace, jobs: int, out: Path, index: int, cold: bool) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for kind in ("per_unit", "batch"):
         rows[f"{kind}_load"] = os.getloadavg()[0]
         order = (True, False) if index % 2 == 0 else (False, True)
         rows[kind] = {
             ("verified" if v else "plain"): one_path(
-                ws, kind, v, jobs, out / f"{kind}-{'v' if v else 'p'}"
+                ws, kind, v, jobs, out / f"{kind}-{'v' if v else 'p'}", cold=cold
             )
             for v in order
         }
@@ -166,15 +188,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--cold", type=int, default=1, help="how many of the repeats, the first, run cold"
+    )
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
     binpath.ensure_bin_dir_on_path()
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         os.environ.setdefault("IAC_CACHE_DIR", str(Path(tmp) / "cache"))
         ws = Workspace(example_tree(Path(tmp) / "infra"))
-        repeats = [one_repeat(ws, args.jobs, Path(tmp) / f"out{i}", i) for i in range(args.repeat)]
+        repeats = [
+            one_repeat(ws, args.jobs, Path(tmp) / f"out{i}", i, i < args.cold)
+            for i in range(args.repeat)
+        ]
     print(f"load average at the end: {os.getloadavg()}")
-    for label, picked in (("cold", repeats[:1]), ("warm", repeats[1:])):
+    for label, picked in (("cold", repeats[: args.cold]), ("warm", repeats[args.cold :])):
         if not picked:
             continue
         for kind in ("per_unit", "batch"):
