@@ -47,7 +47,9 @@ Usage (from the repository root, after ./dev setup):
     .venv/bin/python benchmarks/bench_plan.py --units 200 --repeat 3 --json results.json
 
 Each row's two sides are a pair, run back to back, which side first alternating
-from repeat to repeat; a row's ratio is the median of its pairs' ratios (wall and
+from repeat to repeat, after one untimed `run --all plan` of the branch just
+checked out (so whichever side runs first does not pay the working copies'
+`tofu init` for a moved source on behalf of both); a row's ratio is the median of its pairs' ratios (wall and
 CPU), so a load that drifts during the run moves both sides of a pair alike. The
 load average (1 minute) is sampled before every pair and printed with the row:
 on a shared machine, compare the CPU ratios first.
@@ -504,7 +506,15 @@ def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]], 
             side()
 
     tree, env = v.tree, v.env
+
+    def settle(units: list[str] | None) -> None:
+        """One untimed ``run --all plan`` of the branch just checked out: the units'
+        working copies follow their new sources (``tofu init`` where a source moved)
+        before the pair, so the side that runs first does not pay it for both."""
+        run_all_theirs(tree, plain(env), jobs, units)
+
     checkout(tree, "one")
+    settle([v.one])
 
     def one_ours() -> None:
         record("one_invoke_list_s", timed(tree, *INVOKE, "--list", env=env))
@@ -520,6 +530,7 @@ def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]], 
         ),
     )
     checkout(tree, "sixteen")
+    settle(v.sixteen)
 
     def sixteen_ours() -> None:
         record("16_invoke_plan_s", plan_ours(tree, tmp / "out-16", env, jobs))
@@ -533,6 +544,7 @@ def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]], 
     pair("16", sixteen_ours, sixteen_theirs)
     figures.setdefault("load_16go", []).append(figures["load_16"][-1])
     checkout(tree, "all")
+    settle(None)
 
     def all_ours() -> None:
         record("all_invoke_plan_s", plan_ours(tree, tmp / "out-all", env, jobs))
@@ -544,6 +556,7 @@ def run_rows(v: Variant, tmp: Path, jobs: int, figures: dict[str, list[float]], 
         lambda: record("all_terragrunt_run_all_s", run_all_theirs(tree, plain(env), jobs, None)),
     )
     checkout(tree, "main")
+    settle(v.sixteen)
 
     def same_ours() -> None:
         record("same_invoke_plan_s", plan_named(tree, tmp / "out-same", env, jobs, v.sixteen))
