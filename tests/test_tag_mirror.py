@@ -97,10 +97,31 @@ def test_a_failed_fetch_records_no_listing_so_the_next_run_fetches(tmp_path: Pat
     assert _fetches(trace) == 1 and "v1.1.0" in listed
 
 
-def test_a_repository_that_cannot_be_listed_is_named(tmp_path: Path) -> None:
+def test_a_repository_that_cannot_be_fetched_or_listed_is_named(tmp_path: Path) -> None:
     missing = (tmp_path / "nowhere").as_uri()
+    with pytest.raises(ToolingError, match=r"cannot fetch file://.*nowhere"):
+        tags.mirror_now(missing, tmp_path / "cache", os.environ)  # no mirror yet: fetched
     with pytest.raises(ToolingError, match=r"cannot list the tags of file://.*nowhere"):
-        tags.mirror_now(missing, tmp_path / "cache", os.environ)
+        tags.mirror_now(missing, tmp_path / "cache", os.environ)  # a mirror: listed first
+
+
+def test_a_fresh_mirror_lists_its_tags_as_ls_remote_does_without_asking_twice(
+    tmp_path: Path,
+) -> None:
+    repo, url = _module(tmp_path)
+    git(repo, "tag", "-a", "v1.0.0-wrapped", "v1.0.0", "-m", "a tag of a tag")
+    git(repo, "tag", "a-tree", git(repo, "rev-parse", "v1.0.0^{tree}").strip())
+    env, trace = _traced(tmp_path)
+    cache = tmp_path / "cache"
+    mirror, listed = tags.mirror_now(url, cache, env)
+    ran = trace.read_text()
+    assert "ls-remote" not in ran and _fetches(trace) == 1  # one fetch, no listing before it
+    remote = git(repo, "ls-remote", "--tags", url)
+    assert (mirror / tags.LISTED_AT_FETCH).read_text() == remote
+    assert listed == tags.parse_ls_remote(remote)
+    assert listed["v1.0.0-wrapped"].commit == git(repo, "rev-parse", "v1.0.0^{commit}").strip()
+    tags.mirror_now(url, cache, env)  # warm: listed, the same, not fetched again
+    assert _fetches(trace) == 1
 
 
 def test_a_commits_files_are_read_once_then_kept_per_commit(tmp_path: Path) -> None:

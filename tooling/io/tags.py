@@ -318,20 +318,29 @@ def mirror_now(
 ) -> tuple[Path, dict[str, Tag]]:
     """The mirror of ``url`` (:func:`fetch`) and its tags as the repository lists them now.
 
-    One ``git ls-remote --tags`` always runs: a tag moved, added or deleted upstream
-    is seen at once. The fetch runs only when that listing differs from the one
-    recorded after the mirror's last fetch (or there is none): on a warm cache
-    whose tags did not move, one process instead of a fetch and its helpers. The
-    listing is recorded only after a fetch succeeded, so a failed or interrupted
-    fetch is tried again next time. A tag deleted upstream is absent from the
-    result, even though the mirror keeps it.
+    On a warm mirror one ``git ls-remote --tags`` always runs: a tag moved, added or
+    deleted upstream is seen at once. The fetch runs only when that listing differs
+    from the one recorded after the mirror's last fetch: on a warm cache whose tags
+    did not move, one process instead of a fetch and its helpers. A mirror not made
+    yet (a fresh runner) is fetched at once, and its tags, listed from it as
+    ``ls-remote`` prints them (:func:`listed_in`), are the repository's now: the
+    listing a fetch would be compared with could only differ. The listing is
+    recorded only after a fetch succeeded, so a failed or interrupted fetch is tried
+    again next time. A tag deleted upstream is absent from the result, even though
+    the mirror keeps it.
     """
+    repo = cache_path(cache_dir, url)
+    if not (repo / "HEAD").exists():
+        (repo / LISTED_AT_FETCH).unlink(missing_ok=True)
+        fetch(url, cache_dir, env, token)
+        listed = listed_in(repo)
+        outdir.write_text(repo / LISTED_AT_FETCH, listed, raw=True)
+        return repo, parse_ls_remote(listed)
     env_for = _git_env(url, env, token)
     try:
         listed = git.git(None, *ls_remote_args(url), env=env_for, timeout=TIMEOUT).stdout
     except ToolingError as exc:
         raise ToolingError(f"cannot list the tags of {url}: {_failure(exc, token)}") from None
-    repo = cache_path(cache_dir, url)
     record = repo / LISTED_AT_FETCH
     try:
         fresh = (repo / "HEAD").exists() and record.read_text(encoding="utf-8") == listed
@@ -342,6 +351,15 @@ def mirror_now(
         fetch(url, cache_dir, env, token)
         outdir.write_text(record, listed, raw=True)
     return repo, parse_ls_remote(listed)
+
+
+def listed_in(repo: Path) -> str:
+    """The tags of the mirror ``repo``, in ``git ls-remote --tags``'s text (``SHA<TAB>ref``,
+    an annotated tag followed by its peeled ``^{}`` line, by name): ``git show-ref
+    --tags --dereference`` peels as ``ls-remote`` does, a tag of a tag to its commit."""
+    shown = git.git(repo, "show-ref", "--tags", "--dereference", ok_codes=(0, 1)).stdout
+    lines = (line.partition(" ") for line in shown.splitlines())
+    return "".join(f"{sha}\t{ref}\n" for sha, _, ref in lines if ref)
 
 
 def tree_of(repo: Path, commit: str) -> dict[str, str] | None:
