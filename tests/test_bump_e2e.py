@@ -438,7 +438,9 @@ def test_bump_all_majors_apart_and_idempotent(example_repo: Path, github_api: An
     modules = set(cluster.values())
     listed = re.findall(r"^\+ git ls-remote --tags (\S+)$", result.stderr, re.MULTILINE)
     assert sorted(listed) == sorted(set(listed)) and len(listed) == len(modules)
-    fetched = re.findall(r"^\+ git fetch .* (\S+) '\+refs/tags/", result.stderr, re.MULTILINE)
+    fetched = re.findall(
+        r"^\+ git (?:-c \S+ )*fetch .* (\S+) '\+refs/tags/", result.stderr, re.MULTILINE
+    )
     assert sorted(fetched) == sorted(listed)
     pulls = _pulls(github_api)
     assert set(pulls) == set(expected_branches)  # nothing for the cloud tier: staged rollout
