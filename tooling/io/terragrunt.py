@@ -267,8 +267,8 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 #: how much more than its live heap a Go process (Terragrunt, OpenTofu, the guard)
-#: grows before it collects garbage: 4x the default. Collection was about a third of
-#: the CPU of a `run --all plan` of short-lived processes (docs/benchmarks.md).
+#: grows before it collects garbage: 4x the default. A `run --all plan` of 16 small
+#: units, short-lived processes all, takes 10 to 15 % less wall time (docs/benchmarks.md).
 GO_GC_PERCENT = "400"
 
 
