@@ -142,7 +142,17 @@ def test_every_computed_map_is_refused_by_check_and_the_plan(
 
 
 @pytest.mark.parametrize(
-    "name", ["PYTHONPATH", "BASH_ENV", "http_proxy", "PATH", "GIT_SSH_COMMAND", "GCONV_PATH"]
+    "name",
+    [
+        "PYTHONPATH",
+        "BASH_ENV",
+        "http_proxy",
+        "PATH",
+        "GIT_SSH_COMMAND",
+        "GCONV_PATH",
+        "GOGC",
+        "GODEBUG",
+    ],
 )
 def test_a_variable_a_process_reads_before_its_own_code_is_refused(
     example_repo: Path, tmp_path: Path, name: str

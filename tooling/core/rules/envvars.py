@@ -77,6 +77,13 @@ _PROCESS_NAMES = frozenset(
         "NO_PROXY",
         "JAVA_TOOL_OPTIONS",
         "_JAVA_OPTIONS",
+        # Go's runtime reads these before main: Terragrunt, OpenTofu, the guard and the
+        # providers are Go programs (the pipeline sets GOGC and GOMEMLIMIT for them)
+        "GOGC",
+        "GOMEMLIMIT",
+        "GODEBUG",
+        "GOMAXPROCS",
+        "GOTRACEBACK",
     }
 )
 
