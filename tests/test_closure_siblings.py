@@ -92,6 +92,33 @@ def test_an_include_climbing_above_get_repo_root_is_refused(
     _refused(example_repo, tmp_path, args, marker, f"{DNS_FILE}:13: read-outside: ../outside.hcl")
 
 
+def test_a_file_planted_above_the_repository_after_the_model_was_cached_is_refused(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """The model's cache is keyed by the repository's files; a file that appears above it
+    (a reused machine, a job before this one) changes no key. Each name the evaluation
+    looked for there is looked for again before the cache is trusted."""
+    marker = tmp_path / "ran.txt"
+    (example_repo / "live/cloud/extra.hcl").write_text("locals {}\n")
+    edit(
+        example_repo,
+        DNS_FILE,
+        "terraform {",
+        _include('find_in_parent_folders("escape.hcl", "${get_repo_root()}/live/cloud/extra.hcl")'),
+    )
+    commit_all(example_repo, "an include with a fallback inside the repository")
+    _still_plans(example_repo, tmp_path, DNS)  # the model is cached, nothing above
+    assert list((example_repo / ".iac" / "cache").glob("model-*.marshal"))
+    (tmp_path / "escape.hcl").write_text(_calling(marker))  # planted after
+    _refused(
+        example_repo,
+        tmp_path,
+        ("plan", "--unit", DNS),
+        marker,
+        f"{DNS_FILE}:13: read-outside: ../escape.hcl",
+    )
+
+
 @pytest.mark.parametrize("args", list(RUNS.values()), ids=list(RUNS))
 def test_find_in_parent_folders_finding_a_file_above_the_repository_is_refused(
     example_repo: Path, tmp_path: Path, args: tuple[str, ...]

@@ -9,13 +9,12 @@ evaluator so that the evaluator, the stacks and the loader form a chain, not a l
 
 from __future__ import annotations
 
-import os
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
 from tooling.model.exprs import norm, outer_calls
-from tooling.model.gitpaths import in_repository, top_level
+from tooling.model.gitpaths import found_above, in_repository
 from tooling.model.hcl import Body, Expr
 from tooling.model.parsecache import ParseCache
 from tooling.model.trees import Tree
@@ -50,6 +49,9 @@ class Loader:
         self._bodies: dict[str, Body] = {}
         self._read_calls: dict[str, list[tuple[Expr, bool]]] = {}
         self._found: dict[tuple[str, str], str | None] = {}
+        #: every name looked for above git's top level: what the model's cache must look
+        #: for again before it is trusted (a file can appear there with no change here)
+        self.looked_above: set[str] = set()
 
     def find_up(self, directory: str, name: str) -> str | None:
         """``name`` in ``directory`` or the nearest folder above it (memoised: units share parents)."""
@@ -71,15 +73,8 @@ class Loader:
     def find_above_repository(self, name: str) -> str | None:
         """``name`` in a folder above git's top level, on disk (where Terragrunt's
         ``find_in_parent_folders`` goes on looking), as a ``../`` path; else None."""
-        folder = posixpath.dirname(top_level(self.root_posix, self.tree.git_prefix))
-        while True:
-            candidate = posixpath.join(folder, name)
-            if os.path.lexists(candidate):
-                return posixpath.relpath(candidate, self.root_posix)
-            parent = posixpath.dirname(folder)
-            if parent == folder:
-                return None
-            folder = parent
+        self.looked_above.add(name)
+        return found_above(self.root_posix, self.tree.git_prefix, name)
 
     def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:
         """The outermost read-function calls of a file (static, computed once per file)."""

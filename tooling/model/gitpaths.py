@@ -13,6 +13,7 @@ there (through ``get_repo_root()`` or a ``../`` path).
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable, Mapping
 
@@ -78,3 +79,18 @@ def in_repository(path: str, prefix: str) -> bool:
         ups += 1
     depth = len([p for p in clean_prefix(prefix).split("/") if p])
     return ups <= depth
+
+
+def found_above(root_posix: str, prefix: str, name: str) -> str | None:
+    """``name`` in a folder above git's top level, on disk (where Terragrunt's
+    ``find_in_parent_folders`` goes on looking after the repository), as a path relative
+    to the project root ``root_posix``; None when no folder up to ``/`` holds it."""
+    folder = posixpath.dirname(top_level(root_posix, prefix))
+    while True:
+        candidate = posixpath.join(folder, name)
+        if os.path.lexists(candidate):
+            return posixpath.relpath(candidate, root_posix)
+        parent = posixpath.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent

@@ -304,7 +304,7 @@ def load(tree: Tree, cache_dir: Path | None = None) -> Model:
     model = Model(units, order + stuck)
     cache.save()
     if model_cache is not None:
-        modelcache.save(model_cache, model, _data_files(model, tree))
+        modelcache.save(model_cache, model, _data_files(model, tree), loader.looked_above)
     return model
 
 

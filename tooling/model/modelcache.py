@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from tooling.model.gitpaths import found_above
 from tooling.model.trees import GitTree, Tree
 from tooling.model.units import Model, Unit
 
-MODEL_CACHE_VERSION = 16
+MODEL_CACHE_VERSION = 17
 
 #: the fields of a cached unit record (:func:`save` writes ``asdict`` of each unit)
 _UNIT_FIELDS = frozenset(f.name for f in fields(Unit))
@@ -22,11 +24,16 @@ def path_of(tree: Tree, cache_dir: Path | None) -> Path | None:
     return cache_dir / f"model-{tree.fingerprint()}.marshal" if cache_dir else None
 
 
-def save(path: Path, model: Model, data_files: dict[str, str]) -> None:
-    """Save ``model`` at ``path``, with the blob SHAs of the data files its units read."""
+def save(
+    path: Path, model: Model, data_files: dict[str, str], looked_above: Iterable[str] = ()
+) -> None:
+    """Save ``model`` at ``path``, with the blob SHAs of the data files its units read and
+    the names its evaluation looked for above git's top level (found nowhere, or the
+    units that found one are refused: :meth:`~tooling.model.configfiles.Loader.find_above_repository`)."""
     data = {
         "v": MODEL_CACHE_VERSION,
         "data": data_files,
+        "above": sorted(looked_above),
         "units": [(asdict(u)) for u in model.units.values()],
         "order": list(model.order),
     }
@@ -59,6 +66,13 @@ def read(path: Path, tree: Tree) -> Model | None:
         now = tree.sha(read) if tree.exists(read) and not tree.is_dir(read) else ""
         if now != sha:
             return None  # a data file a unit reads changed: evaluate again
+    # outside the repository no fingerprint covers anything: a name the evaluation looked
+    # for above git's top level is looked for again, and a file there now (planted on a
+    # reused machine, say) means evaluating again, which refuses the units that find it
+    root = tree.root.as_posix()
+    for name in data.get("above", ()):
+        if not isinstance(name, str) or found_above(root, tree.git_prefix, name) is not None:
+            return None
     units = {}
     new = object.__new__
     for raw in data["units"]:
