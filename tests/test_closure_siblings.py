@@ -92,8 +92,9 @@ def test_an_include_climbing_above_get_repo_root_is_refused(
     _refused(example_repo, tmp_path, args, marker, f"{DNS_FILE}:13: read-outside: ../outside.hcl")
 
 
+@pytest.mark.parametrize("args", list(RUNS.values()), ids=list(RUNS))
 def test_a_file_planted_above_the_repository_after_the_model_was_cached_is_refused(
-    example_repo: Path, tmp_path: Path
+    example_repo: Path, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     """The model's cache is keyed by the repository's files; a file that appears above it
     (a reused machine, a job before this one) changes no key. Each name the evaluation
@@ -110,13 +111,7 @@ def test_a_file_planted_above_the_repository_after_the_model_was_cached_is_refus
     _still_plans(example_repo, tmp_path, DNS)  # the model is cached, nothing above
     assert list((example_repo / ".iac" / "cache").glob("model-*.marshal"))
     (tmp_path / "escape.hcl").write_text(_calling(marker))  # planted after
-    _refused(
-        example_repo,
-        tmp_path,
-        ("plan", "--unit", DNS),
-        marker,
-        f"{DNS_FILE}:13: read-outside: ../escape.hcl",
-    )
+    _refused(example_repo, tmp_path, args, marker, f"{DNS_FILE}:13: read-outside: ../escape.hcl")
 
 
 @pytest.mark.parametrize("args", list(RUNS.values()), ids=list(RUNS))
