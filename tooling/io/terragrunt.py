@@ -274,9 +274,9 @@ GO_GC_PERCENT = "400"
 
 def go_runtime_env(environ: Mapping[str, str], mem_total: int | None) -> dict[str, str]:
     """The Go runtime settings of the tools' processes: collect garbage less often
-    (``GOGC``), with a soft cap of a quarter of the machine's memory (``GOMEMLIMIT``) a
-    process may not grow past without collecting. Nothing when the caller's environment
-    sets either: the caller decides."""
+    (``GOGC``), with a soft cap of a quarter of the memory this machine or container
+    gives (``GOMEMLIMIT``) a process may not grow past without collecting. Nothing when
+    the caller's environment sets either: the caller decides."""
     if "GOGC" in environ or "GOMEMLIMIT" in environ:
         return {}
     env = {"GOGC": GO_GC_PERCENT}
@@ -285,16 +285,35 @@ def go_runtime_env(environ: Mapping[str, str], mem_total: int | None) -> dict[st
     return env
 
 
+#: where a container's memory limit is read: cgroup v2, then v1
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_limit(meminfo: str, cgroup_limits: Sequence[str]) -> int | None:
+    """The memory in bytes a process here may use: the machine's (``MemTotal`` of
+    ``/proc/meminfo``), or a container's limit (a cgroup's ``memory.max`` or
+    ``memory.limit_in_bytes``) when that is smaller; None when neither is known.
+    ``max`` and the huge numbers an unlimited cgroup v1 reports are no limit."""
+    found: list[int] = []
+    for line in meminfo.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "MemTotal:" and parts[1].isdigit():
+            found.append(int(parts[1]) * 1024)
+    found.extend(int(text.strip()) for text in cgroup_limits if text.strip().isdigit())
+    return min(found) if found else None
+
+
 def memory_total() -> int | None:
-    """The machine's memory in bytes (``/proc/meminfo``), None where that is unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    """:func:`memory_limit` of this machine and its container; None where unknown."""
+
+    def text(path: str) -> str:
+        try:
+            with open(path, encoding="ascii") as fh:
+                return fh.read()
+        except (OSError, ValueError):
+            return ""
+
+    return memory_limit(text("/proc/meminfo"), [text(path) for path in CGROUP_LIMITS])
 
 
 @dataclass(frozen=True)
