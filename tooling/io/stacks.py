@@ -23,7 +23,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,26 +65,6 @@ def copy_tree(src: Path, dest: Path) -> None:
             if (here / name).is_symlink():  # a linked folder: keep the link, do not walk into it
                 (target / name).symlink_to(os.readlink(here / name))
                 dirnames.remove(name)
-
-
-def nesting_waves(stacks: Sequence[str]) -> list[list[str]]:
-    """``stacks`` (stack files) in waves: a stack whose folder lies below another's goes
-    in a later wave than that one; the stacks of one wave lie in folders apart, none
-    below another. Each wave keeps the order of ``stacks``."""
-    folders = {s: os.path.dirname(s) for s in stacks}
-
-    def depth(stack: str) -> int:
-        mine = folders[stack]
-        return sum(
-            1
-            for other, theirs in folders.items()
-            if other != stack and (theirs == "" or mine.startswith(theirs + "/"))
-        )
-
-    waves: dict[int, list[str]] = {}
-    for stack in stacks:
-        waves.setdefault(depth(stack), []).append(stack)
-    return [waves[d] for d in sorted(waves)]
 
 
 #: decides, before ``terragrunt stack generate`` parses them, which stacks may be
@@ -131,8 +110,9 @@ def generate(
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     copy_tree(root, scratch)
     failures: dict[str, str] = dict(refused)
-
-    def generate_one(stack: str) -> tuple[str, str | None]:
+    for stack in stacks:
+        if stack in refused:
+            continue
         folder = scratch / (os.path.dirname(stack) or ".")
         ran = proc.run(
             ["terragrunt", "stack", "generate", "--no-color"],
@@ -140,22 +120,13 @@ def generate(
             env=env,
             ok_codes=range(256),
         )
-        if ran.returncode == 0:
-            return stack, None
-        # nothing half-generated is read or planned: the stack's units keep the error
-        shutil.rmtree(folder / STACK_DIR, ignore_errors=True)
-        return stack, (
-            f"`terragrunt stack generate` failed for {stack} (exit {ran.returncode}): "
-            + terragrunt.error_summary(ran.stderr or ran.stdout)
-        )
-
-    # stacks in folders apart are generated side by side; a stack below another's folder
-    # after it (its generation may write there), as the one-by-one order had it
-    with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 8))) as pool:
-        for wave in nesting_waves([s for s in stacks if s not in refused]):
-            for stack, why in pool.map(generate_one, wave):
-                if why is not None:
-                    failures[stack] = why
+        if ran.returncode != 0:
+            # nothing half-generated is read or planned: the stack's units keep the error
+            shutil.rmtree(folder / STACK_DIR, ignore_errors=True)
+            failures[stack] = (
+                f"`terragrunt stack generate` failed for {stack} (exit {ran.returncode}): "
+                + terragrunt.error_summary(ran.stderr or ran.stdout)
+            )
     model = load(WorkTree(scratch, live, default_tiers=default_tiers), cache_dir)
     if failures:
         units = dict(model.units)
