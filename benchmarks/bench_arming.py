@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -35,16 +34,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cpu() -> float:
-    return sum(
-        r.ru_utime + r.ru_stime
-        for r in (
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-            resource.getrusage(resource.RUSAGE_SELF),
-        )
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=6)
@@ -52,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(args.tooling.resolve()))
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from benchenv import example_tree
+    from benchenv import cpu, example_tree
 
     from tooling.engine.rules import execguard
     from tooling.io import binpath

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import resource
 import statistics
 import sys
 import tempfile
@@ -40,16 +39,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-
-def cpu() -> float:
-    return sum(
-        r.ru_utime + r.ru_stime
-        for r in (
-            resource.getrusage(resource.RUSAGE_SELF),
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-        )
-    )
+from benchenv import cpu  # noqa: E402
 
 
 def timed(call: Callable[[], object], repeat: int) -> float:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -53,7 +52,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchenv import example_tree  # noqa: E402
+from benchenv import cpu, example_tree  # noqa: E402
 
 from tooling.core.plan.targets import Target  # noqa: E402
 from tooling.engine import secrets  # noqa: E402
@@ -77,18 +76,6 @@ def targets(ws: Workspace) -> list[Target]:
         Target(p, u.tier, u.executor, "named", ws.root / p, u.dependencies, source=u.source)
         for p, u in ((p, model.units[p]) for p in model.order)
     ]
-
-
-def cpu() -> float:
-    """CPU seconds (user + system) of this process (the verifier's Python work: the
-    model, the JSON) and of every child process it waited for, so far."""
-    return sum(
-        r.ru_utime + r.ru_stime
-        for r in (
-            resource.getrusage(resource.RUSAGE_CHILDREN),
-            resource.getrusage(resource.RUSAGE_SELF),
-        )
-    )
 
 
 def _plain() -> Any:

@@ -4,6 +4,7 @@ and a committed copy of the example tree."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,18 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "bench",
     "GIT_COMMITTER_EMAIL": "bench@example.invalid",
 }
+
+
+def cpu() -> float:
+    """CPU seconds (user + system) of this process and of every child process it waited
+    for, so far."""
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
 
 
 def sh(
