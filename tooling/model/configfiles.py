@@ -49,9 +49,10 @@ class Loader:
         self._bodies: dict[str, Body] = {}
         self._read_calls: dict[str, list[tuple[Expr, bool]]] = {}
         self._found: dict[tuple[str, str], str | None] = {}
-        #: every name looked for above git's top level: what the model's cache must look
-        #: for again before it is trusted (a file can appear there with no change here)
-        self.looked_above: set[str] = set()
+        #: every name looked for above git's top level, and what was found there (None:
+        #: nothing): the model's cache looks again before it is trusted (a file can appear
+        #: there, or go, with no change here)
+        self.looked_above: dict[str, str | None] = {}
 
     def find_up(self, directory: str, name: str) -> str | None:
         """``name`` in ``directory`` or the nearest folder above it (memoised: units share parents)."""
@@ -73,8 +74,8 @@ class Loader:
     def find_above_repository(self, name: str) -> str | None:
         """``name`` in a folder above git's top level, on disk (where Terragrunt's
         ``find_in_parent_folders`` goes on looking), as a ``../`` path; else None."""
-        self.looked_above.add(name)
-        return found_above(self.root_posix, self.tree.git_prefix, name)
+        found = self.looked_above[name] = found_above(self.root_posix, self.tree.git_prefix, name)
+        return found
 
     def read_calls(self, file: ConfigFile) -> list[tuple[Expr, bool]]:
         """The outermost read-function calls of a file (static, computed once per file)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -25,15 +25,18 @@ def path_of(tree: Tree, cache_dir: Path | None) -> Path | None:
 
 
 def save(
-    path: Path, model: Model, data_files: dict[str, str], looked_above: Iterable[str] = ()
+    path: Path,
+    model: Model,
+    data_files: dict[str, str],
+    looked_above: Mapping[str, str | None] | None = None,
 ) -> None:
     """Save ``model`` at ``path``, with the blob SHAs of the data files its units read and
-    the names its evaluation looked for above git's top level (found nowhere, or the
-    units that found one are refused: :meth:`~tooling.model.configfiles.Loader.find_above_repository`)."""
+    the names its evaluation looked for above git's top level, each with what it found
+    there (:meth:`~tooling.model.configfiles.Loader.find_above_repository`)."""
     data = {
         "v": MODEL_CACHE_VERSION,
         "data": data_files,
-        "above": sorted(looked_above),
+        "above": dict(looked_above or {}),
         "units": [(asdict(u)) for u in model.units.values()],
         "order": list(model.order),
     }
@@ -67,11 +70,15 @@ def read(path: Path, tree: Tree) -> Model | None:
         if now != sha:
             return None  # a data file a unit reads changed: evaluate again
     # outside the repository no fingerprint covers anything: a name the evaluation looked
-    # for above git's top level is looked for again, and a file there now (planted on a
-    # reused machine, say) means evaluating again, which refuses the units that find it
+    # for above git's top level is looked for again, and finding something else there now
+    # (a file planted on a reused machine, say) means evaluating again, which refuses the
+    # units that find it
     root = tree.root.as_posix()
-    for name in data.get("above", ()):
-        if not isinstance(name, str) or found_above(root, tree.git_prefix, name) is not None:
+    above = data.get("above")
+    if not isinstance(above, dict):
+        return None
+    for name, found in above.items():
+        if not isinstance(name, str) or found_above(root, tree.git_prefix, name) != found:
             return None
     units = {}
     new = object.__new__
